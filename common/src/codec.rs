@@ -1,0 +1,814 @@
+//! The Shoal record format: encoder and incremental decoders. Pure code, no I/O.
+//!
+//! See `docs/wire-format.md` for the byte layout. The decoders take whatever bytes have arrived
+//! and either return one decoded item with the number of bytes it used, or `None` to ask for
+//! more. They never allocate more than a record header's worth (bounded by the limits) and never
+//! trust a length before checking it against a limit.
+
+use bytes::{BufMut, BytesMut};
+
+use crate::config::Mode;
+use crate::relpath::{display_raw, PathError, PathLimits, RelPath};
+
+/// First bytes of every sender stream.
+pub const MAGIC: [u8; 4] = *b"SHOL";
+/// The protocol version this build speaks.
+pub const PROTOCOL_VERSION: u16 = 1;
+/// Largest hello body accepted.
+pub const MAX_HELLO_BODY: usize = 64 * 1024;
+/// Longest token accepted.
+pub const MAX_TOKEN: usize = 1024;
+/// Largest completion body accepted by the sender.
+pub const MAX_COMPLETION_BODY: usize = 1 << 20;
+/// Most error messages carried in a completion report.
+pub const MAX_REPORTED_ERRORS: usize = 64;
+/// Longest single error message on the wire.
+pub const MAX_MESSAGE: usize = 4096;
+
+const HELLO_PREFIX: usize = 4 + 2 + 4;
+
+const TAG_FILE: u8 = 0x01;
+const TAG_DIR: u8 = 0x02;
+const TAG_END: u8 = 0x03;
+const TAG_ACK: u8 = 0x81;
+const TAG_COMPLETION: u8 = 0x82;
+const TAG_ERROR: u8 = 0x83;
+
+/// The first message of a connection: who is sending what.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hello {
+    pub run_id: [u8; 16],
+    pub token: Vec<u8>,
+    pub mode: Mode,
+    pub file_count: u64,
+    pub total_bytes: u64,
+    pub conn_index: u16,
+    pub conn_count: u16,
+}
+
+/// Announces one file; exactly `size` bytes of content follow it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileHeader {
+    pub path: RelPath,
+    pub size: u64,
+}
+
+/// The sender's last record: what it sent, for the receiver to cross-check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EndMarker {
+    pub files: u64,
+    pub bytes: u64,
+}
+
+/// The receiver's report once every file of the run is written and closed.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Completion {
+    pub files: u64,
+    pub bytes: u64,
+    /// Receiver clock: first byte received → last file closed.
+    pub receiver_micros: u64,
+    /// Time spent syncing at the end (`--fsync`), not part of the transfer time.
+    pub fsync_micros: u64,
+    /// Receiver's peak resident set during the run, bytes.
+    pub peak_rss: u64,
+    /// Errors the receiver met; a non-empty list means the run failed.
+    pub errors: Vec<String>,
+}
+
+/// One decoded item of a sender stream.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Record<'a> {
+    Hello(Hello),
+    File(FileHeader),
+    /// Content of the current file: the first bytes of the input, borrowed.
+    Data(&'a [u8]),
+    /// The current file's content is complete.
+    FileEnd,
+    /// An (empty) folder to create.
+    Dir(RelPath),
+    End(EndMarker),
+}
+
+/// One decoded message from the receiver.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// Per-file acknowledgement (stop-and-wait control arm): the count of files closed so far.
+    Ack(u64),
+    Completion(Completion),
+    /// A fatal error: the receiver refused the run or failed; it closes the connection.
+    Error(String),
+}
+
+/// Why bytes from a peer were refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    #[error("not a Shoal stream (bad magic bytes {0:02x?})")]
+    BadMagic([u8; 4]),
+    #[error("unsupported protocol version {got} (this build speaks {PROTOCOL_VERSION})")]
+    UnsupportedVersion { got: u16 },
+    #[error("hello of {0} bytes exceeds the limit of {MAX_HELLO_BODY}")]
+    HelloTooLarge(usize),
+    #[error("malformed hello: {0}")]
+    BadHello(&'static str),
+    #[error("refused path \"{path}\": {reason}")]
+    BadPath { path: String, reason: PathError },
+    #[error("file \"{path}\" claims {size} bytes, more than the limit of {max}")]
+    FileTooLarge { path: String, size: u64, max: u64 },
+    #[error("unknown record type 0x{0:02x}")]
+    UnknownTag(u8),
+    #[error("data after the end marker")]
+    AfterEnd,
+    #[error("truncated stream: {0}")]
+    Truncated(String),
+    #[error("malformed reply: {0}")]
+    BadReply(&'static str),
+}
+
+/// Limits the decoder enforces on what a peer may announce.
+#[derive(Debug, Clone, Copy)]
+pub struct DecodeLimits {
+    pub path: PathLimits,
+    pub max_file_size: u64,
+}
+
+impl Default for DecodeLimits {
+    fn default() -> Self {
+        Self {
+            path: PathLimits::default(),
+            max_file_size: 1 << 40,
+        }
+    }
+}
+
+/// Incremental decoder of a sender stream.
+#[derive(Debug)]
+pub struct RecordDecoder {
+    state: State,
+    limits: DecodeLimits,
+}
+
+#[derive(Debug)]
+enum State {
+    ExpectHello,
+    ExpectRecord,
+    InFile { path: RelPath, remaining: u64 },
+    Ended,
+}
+
+impl RecordDecoder {
+    /// A decoder for a stream that starts with a hello.
+    pub fn new(limits: DecodeLimits) -> Self {
+        Self {
+            state: State::ExpectHello,
+            limits,
+        }
+    }
+
+    /// A decoder for a stream of records without a hello (e.g. one per-file stream).
+    pub fn records_only(limits: DecodeLimits) -> Self {
+        Self {
+            state: State::ExpectRecord,
+            limits,
+        }
+    }
+
+    /// Whether the end marker has been decoded.
+    pub fn ended(&self) -> bool {
+        matches!(self.state, State::Ended)
+    }
+
+    /// Decodes the next item from `input`. `Ok(None)` means more bytes are needed; nothing was
+    /// consumed. On `Ok(Some((record, n)))` the caller drops the first `n` bytes of its input.
+    pub fn decode<'a>(
+        &mut self,
+        input: &'a [u8],
+    ) -> Result<Option<(Record<'a>, usize)>, DecodeError> {
+        match &mut self.state {
+            State::ExpectHello => {
+                let Some((hello, n)) = decode_hello(input)? else {
+                    return Ok(None);
+                };
+                self.state = State::ExpectRecord;
+                Ok(Some((Record::Hello(hello), n)))
+            }
+            State::ExpectRecord => self.decode_record(input),
+            State::InFile { remaining, .. } => {
+                if *remaining == 0 {
+                    self.state = State::ExpectRecord;
+                    return Ok(Some((Record::FileEnd, 0)));
+                }
+                if input.is_empty() {
+                    return Ok(None);
+                }
+                let n = usize::try_from(*remaining)
+                    .unwrap_or(usize::MAX)
+                    .min(input.len());
+                *remaining -= n as u64;
+                Ok(Some((Record::Data(&input[..n]), n)))
+            }
+            State::Ended => {
+                if input.is_empty() {
+                    Ok(None)
+                } else {
+                    Err(DecodeError::AfterEnd)
+                }
+            }
+        }
+    }
+
+    /// Call at end of stream: an error unless the stream ended at a record boundary after the
+    /// end marker.
+    pub fn finish(&self) -> Result<(), DecodeError> {
+        match &self.state {
+            State::Ended => Ok(()),
+            State::ExpectHello => Err(DecodeError::Truncated(
+                "connection closed before the hello".into(),
+            )),
+            State::ExpectRecord => Err(DecodeError::Truncated(
+                "stream ended without an end marker".into(),
+            )),
+            State::InFile { path, remaining } => Err(DecodeError::Truncated(format!(
+                "stream ended {remaining} bytes short of the end of \"{path}\""
+            ))),
+        }
+    }
+
+    /// Like [`finish`](Self::finish) for a per-file stream: it may end after one file, with
+    /// no end marker.
+    pub fn finish_file_stream(&self) -> Result<(), DecodeError> {
+        match &self.state {
+            State::ExpectRecord | State::Ended => Ok(()),
+            _ => self.finish(),
+        }
+    }
+
+    fn decode_record<'a>(
+        &mut self,
+        input: &'a [u8],
+    ) -> Result<Option<(Record<'a>, usize)>, DecodeError> {
+        let Some(&tag) = input.first() else {
+            return Ok(None);
+        };
+        match tag {
+            TAG_FILE => {
+                let Some((path, after_path)) = self.decode_path(input)? else {
+                    return Ok(None);
+                };
+                let Some(size) = read_u64(input, after_path) else {
+                    return Ok(None);
+                };
+                if size > self.limits.max_file_size {
+                    return Err(DecodeError::FileTooLarge {
+                        path: path.to_string(),
+                        size,
+                        max: self.limits.max_file_size,
+                    });
+                }
+                self.state = State::InFile {
+                    path: path.clone(),
+                    remaining: size,
+                };
+                Ok(Some((Record::File(FileHeader { path, size }), after_path + 8)))
+            }
+            TAG_DIR => {
+                let Some((path, n)) = self.decode_path(input)? else {
+                    return Ok(None);
+                };
+                Ok(Some((Record::Dir(path), n)))
+            }
+            TAG_END => {
+                let (Some(files), Some(bytes)) = (read_u64(input, 1), read_u64(input, 9)) else {
+                    return Ok(None);
+                };
+                self.state = State::Ended;
+                Ok(Some((Record::End(EndMarker { files, bytes }), 17)))
+            }
+            other => Err(DecodeError::UnknownTag(other)),
+        }
+    }
+
+    /// Decodes `tag, u16 length, path bytes`; checks the length before waiting for the bytes.
+    fn decode_path(&self, input: &[u8]) -> Result<Option<(RelPath, usize)>, DecodeError> {
+        let Some(len) = read_u16(input, 1) else {
+            return Ok(None);
+        };
+        let len = len as usize;
+        if len > self.limits.path.max_len {
+            let shown = &input[3..input.len().min(3 + len)];
+            return Err(DecodeError::BadPath {
+                path: display_raw(shown),
+                reason: PathError::TooLong {
+                    len,
+                    max: self.limits.path.max_len,
+                },
+            });
+        }
+        let Some(raw) = input.get(3..3 + len) else {
+            return Ok(None);
+        };
+        let path = RelPath::from_bytes(raw, &self.limits.path).map_err(|reason| {
+            DecodeError::BadPath {
+                path: display_raw(raw),
+                reason,
+            }
+        })?;
+        Ok(Some((path, 3 + len)))
+    }
+}
+
+fn decode_hello(input: &[u8]) -> Result<Option<(Hello, usize)>, DecodeError> {
+    if input.len() < 4 {
+        // Refuse a wrong magic as soon as the bytes that differ have arrived.
+        if input.iter().zip(MAGIC.iter()).any(|(a, b)| a != b) {
+            let mut got = [0u8; 4];
+            got[..input.len()].copy_from_slice(input);
+            return Err(DecodeError::BadMagic(got));
+        }
+        return Ok(None);
+    }
+    let magic: [u8; 4] = input[..4].try_into().expect("4 bytes");
+    if magic != MAGIC {
+        return Err(DecodeError::BadMagic(magic));
+    }
+    let Some(version) = read_u16(input, 4) else {
+        return Ok(None);
+    };
+    if version != PROTOCOL_VERSION {
+        return Err(DecodeError::UnsupportedVersion { got: version });
+    }
+    let Some(body_len) = read_u32(input, 6) else {
+        return Ok(None);
+    };
+    let body_len = body_len as usize;
+    if body_len > MAX_HELLO_BODY {
+        return Err(DecodeError::HelloTooLarge(body_len));
+    }
+    let Some(body) = input.get(HELLO_PREFIX..HELLO_PREFIX + body_len) else {
+        return Ok(None);
+    };
+    const FIXED: usize = 16 + 1 + 1 + 2 + 2 + 8 + 8 + 2;
+    if body.len() < FIXED {
+        return Err(DecodeError::BadHello("body shorter than its fixed fields"));
+    }
+    let run_id: [u8; 16] = body[..16].try_into().expect("16 bytes");
+    let mode = Mode::from_wire(body[16]).ok_or(DecodeError::BadHello("unknown mode"))?;
+    // body[17] holds flags; none are defined in version 1.
+    let conn_index = read_u16(body, 18).expect("fixed");
+    let conn_count = read_u16(body, 20).expect("fixed");
+    let file_count = read_u64(body, 22).expect("fixed");
+    let total_bytes = read_u64(body, 30).expect("fixed");
+    let token_len = read_u16(body, 38).expect("fixed") as usize;
+    if token_len > MAX_TOKEN {
+        return Err(DecodeError::BadHello("token longer than 1024 bytes"));
+    }
+    let token = body
+        .get(FIXED..FIXED + token_len)
+        .ok_or(DecodeError::BadHello("token runs past the end of the hello"))?
+        .to_vec();
+    if conn_count == 0 || conn_index >= conn_count {
+        return Err(DecodeError::BadHello(
+            "connection index outside the connection count",
+        ));
+    }
+    // Bytes after the token are reserved for later versions' fields and ignored.
+    let hello = Hello {
+        run_id,
+        token,
+        mode,
+        file_count,
+        total_bytes,
+        conn_index,
+        conn_count,
+    };
+    Ok(Some((hello, HELLO_PREFIX + body_len)))
+}
+
+/// Incremental decoder of the receiver's replies.
+#[derive(Debug, Default)]
+pub struct ReplyDecoder;
+
+impl ReplyDecoder {
+    pub fn decode(&mut self, input: &[u8]) -> Result<Option<(Reply, usize)>, DecodeError> {
+        let Some(&tag) = input.first() else {
+            return Ok(None);
+        };
+        match tag {
+            TAG_ACK => Ok(read_u64(input, 1).map(|n| (Reply::Ack(n), 9))),
+            TAG_ERROR => {
+                let Some((msg, n)) = read_message(input, 1)? else {
+                    return Ok(None);
+                };
+                Ok(Some((Reply::Error(msg), n)))
+            }
+            TAG_COMPLETION => {
+                let Some(len) = read_u32(input, 1) else {
+                    return Ok(None);
+                };
+                let len = len as usize;
+                if len > MAX_COMPLETION_BODY {
+                    return Err(DecodeError::BadReply("completion report too large"));
+                }
+                let Some(body) = input.get(5..5 + len) else {
+                    return Ok(None);
+                };
+                Ok(Some((Reply::Completion(decode_completion(body)?), 5 + len)))
+            }
+            _ => Err(DecodeError::BadReply("unknown reply type")),
+        }
+    }
+}
+
+fn decode_completion(body: &[u8]) -> Result<Completion, DecodeError> {
+    let short = DecodeError::BadReply("completion report cut short");
+    let field = |at| read_u64(body, at).ok_or(short.clone());
+    let mut c = Completion {
+        files: field(0)?,
+        bytes: field(8)?,
+        receiver_micros: field(16)?,
+        fsync_micros: field(24)?,
+        peak_rss: field(32)?,
+        errors: Vec::new(),
+    };
+    let count = read_u16(body, 40).ok_or(short.clone())? as usize;
+    if count > MAX_REPORTED_ERRORS {
+        return Err(DecodeError::BadReply("too many errors in completion report"));
+    }
+    let mut at = 42;
+    for _ in 0..count {
+        let (msg, next) = read_message(body, at)?.ok_or(short.clone())?;
+        c.errors.push(msg);
+        at = next;
+    }
+    Ok(c)
+}
+
+/// Reads `u16 length, UTF-8 bytes` at `at`; returns the message and the offset after it.
+fn read_message(input: &[u8], at: usize) -> Result<Option<(String, usize)>, DecodeError> {
+    let Some(len) = read_u16(input, at) else {
+        return Ok(None);
+    };
+    let len = len as usize;
+    if len > MAX_MESSAGE {
+        return Err(DecodeError::BadReply("message too long"));
+    }
+    let Some(raw) = input.get(at + 2..at + 2 + len) else {
+        return Ok(None);
+    };
+    Ok(Some((
+        String::from_utf8_lossy(raw).into_owned(),
+        at + 2 + len,
+    )))
+}
+
+fn read_u16(input: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_be_bytes(input.get(at..at + 2)?.try_into().ok()?))
+}
+
+fn read_u32(input: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_be_bytes(input.get(at..at + 4)?.try_into().ok()?))
+}
+
+fn read_u64(input: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_be_bytes(input.get(at..at + 8)?.try_into().ok()?))
+}
+
+// ---- encoders ----
+
+/// Appends a hello. Panics if the token exceeds [`MAX_TOKEN`] (the caller's bug).
+pub fn encode_hello(hello: &Hello, out: &mut BytesMut) {
+    assert!(hello.token.len() <= MAX_TOKEN, "token too long");
+    let body_len = 16 + 1 + 1 + 2 + 2 + 8 + 8 + 2 + hello.token.len();
+    out.reserve(HELLO_PREFIX + body_len);
+    out.put_slice(&MAGIC);
+    out.put_u16(PROTOCOL_VERSION);
+    out.put_u32(body_len as u32);
+    out.put_slice(&hello.run_id);
+    out.put_u8(hello.mode.to_wire());
+    out.put_u8(0);
+    out.put_u16(hello.conn_index);
+    out.put_u16(hello.conn_count);
+    out.put_u64(hello.file_count);
+    out.put_u64(hello.total_bytes);
+    out.put_u16(hello.token.len() as u16);
+    out.put_slice(&hello.token);
+}
+
+/// Bytes [`encode_file_header`] appends for `path`.
+pub fn file_header_len(path: &RelPath) -> usize {
+    1 + 2 + path.as_bytes().len() + 8
+}
+
+/// Appends a file header; the caller appends exactly `size` content bytes after it.
+pub fn encode_file_header(path: &RelPath, size: u64, out: &mut impl BufMut) {
+    out.put_u8(TAG_FILE);
+    put_path(path, out);
+    out.put_u64(size);
+}
+
+pub fn encode_dir(path: &RelPath, out: &mut impl BufMut) {
+    out.put_u8(TAG_DIR);
+    put_path(path, out);
+}
+
+pub fn encode_end(end: &EndMarker, out: &mut impl BufMut) {
+    out.put_u8(TAG_END);
+    out.put_u64(end.files);
+    out.put_u64(end.bytes);
+}
+
+pub fn encode_ack(files_closed: u64, out: &mut impl BufMut) {
+    out.put_u8(TAG_ACK);
+    out.put_u64(files_closed);
+}
+
+pub fn encode_error(message: &str, out: &mut impl BufMut) {
+    out.put_u8(TAG_ERROR);
+    put_message(message, out);
+}
+
+pub fn encode_completion(c: &Completion, out: &mut BytesMut) {
+    let mut body = BytesMut::with_capacity(64);
+    body.put_u64(c.files);
+    body.put_u64(c.bytes);
+    body.put_u64(c.receiver_micros);
+    body.put_u64(c.fsync_micros);
+    body.put_u64(c.peak_rss);
+    let errors = &c.errors[..c.errors.len().min(MAX_REPORTED_ERRORS)];
+    body.put_u16(errors.len() as u16);
+    for e in errors {
+        put_message(e, &mut body);
+    }
+    out.put_u8(TAG_COMPLETION);
+    out.put_u32(body.len() as u32);
+    out.put_slice(&body);
+}
+
+fn put_path(path: &RelPath, out: &mut impl BufMut) {
+    let bytes = path.as_bytes();
+    // RelPath guarantees ≤ 4,096 bytes by default; a u16 holds any limit we allow.
+    out.put_u16(u16::try_from(bytes.len()).expect("validated path fits u16"));
+    out.put_slice(bytes);
+}
+
+/// Writes a message cut to [`MAX_MESSAGE`] bytes at a character boundary.
+fn put_message(message: &str, out: &mut impl BufMut) {
+    let mut end = message.len().min(MAX_MESSAGE);
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    out.put_u16(end as u16);
+    out.put_slice(&message.as_bytes()[..end]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn path(s: &str) -> RelPath {
+        RelPath::from_bytes(s.as_bytes(), &PathLimits::default()).unwrap()
+    }
+
+    fn hello() -> Hello {
+        Hello {
+            run_id: [7; 16],
+            token: b"secret".to_vec(),
+            mode: Mode::TcpBundle,
+            file_count: 2,
+            total_bytes: 5,
+            conn_index: 0,
+            conn_count: 1,
+        }
+    }
+
+    /// Owned copy of a decoded record, for comparing whole streams.
+    #[derive(Debug, PartialEq, Eq)]
+    enum Owned {
+        Hello(Hello),
+        File(FileHeader),
+        Data(Vec<u8>),
+        FileEnd,
+        Dir(RelPath),
+        End(EndMarker),
+    }
+
+    /// Feeds `stream` to a decoder in pieces of `step` bytes, as a socket would deliver it.
+    fn decode_all(stream: &[u8], step: usize) -> Result<Vec<Owned>, DecodeError> {
+        let mut d = RecordDecoder::new(DecodeLimits::default());
+        let mut buf = Vec::new();
+        let mut out = Vec::new();
+        let mut fed = 0;
+        loop {
+            match d.decode(&buf)? {
+                Some((rec, n)) => {
+                    out.push(match rec {
+                        Record::Hello(h) => Owned::Hello(h),
+                        Record::File(f) => Owned::File(f),
+                        Record::Data(b) => Owned::Data(b.to_vec()),
+                        Record::FileEnd => Owned::FileEnd,
+                        Record::Dir(p) => Owned::Dir(p),
+                        Record::End(e) => Owned::End(e),
+                    });
+                    buf.drain(..n);
+                }
+                None if fed < stream.len() => {
+                    let next = (fed + step).min(stream.len());
+                    buf.extend_from_slice(&stream[fed..next]);
+                    fed = next;
+                }
+                None => {
+                    d.finish()?;
+                    // Merge data pieces so the result does not depend on `step`.
+                    let mut merged: Vec<Owned> = Vec::new();
+                    for item in out {
+                        match (merged.last_mut(), item) {
+                            (Some(Owned::Data(a)), Owned::Data(b)) => a.extend(b),
+                            (_, item) => merged.push(item),
+                        }
+                    }
+                    return Ok(merged);
+                }
+            }
+        }
+    }
+
+    fn sample_stream() -> Vec<u8> {
+        let mut s = BytesMut::new();
+        encode_hello(&hello(), &mut s);
+        encode_file_header(&path("a/b.txt"), 5, &mut s);
+        s.put_slice(b"hello");
+        encode_file_header(&path("empty"), 0, &mut s);
+        encode_dir(&path("d/e"), &mut s);
+        encode_end(&EndMarker { files: 2, bytes: 5 }, &mut s);
+        s.to_vec()
+    }
+
+    #[test]
+    fn round_trips_at_every_split() {
+        let stream = sample_stream();
+        let expected = vec![
+            Owned::Hello(hello()),
+            Owned::File(FileHeader {
+                path: path("a/b.txt"),
+                size: 5,
+            }),
+            Owned::Data(b"hello".to_vec()),
+            Owned::FileEnd,
+            Owned::File(FileHeader {
+                path: path("empty"),
+                size: 0,
+            }),
+            Owned::FileEnd,
+            Owned::Dir(path("d/e")),
+            Owned::End(EndMarker { files: 2, bytes: 5 }),
+        ];
+        for step in 1..=stream.len() {
+            assert_eq!(decode_all(&stream, step).unwrap(), expected, "step {step}");
+        }
+    }
+
+    fn stream_with_raw_path(raw: &[u8]) -> Vec<u8> {
+        let mut s = BytesMut::new();
+        encode_hello(&hello(), &mut s);
+        s.put_u8(TAG_FILE);
+        s.put_u16(raw.len() as u16);
+        s.put_slice(raw);
+        s.put_u64(1);
+        s.put_u8(b'x');
+        encode_end(&EndMarker { files: 1, bytes: 1 }, &mut s);
+        s.to_vec()
+    }
+
+    #[test]
+    fn refuses_hostile_paths_with_named_cause() {
+        let cases: [(&[u8], PathError); 5] = [
+            (b"../x", PathError::DotDot),
+            (b"/etc/x", PathError::Absolute),
+            (b"a/../../x", PathError::DotDot),
+            (b"a\0b", PathError::Nul),
+            (
+                &[b'p'; 5000],
+                PathError::TooLong {
+                    len: 5000,
+                    max: 4096,
+                },
+            ),
+        ];
+        for (raw, reason) in cases {
+            let err = decode_all(&stream_with_raw_path(raw), 7).unwrap_err();
+            match err {
+                DecodeError::BadPath { reason: r, .. } => assert_eq!(r, reason),
+                other => panic!("{other}"),
+            }
+        }
+    }
+
+    #[test]
+    fn too_long_path_is_refused_before_its_bytes_arrive() {
+        let mut d = RecordDecoder::records_only(DecodeLimits::default());
+        let mut s = BytesMut::new();
+        s.put_u8(TAG_FILE);
+        s.put_u16(60_000);
+        assert!(matches!(
+            d.decode(&s),
+            Err(DecodeError::BadPath {
+                reason: PathError::TooLong { .. },
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn truncated_streams_are_errors() {
+        let stream = sample_stream();
+        // Every strict prefix must fail at finish() (or earlier), never succeed.
+        for cut in 0..stream.len() {
+            let err = decode_all(&stream[..cut], 3).unwrap_err();
+            assert!(matches!(err, DecodeError::Truncated(_)), "cut {cut}: {err}");
+        }
+    }
+
+    #[test]
+    fn size_larger_than_following_bytes_is_truncation() {
+        let mut s = BytesMut::new();
+        encode_hello(&hello(), &mut s);
+        encode_file_header(&path("big"), 1000, &mut s);
+        s.put_slice(b"only a few bytes");
+        encode_end(&EndMarker { files: 1, bytes: 1000 }, &mut s);
+        let err = decode_all(&s, 64).unwrap_err();
+        assert!(err.to_string().contains("short of the end of \"big\""), "{err}");
+    }
+
+    #[test]
+    fn refuses_wrong_version_magic_and_limits() {
+        let mut s = BytesMut::new();
+        encode_hello(&hello(), &mut s);
+        let mut wrong_version = s.to_vec();
+        wrong_version[5] = 9;
+        assert!(matches!(
+            decode_all(&wrong_version, 100),
+            Err(DecodeError::UnsupportedVersion { got: 9 })
+        ));
+        assert!(matches!(
+            decode_all(b"GET / HTTP/1.1\r\n", 100),
+            Err(DecodeError::BadMagic(_))
+        ));
+        // A wrong first byte is refused at once.
+        let mut d = RecordDecoder::new(DecodeLimits::default());
+        assert!(d.decode(b"X").is_err());
+
+        let mut huge = BytesMut::new();
+        encode_hello(&hello(), &mut huge);
+        encode_file_header(&path("f"), 1 << 60, &mut huge);
+        assert!(matches!(
+            decode_all(&huge, 100),
+            Err(DecodeError::FileTooLarge { .. })
+        ));
+    }
+
+    #[test]
+    fn refuses_data_after_end_and_unknown_tags() {
+        let mut s = BytesMut::from(&sample_stream()[..]);
+        s.put_u8(0);
+        assert_eq!(decode_all(&s, 50), Err(DecodeError::AfterEnd));
+        let mut t = BytesMut::new();
+        encode_hello(&hello(), &mut t);
+        t.put_u8(0x7f);
+        assert_eq!(decode_all(&t, 50), Err(DecodeError::UnknownTag(0x7f)));
+    }
+
+    #[test]
+    fn replies_round_trip() {
+        let completion = Completion {
+            files: 3,
+            bytes: 12,
+            receiver_micros: 1500,
+            fsync_micros: 7,
+            peak_rss: 1 << 20,
+            errors: vec!["one".into(), "two".into()],
+        };
+        let mut s = BytesMut::new();
+        encode_ack(1, &mut s);
+        encode_completion(&completion, &mut s);
+        encode_error("no such token", &mut s);
+        let mut d = ReplyDecoder;
+        let mut at = 0;
+        let mut got = Vec::new();
+        while at < s.len() {
+            // Every prefix of the remaining bytes asks for more rather than failing.
+            let rest = &s[at..];
+            let (reply, n) = (1..=rest.len())
+                .find_map(|k| d.decode(&rest[..k]).unwrap())
+                .unwrap();
+            got.push(reply);
+            at += n;
+        }
+        assert_eq!(
+            got,
+            vec![
+                Reply::Ack(1),
+                Reply::Completion(completion),
+                Reply::Error("no such token".into())
+            ]
+        );
+    }
+}

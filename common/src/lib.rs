@@ -1,0 +1,14 @@
+//! Shoal's shared layer: the record codec, validated paths, source trees, the file pipeline,
+//! verification, TLS identity, metrics and the result row. Both ends and every transport use
+//! these; transports only decide how records are framed on the wire.
+
+pub mod codec;
+pub mod config;
+pub mod identity;
+pub mod metrics;
+pub mod pipeline;
+pub mod relpath;
+pub mod row;
+pub mod tree;
+pub mod units;
+pub mod verify;

@@ -1,0 +1,104 @@
+//! Process and machine figures that go in every row: peak RSS, CPU time, load, kernel.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Peak resident set size of this process (`VmHWM`), bytes.
+pub fn peak_rss_bytes() -> u64 {
+    status_kib("VmHWM:").unwrap_or(0) * 1024
+}
+
+/// Resets the peak-RSS mark to the current RSS (Linux ≥ 4.0: `echo 5 > clear_refs`), so a
+/// long-running receiver reports the peak of one run, not of its lifetime.
+pub fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", b"5").is_ok()
+}
+
+fn status_kib(key: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with(key))?;
+    line[key.len()..].trim().trim_end_matches("kB").trim().parse().ok()
+}
+
+/// User + system CPU seconds this process has used.
+pub fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage writes into the zeroed struct we pass and has no other effects.
+    let usage = unsafe {
+        let mut u: libc::rusage = std::mem::zeroed();
+        if libc::getrusage(libc::RUSAGE_SELF, &mut u) != 0 {
+            return 0.0;
+        }
+        u
+    };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+/// 1-minute load average.
+pub fn load_avg_1m() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(f64::NAN)
+}
+
+/// Kernel release (`uname -r`).
+pub fn kernel_release() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// Host name.
+pub fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// Current UTC time as ISO 8601 (`2026-11-30T05:01:02.345Z`).
+pub fn utc_timestamp() -> String {
+    let d = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    format_utc(d.as_secs(), d.subsec_millis())
+}
+
+fn format_utc(secs: u64, millis: u32) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_utc() {
+        assert_eq!(format_utc(0, 0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(format_utc(1_796_014_862, 5), "2026-11-30T05:01:02.005Z");
+        assert_eq!(format_utc(951_782_400, 0), "2000-02-29T00:00:00.000Z");
+    }
+
+    #[test]
+    fn reads_process_figures() {
+        assert!(peak_rss_bytes() > 0);
+        assert!(cpu_seconds() >= 0.0);
+        assert!(load_avg_1m() >= 0.0);
+    }
+}

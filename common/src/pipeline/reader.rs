@@ -1,0 +1,236 @@
+//! Sender side: reads files ahead of the network into wire-ready chunks.
+//!
+//! A reader thread takes items from a shared [`WorkQueue`] (so several connections can pull
+//! from one tree), opens and reads each file, and sends chunks whose first one starts with the
+//! file's record header. Reading runs ahead of the socket by at most the byte budget, so the
+//! socket never waits on one file's open and read, and memory stays bounded when the link is
+//! the bottleneck.
+
+use std::fs::File;
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use anyhow::{bail, Context, Result};
+use bytes::{BufMut, Bytes, BytesMut};
+use tokio::sync::mpsc;
+
+use super::budget::{BudgetPermit, ByteBudget};
+use crate::codec;
+use crate::tree::SourceTree;
+
+/// Hands out the items of a tree (files, then empty folders) to whichever reader asks next.
+#[derive(Debug)]
+pub struct WorkQueue {
+    tree: Arc<SourceTree>,
+    next: AtomicUsize,
+}
+
+impl WorkQueue {
+    pub fn new(tree: Arc<SourceTree>) -> Self {
+        Self {
+            tree,
+            next: AtomicUsize::new(0),
+        }
+    }
+
+    pub fn tree(&self) -> &SourceTree {
+        &self.tree
+    }
+
+    /// Files plus empty folders.
+    pub fn len(&self) -> usize {
+        self.tree.files.len() + self.tree.empty_dirs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn take(&self) -> Option<usize> {
+        let i = self.next.fetch_add(1, Ordering::Relaxed);
+        (i < self.len()).then_some(i)
+    }
+}
+
+/// Reader settings.
+#[derive(Debug, Clone, Copy)]
+pub struct ReaderConfig {
+    /// Bytes that may be read ahead of the socket (all chunks not yet written).
+    pub budget: usize,
+    /// Largest chunk of one file's content.
+    pub chunk_size: usize,
+}
+
+impl Default for ReaderConfig {
+    fn default() -> Self {
+        Self {
+            budget: 64 << 20,
+            chunk_size: 1 << 20,
+        }
+    }
+}
+
+/// What a chunk belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChunkKind {
+    /// Part of file `index`; `first` chunks begin with the record header, `last` ends the file.
+    File {
+        index: usize,
+        first: bool,
+        last: bool,
+    },
+    /// A whole folder record.
+    Dir,
+}
+
+/// Wire-ready bytes holding budget until dropped.
+#[derive(Debug)]
+pub struct Chunk {
+    pub kind: ChunkKind,
+    pub bytes: Bytes,
+    _permit: BudgetPermit,
+}
+
+/// A running reader: its chunks and its thread.
+#[derive(Debug)]
+pub struct Reader {
+    pub chunks: mpsc::Receiver<Chunk>,
+    budget: ByteBudget,
+    thread: Option<JoinHandle<Result<()>>>,
+}
+
+impl Reader {
+    /// Starts a reader thread over `queue`.
+    pub fn spawn(queue: Arc<WorkQueue>, config: ReaderConfig) -> Result<Self> {
+        let budget = ByteBudget::new(config.budget);
+        // The budget bounds memory; the channel only needs to be deep enough not to block on
+        // many tiny chunks (empty files are a header only).
+        let (tx, rx) = mpsc::channel(4096);
+        let thread_budget = budget.clone();
+        let thread = std::thread::Builder::new()
+            .name("shoal-reader".into())
+            .spawn(move || read_loop(&queue, config, &thread_budget, &tx))
+            .context("cannot start the reader thread")?;
+        Ok(Self {
+            chunks: rx,
+            budget,
+            thread: Some(thread),
+        })
+    }
+
+    /// Waits for the reader thread and returns its result (a file it could not read).
+    /// Call after `chunks` returned `None`, or to stop early (remaining work is abandoned).
+    pub fn finish(&mut self) -> Result<()> {
+        self.budget.close();
+        self.chunks.close();
+        match self.thread.take() {
+            Some(t) => t.join().unwrap_or_else(|_| bail!("reader thread panicked")),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        self.budget.close();
+        self.chunks.close();
+    }
+}
+
+fn read_loop(
+    queue: &WorkQueue,
+    config: ReaderConfig,
+    budget: &ByteBudget,
+    tx: &mpsc::Sender<Chunk>,
+) -> Result<()> {
+    let tree = queue.tree();
+    while let Some(item) = queue.take() {
+        let sent = if item < tree.files.len() {
+            read_file(tree, item, config, budget, tx)?
+        } else {
+            let dir = &tree.empty_dirs[item - tree.files.len()];
+            let mut bytes = BytesMut::with_capacity(3 + dir.as_bytes().len());
+            codec::encode_dir(dir, &mut bytes);
+            match budget.acquire(bytes.len()) {
+                Some(permit) => deliver(tx, ChunkKind::Dir, bytes, permit),
+                None => false,
+            }
+        };
+        if !sent {
+            return Ok(()); // the transport stopped listening
+        }
+    }
+    Ok(())
+}
+
+/// Reads file `index` into chunks; `Ok(false)` if the consumer went away.
+fn read_file(
+    tree: &SourceTree,
+    index: usize,
+    config: ReaderConfig,
+    budget: &ByteBudget,
+    tx: &mpsc::Sender<Chunk>,
+) -> Result<bool> {
+    let entry = &tree.files[index];
+    let path = entry.rel.under(&tree.root);
+    let mut file = File::options()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&path)
+        .with_context(|| format!("cannot open source file {}", path.display()))?;
+    let size = file
+        .metadata()
+        .with_context(|| format!("cannot stat source file {}", path.display()))?
+        .len();
+    if size != entry.size {
+        bail!(
+            "source file {} changed size since the walk ({} → {} bytes)",
+            path.display(),
+            entry.size,
+            size
+        );
+    }
+    let header_len = codec::file_header_len(&entry.rel);
+    let mut left = size;
+    let mut first = true;
+    loop {
+        let n = left.min(config.chunk_size as u64) as usize;
+        let head = if first { header_len } else { 0 };
+        // Take the room before allocating, so memory never runs past the budget.
+        let Some(permit) = budget.acquire(head + n) else {
+            return Ok(false);
+        };
+        let mut bytes = BytesMut::with_capacity(head + n);
+        if first {
+            codec::encode_file_header(&entry.rel, size, &mut bytes);
+        }
+        bytes.put_bytes(0, n);
+        file.read_exact(&mut bytes[head..])
+            .with_context(|| format!("cannot read source file {}", path.display()))?;
+        left -= n as u64;
+        let kind = ChunkKind::File {
+            index,
+            first,
+            last: left == 0,
+        };
+        if !deliver(tx, kind, bytes, permit) {
+            return Ok(false);
+        }
+        if left == 0 {
+            return Ok(true);
+        }
+        first = false;
+    }
+}
+
+fn deliver(tx: &mpsc::Sender<Chunk>, kind: ChunkKind, bytes: BytesMut, permit: BudgetPermit) -> bool {
+    let chunk = Chunk {
+        kind,
+        bytes: bytes.freeze(),
+        _permit: permit,
+    };
+    tx.blocking_send(chunk).is_ok()
+}

@@ -1,0 +1,115 @@
+//! The result row: one struct for the human line, JSON and CSV. Every column is documented in
+//! `docs/csv-schema.md`; keep the two in step.
+
+use std::fs::OpenOptions;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+/// One transfer, as measured by the sender.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct RunRow {
+    pub timestamp: String,
+    pub run_id: String,
+    pub mode: String,
+    pub tls: bool,
+    pub files: u64,
+    pub bytes: u64,
+    /// Sender starts connecting → receiver's completion report arrives.
+    pub seconds: f64,
+    /// Useful file bytes / `seconds`, MB = 10^6 bytes.
+    pub mb_per_s: f64,
+    pub files_per_s: f64,
+    /// Receiver clock: first byte received → last file closed.
+    pub receiver_seconds: f64,
+    /// `--fsync` time at the receiver after the last file closed (not in `seconds`).
+    pub fsync_seconds: f64,
+    pub files_ready: u64,
+    pub bytes_ready: u64,
+    pub sender_peak_rss_bytes: u64,
+    pub receiver_peak_rss_bytes: u64,
+    pub sender_cpu_seconds: f64,
+    pub load_1m_start: f64,
+    pub read_ahead_bytes: u64,
+    pub skipped_symlinks: u64,
+    pub receiver: String,
+    pub kernel: String,
+    pub host: String,
+    /// `ok`, or `failed`.
+    pub status: String,
+    /// Why the run failed (empty when ok).
+    pub error: String,
+}
+
+impl RunRow {
+    pub fn is_ok(&self) -> bool {
+        self.status == "ok"
+    }
+
+    /// Appends this row to `path`, writing the header first when the file is new or empty.
+    pub fn append_csv(&self, path: &Path) -> Result<()> {
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .with_context(|| format!("cannot open CSV file {}", path.display()))?;
+        let is_new = file.metadata().map(|m| m.len() == 0).unwrap_or(true);
+        let mut w = csv::WriterBuilder::new()
+            .has_headers(is_new)
+            .from_writer(file);
+        w.serialize(self)
+            .with_context(|| format!("cannot write to {}", path.display()))?;
+        w.flush()
+            .with_context(|| format!("cannot write to {}", path.display()))?;
+        Ok(())
+    }
+
+    /// The one-line human summary.
+    pub fn summary_line(&self) -> String {
+        if self.is_ok() {
+            format!(
+                "ok: {} files, {} in {:.3} s = {:.2} MB/s ({:.0} files/s) over {}{}; receiver {:.3} s; peak RSS sender {} / receiver {}",
+                self.files,
+                crate::units::human_bytes(self.bytes),
+                self.seconds,
+                self.mb_per_s,
+                self.files_per_s,
+                self.mode,
+                if self.tls { "" } else { " (plain)" },
+                self.receiver_seconds,
+                crate::units::human_bytes(self.sender_peak_rss_bytes),
+                crate::units::human_bytes(self.receiver_peak_rss_bytes),
+            )
+        } else {
+            format!(
+                "FAILED after {:.3} s ({} of {} files ready): {}",
+                self.seconds, self.files_ready, self.files, self.error
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn appends_header_once() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("rows.csv");
+        let row = RunRow {
+            mode: "tcp-bundle".into(),
+            status: "ok".into(),
+            ..Default::default()
+        };
+        row.append_csv(&p).unwrap();
+        row.append_csv(&p).unwrap();
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert_eq!(text.lines().count(), 3);
+        assert!(text.starts_with("timestamp,run_id,mode,"));
+        let mut r = csv::Reader::from_path(&p).unwrap();
+        let back: Vec<RunRow> = r.deserialize().collect::<Result<_, _>>().unwrap();
+        assert_eq!(back, vec![row.clone(), row]);
+    }
+}
