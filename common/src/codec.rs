@@ -268,7 +268,10 @@ impl RecordDecoder {
                     path: path.clone(),
                     remaining: size,
                 };
-                Ok(Some((Record::File(FileHeader { path, size }), after_path + 8)))
+                Ok(Some((
+                    Record::File(FileHeader { path, size }),
+                    after_path + 8,
+                )))
             }
             TAG_DIR => {
                 let Some((path, n)) = self.decode_path(input)? else {
@@ -306,12 +309,11 @@ impl RecordDecoder {
         let Some(raw) = input.get(3..3 + len) else {
             return Ok(None);
         };
-        let path = RelPath::from_bytes(raw, &self.limits.path).map_err(|reason| {
-            DecodeError::BadPath {
+        let path =
+            RelPath::from_bytes(raw, &self.limits.path).map_err(|reason| DecodeError::BadPath {
                 path: display_raw(raw),
                 reason,
-            }
-        })?;
+            })?;
         Ok(Some((path, 3 + len)))
     }
 }
@@ -363,7 +365,9 @@ fn decode_hello(input: &[u8]) -> Result<Option<(Hello, usize)>, DecodeError> {
     }
     let token = body
         .get(FIXED..FIXED + token_len)
-        .ok_or(DecodeError::BadHello("token runs past the end of the hello"))?
+        .ok_or(DecodeError::BadHello(
+            "token runs past the end of the hello",
+        ))?
         .to_vec();
     if conn_count == 0 || conn_index >= conn_count {
         return Err(DecodeError::BadHello(
@@ -431,7 +435,9 @@ fn decode_completion(body: &[u8]) -> Result<Completion, DecodeError> {
     };
     let count = read_u16(body, 40).ok_or(short.clone())? as usize;
     if count > MAX_REPORTED_ERRORS {
-        return Err(DecodeError::BadReply("too many errors in completion report"));
+        return Err(DecodeError::BadReply(
+            "too many errors in completion report",
+        ));
     }
     let mut at = 42;
     for _ in 0..count {
@@ -733,9 +739,18 @@ mod tests {
         encode_hello(&hello(), &mut s);
         encode_file_header(&path("big"), 1000, &mut s);
         s.put_slice(b"only a few bytes");
-        encode_end(&EndMarker { files: 1, bytes: 1000 }, &mut s);
+        encode_end(
+            &EndMarker {
+                files: 1,
+                bytes: 1000,
+            },
+            &mut s,
+        );
         let err = decode_all(&s, 64).unwrap_err();
-        assert!(err.to_string().contains("short of the end of \"big\""), "{err}");
+        assert!(
+            err.to_string().contains("short of the end of \"big\""),
+            "{err}"
+        );
     }
 
     #[test]

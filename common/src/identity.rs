@@ -170,7 +170,8 @@ impl Identity {
 
 /// Reads a token file: its text, surrounding white space removed.
 pub fn read_token_file(path: &Path) -> Result<Vec<u8>> {
-    let text = fs::read(path).with_context(|| format!("cannot read token file {}", path.display()))?;
+    let text =
+        fs::read(path).with_context(|| format!("cannot read token file {}", path.display()))?;
     let token = text.trim_ascii().to_vec();
     if token.is_empty() {
         bail!("token file {} is empty", path.display());

@@ -191,7 +191,8 @@ pub fn generate(out: &Path, spec: &GenSpec) -> Result<()> {
 fn write_file(path: &Path, spec: &GenSpec, index: u64, buf: &mut [u8]) -> Result<()> {
     let mut rng = ChaCha8Rng::seed_from_u64(spec.seed);
     rng.set_stream(index);
-    let mut f = fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+    let mut f =
+        fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
     let mut left = spec.size;
     while left > 0 {
         let n = left.min(buf.len() as u64) as usize;

@@ -12,7 +12,9 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
     if num.is_empty() {
-        return Err(format!("'{text}' is not a size (expected e.g. 4096, 4KiB, 256MiB)"));
+        return Err(format!(
+            "'{text}' is not a size (expected e.g. 4096, 4KiB, 256MiB)"
+        ));
     }
     let multiplier: u64 = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1,
@@ -31,9 +33,7 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
             .checked_mul(multiplier)
             .ok_or_else(|| format!("size '{text}' is too large"));
     }
-    let value: f64 = num
-        .parse()
-        .map_err(|_| format!("'{text}' is not a size"))?;
+    let value: f64 = num.parse().map_err(|_| format!("'{text}' is not a size"))?;
     let bytes = value * multiplier as f64;
     if !(0.0..1.8e19).contains(&bytes) || bytes.fract() != 0.0 {
         return Err(format!("size '{text}' is not a whole number of bytes"));

@@ -150,7 +150,11 @@ impl TreeDiff {
             .missing
             .first()
             .map(|p| format!(" (first missing: {p})"))
-            .or_else(|| self.differing.first().map(|p| format!(" (first differing: {p})")))
+            .or_else(|| {
+                self.differing
+                    .first()
+                    .map(|p| format!(" (first differing: {p})"))
+            })
             .or_else(|| self.extra.first().map(|p| format!(" (first extra: {p})")))
             .unwrap_or_default();
         format!(

@@ -98,6 +98,7 @@ pub struct Chunk {
 #[derive(Debug)]
 pub struct Reader {
     pub chunks: mpsc::Receiver<Chunk>,
+    queue: Arc<WorkQueue>,
     budget: ByteBudget,
     thread: Option<JoinHandle<Result<()>>>,
 }
@@ -110,15 +111,22 @@ impl Reader {
         // many tiny chunks (empty files are a header only).
         let (tx, rx) = mpsc::channel(4096);
         let thread_budget = budget.clone();
+        let thread_queue = queue.clone();
         let thread = std::thread::Builder::new()
             .name("shoal-reader".into())
-            .spawn(move || read_loop(&queue, config, &thread_budget, &tx))
+            .spawn(move || read_loop(&thread_queue, config, &thread_budget, &tx))
             .context("cannot start the reader thread")?;
         Ok(Self {
             chunks: rx,
+            queue,
             budget,
             thread: Some(thread),
         })
+    }
+
+    /// The tree this reader reads from.
+    pub fn tree(&self) -> &SourceTree {
+        self.queue.tree()
     }
 
     /// Waits for the reader thread and returns its result (a file it could not read).
@@ -226,7 +234,12 @@ fn read_file(
     }
 }
 
-fn deliver(tx: &mpsc::Sender<Chunk>, kind: ChunkKind, bytes: BytesMut, permit: BudgetPermit) -> bool {
+fn deliver(
+    tx: &mpsc::Sender<Chunk>,
+    kind: ChunkKind,
+    bytes: BytesMut,
+    permit: BudgetPermit,
+) -> bool {
     let chunk = Chunk {
         kind,
         bytes: bytes.freeze(),

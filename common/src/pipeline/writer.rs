@@ -250,9 +250,18 @@ fn refuse(rel: &[u8], e: rustix::io::Errno, what: &str) -> anyhow::Error {
 /// One thing for the writer thread to do.
 #[derive(Debug)]
 pub enum WriteOp {
-    Open { id: FileId, path: RelPath, size: u64 },
-    Data { id: FileId, bytes: Bytes },
-    Close { id: FileId },
+    Open {
+        id: FileId,
+        path: RelPath,
+        size: u64,
+    },
+    Data {
+        id: FileId,
+        bytes: Bytes,
+    },
+    Close {
+        id: FileId,
+    },
     Dir(RelPath),
 }
 

@@ -1,0 +1,334 @@
+//! `shoal`: the one user-facing binary. Clap definitions that map subcommands to library
+//! calls; no transfer logic lives here.
+
+mod demo;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+use shoal_common::config::Mode;
+use shoal_common::identity::{self, Identity, Pin};
+use shoal_common::pipeline::reader::ReaderConfig;
+use shoal_common::tree::{self, GenSpec, DEFAULT_FILES_PER_DIR};
+use shoal_common::units::{human_bytes, parse_duration, parse_size};
+use shoal_common::verify::{self, Manifest};
+
+/// Measure and move trees of many small files across long, fat links.
+///
+/// Run `shoal recv` on the receiving host and `shoal send` on the sending host. Every transfer
+/// is TLS 1.3 with a pinned certificate and a shared token; `shoal verify` proves a tree
+/// arrived by SHA-256 of every file.
+#[derive(Debug, Parser)]
+#[command(name = "shoal", version, max_term_width = 100)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Generate a payload: N files of random bytes spread over folders.
+    Gen(GenArgs),
+    /// Receive transfers into a destination folder (serves until stopped).
+    Recv(RecvArgs),
+    /// Send a source tree to a receiver and report the figures.
+    Send(SendArgs),
+    /// Compare two trees by SHA-256 of every file; exit 1 on any difference.
+    Verify(VerifyArgs),
+    /// Loopback demo: generate a small tree, transfer it, verify it, print the figures.
+    Demo(demo::DemoArgs),
+    // LINK-START
+    // /// Emulated long link between two network namespaces (needs root).
+    // Link {
+    //     #[command(subcommand)]
+    //     cmd: shoal_link::cli::LinkCommand,
+    // },
+    // LINK-END
+}
+
+#[derive(Debug, Args)]
+struct GenArgs {
+    /// Folder to create (must be absent or empty).
+    #[arg(long)]
+    out: PathBuf,
+    /// Number of files.
+    #[arg(long)]
+    files: u64,
+    /// Size of each file: 4096, 4KiB, 256MiB, 1GB…
+    #[arg(long, value_parser = parse_size)]
+    size: u64,
+    /// Number of folders the files are spread over [default: one per 256 files].
+    #[arg(long)]
+    dirs: Option<u64>,
+    /// Random seed; the same seed gives the same tree [default: random, printed].
+    #[arg(long)]
+    seed: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+struct IdentityArgs {
+    /// Identity folder (certificate, key, `pin`, `token`); created on first use
+    /// [default: $XDG_CONFIG_HOME/shoal/identity or ~/.config/shoal/identity].
+    #[arg(long)]
+    identity: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+struct RecvArgs {
+    /// Address to listen on, e.g. 0.0.0.0:7474 (port 0 picks a free port).
+    #[arg(long, default_value = "0.0.0.0:7474")]
+    listen: SocketAddr,
+    /// Destination folder; every run writes inside it and nowhere else.
+    #[arg(long)]
+    dest: PathBuf,
+    #[command(flatten)]
+    identity: IdentityArgs,
+    /// Exit after one authenticated run; exit status 0 only if that run succeeded.
+    #[arg(long)]
+    once: bool,
+    /// Sync every written file and folder at the end of each run (timed separately).
+    #[arg(long)]
+    fsync: bool,
+    /// Drop a peer that sends nothing for this long (handshake included).
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    idle_timeout: Duration,
+    /// Received bytes a run may hold before they are written (back-pressure to the sender).
+    #[arg(long, default_value = "16MiB", value_parser = parse_size)]
+    write_budget: u64,
+}
+
+#[derive(Debug, Args)]
+struct SendArgs {
+    /// Receiver address, host:port.
+    #[arg(long)]
+    to: String,
+    /// Source folder to send (symbolic links in it are skipped and counted).
+    #[arg(long)]
+    src: PathBuf,
+    /// Transport mode.
+    #[arg(long, value_enum, default_value_t = Mode::TcpBundle)]
+    mode: Mode,
+    /// Read the pin and token from this identity folder (a receiver on the same host)
+    /// [default: the default identity folder, unless --pin is given].
+    #[arg(long, conflicts_with_all = ["pin", "token_file"])]
+    identity: Option<PathBuf>,
+    /// The receiver's certificate pin, sha256:<hex> (printed by `shoal recv`).
+    #[arg(long, requires = "token_file")]
+    pin: Option<Pin>,
+    /// File holding the receiver's token.
+    #[arg(long, requires = "pin")]
+    token_file: Option<PathBuf>,
+    /// Append one result row to this CSV file (header written when the file is new).
+    #[arg(long)]
+    csv: Option<PathBuf>,
+    /// Print the result as one JSON object instead of the summary line.
+    #[arg(long)]
+    json: bool,
+    /// Bytes the reader may read ahead of the socket.
+    #[arg(long, default_value = "64MiB", value_parser = parse_size)]
+    read_ahead: u64,
+    /// Give up connecting after this long.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    connect_timeout: Duration,
+    /// Fail the run if it takes longer than this (e.g. 15m) [default: no limit].
+    #[arg(long, value_parser = parse_duration)]
+    timeout: Option<Duration>,
+}
+
+#[derive(Debug, Args)]
+struct VerifyArgs {
+    /// Source tree.
+    src: PathBuf,
+    /// Destination tree.
+    dst: PathBuf,
+    /// Hashing threads [default: one per core].
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+    /// Print the result as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("SHOAL_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    match run(cli.command) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("shoal: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(command: Command) -> Result<ExitCode> {
+    match command {
+        Command::Gen(a) => gen(a),
+        Command::Recv(a) => runtime()?.block_on(recv(a)),
+        Command::Send(a) => runtime()?.block_on(send(a)),
+        Command::Verify(a) => verify_trees(a),
+        Command::Demo(a) => runtime()?.block_on(demo::run(a)),
+        // LINK-RUN
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+fn gen(a: GenArgs) -> Result<ExitCode> {
+    let seed = a.seed.unwrap_or_else(rand::random);
+    let spec = GenSpec {
+        files: a.files,
+        size: a.size,
+        dirs: a.dirs,
+        seed,
+    };
+    let started = std::time::Instant::now();
+    tree::generate(&a.out, &spec)?;
+    println!(
+        "generated {} files of {} ({} total) in {} folders under {} in {:.1} s; seed {seed}",
+        a.files,
+        human_bytes(a.size),
+        human_bytes(a.files * a.size),
+        spec.dir_count(),
+        a.out.display(),
+        started.elapsed().as_secs_f64()
+    );
+    if a.dirs.is_none() && a.files > DEFAULT_FILES_PER_DIR {
+        println!("({DEFAULT_FILES_PER_DIR} files per folder; --dirs changes that)");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn recv(a: RecvArgs) -> Result<ExitCode> {
+    let dir = a.identity.identity.unwrap_or_else(Identity::default_dir);
+    let identity = Identity::load_or_create(&dir)?;
+    let (pin, token_path) = (identity.pin, identity.token_path());
+    std::fs::create_dir_all(&a.dest)
+        .with_context(|| format!("cannot create destination {}", a.dest.display()))?;
+    let config = shoal_receiver::ReceiverConfig {
+        dest: a.dest.clone(),
+        fsync: a.fsync,
+        once: a.once,
+        idle_timeout: a.idle_timeout,
+        write_budget: usize::try_from(a.write_budget).unwrap_or(usize::MAX),
+        ..Default::default()
+    };
+    let receiver = shoal_receiver::Receiver::bind(a.listen, identity, config).await?;
+    println!("listening on {}", receiver.local_addr()?);
+    println!("pin {pin}");
+    println!("token file {}", token_path.display());
+    println!("destination {}", a.dest.display());
+    let outcome = tokio::select! {
+        r = receiver.serve() => r?,
+        _ = tokio::signal::ctrl_c() => {
+            println!("stopped");
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
+    Ok(match outcome {
+        Some(o) if !o.ok() => ExitCode::FAILURE,
+        _ => ExitCode::SUCCESS,
+    })
+}
+
+async fn send(a: SendArgs) -> Result<ExitCode> {
+    let (pin, token) = match (a.pin, a.token_file) {
+        (Some(pin), Some(file)) => (pin, identity::read_token_file(&file)?),
+        (None, None) => {
+            let dir = a.identity.unwrap_or_else(Identity::default_dir);
+            Identity::read_credentials(&dir).with_context(|| {
+                format!(
+                    "no --pin/--token-file given and no identity in {}",
+                    dir.display()
+                )
+            })?
+        }
+        _ => bail!("--pin and --token-file go together"),
+    };
+    let config = shoal_sender::SendConfig {
+        to: a.to,
+        src: a.src,
+        mode: a.mode,
+        pin,
+        token,
+        reader: ReaderConfig {
+            budget: usize::try_from(a.read_ahead).unwrap_or(usize::MAX),
+            ..Default::default()
+        },
+        connect_timeout: a.connect_timeout,
+        timeout: a.timeout,
+    };
+    let row = shoal_sender::send(&config).await;
+    if a.json {
+        println!("{}", serde_json::to_string(&row)?);
+    } else {
+        println!("{}", row.summary_line());
+    }
+    if let Some(csv) = &a.csv {
+        row.append_csv(csv)?;
+    }
+    Ok(if row.is_ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn verify_trees(a: VerifyArgs) -> Result<ExitCode> {
+    let (src, dst) = std::thread::scope(|s| {
+        let src = s.spawn(|| Manifest::build(&a.src, a.threads));
+        let dst = Manifest::build(&a.dst, a.threads);
+        (src.join().expect("hash thread"), dst)
+    });
+    let (src, dst) = (src?, dst?);
+    let diff = verify::compare(&src, &dst);
+    if a.json {
+        let out = serde_json::json!({
+            "identical": diff.is_identical(),
+            "files": src.files(),
+            "bytes": src.bytes(),
+            "missing": diff.missing,
+            "extra": diff.extra,
+            "differing": diff.differing,
+        });
+        println!("{out}");
+    } else if diff.is_identical() {
+        println!(
+            "identical: {} files, {} folders, {}",
+            src.files(),
+            src.entries.len() - src.files(),
+            human_bytes(src.bytes())
+        );
+    } else {
+        for p in &diff.missing {
+            println!("missing: {p}");
+        }
+        for p in &diff.extra {
+            println!("extra: {p}");
+        }
+        for p in &diff.differing {
+            println!("differs: {p}");
+        }
+        println!("DIFFERENT: {}", diff.summary());
+    }
+    Ok(if diff.is_identical() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

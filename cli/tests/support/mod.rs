@@ -1,0 +1,147 @@
+//! Helpers for tests that drive real `shoal` processes over real sockets.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+pub fn shoal() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_shoal"))
+}
+
+/// Runs `shoal ARGS…`, returning its output; panics if it cannot start.
+pub fn run(args: &[&str]) -> Output {
+    shoal().args(args).output().expect("run shoal")
+}
+
+pub fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// `shoal gen` into `out`.
+pub fn gen(out: &Path, files: u64, size: &str, dirs: u64, seed: u64) {
+    let o = run(&[
+        "gen",
+        "--out",
+        out.to_str().unwrap(),
+        "--files",
+        &files.to_string(),
+        "--size",
+        size,
+        "--dirs",
+        &dirs.to_string(),
+        "--seed",
+        &seed.to_string(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+}
+
+/// `shoal verify SRC DST` succeeded.
+pub fn trees_identical(src: &Path, dst: &Path) -> bool {
+    let o = run(&["verify", src.to_str().unwrap(), dst.to_str().unwrap()]);
+    if !o.status.success() {
+        eprintln!("{}", text(&o));
+    }
+    o.status.success()
+}
+
+/// A `shoal recv` process on a loopback port; killed (by PID) when dropped.
+pub struct ReceiverProc {
+    pub child: Child,
+    pub addr: String,
+    pub identity: PathBuf,
+    pub dest: PathBuf,
+    /// Lines the receiver printed after its banner (run reports).
+    pub lines: mpsc::Receiver<String>,
+}
+
+impl ReceiverProc {
+    pub fn start(identity: &Path, dest: &Path, extra: &[&str]) -> Self {
+        let mut child = shoal()
+            .args(["recv", "--listen", "127.0.0.1:0", "--dest"])
+            .arg(dest)
+            .arg("--identity")
+            .arg(identity)
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start receiver");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let first = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("receiver printed its address");
+        let addr = first
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("unexpected banner {first}"))
+            .to_string();
+        ReceiverProc {
+            child,
+            addr,
+            identity: identity.to_path_buf(),
+            dest: dest.to_path_buf(),
+            lines: rx,
+        }
+    }
+
+    /// Waits for the next run report line.
+    pub fn next_run_line(&self) -> String {
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(Duration::from_secs(60))
+                .expect("receiver reported a run");
+            if line.starts_with("run ") {
+                return line;
+            }
+        }
+    }
+
+    /// `shoal send` to this receiver with its identity folder plus `extra` arguments.
+    pub fn send(&self, src: &Path, extra: &[&str]) -> Output {
+        shoal()
+            .args(["send", "--to", &self.addr, "--src"])
+            .arg(src)
+            .arg("--identity")
+            .arg(&self.identity)
+            .args(extra)
+            .output()
+            .expect("run sender")
+    }
+}
+
+impl Drop for ReceiverProc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Every entry under `dir`, recursively (for "nothing was created" checks).
+pub fn entries(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            out.push(e.path());
+            if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+                out.extend(entries(&e.path()));
+            }
+        }
+    }
+    out
+}
