@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Loopback benchmark: Shoal (one mode) against `tar -C src -cf - . | tar -C dst -xf -` on the
+# same machine, in the same run, alternating order, every destination verified by SHA-256.
+#
+#   scripts/bench-loopback.sh                      # 65,536 × 4 KiB, tcp-bundle, 3 passes
+#   FILES=2000 SIZE=4KiB PASSES=5 MODE=tcp-bundle scripts/bench-loopback.sh
+#
+# Prints one line per run and the medians; rows go to $WORK/runs.csv. Each run writes to a
+# fresh destination; old destinations are removed only at the end (ext4 without a journal
+# slows inode allocation right after a large delete: see docs/benchmarks.md).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+FILES=${FILES:-65536}
+SIZE=${SIZE:-4KiB}
+PASSES=${PASSES:-3}
+MODE=${MODE:-tcp-bundle}
+WORK=${WORK:-$(mktemp -d /var/tmp/shoal-bench.XXXXXX)}
+KEEP=${KEEP:-0}
+
+cargo build --release -q -p shoal
+SHOAL=$PWD/target/release/shoal
+
+mkdir -p "$WORK"
+"$SHOAL" gen --out "$WORK/src" --files "$FILES" --size "$SIZE" --seed 1 >/dev/null
+BYTES=$(find "$WORK/src" -type f -printf '%s\n' | awk '{s+=$1} END {print s}')
+# Sources pre-read into the page cache, as every timed run assumes.
+tar -C "$WORK/src" -cf - . >/dev/null
+echo "payload: $FILES files of $SIZE ($BYTES bytes) in $WORK/src; mode $MODE; $PASSES passes"
+echo "kernel $(uname -r), $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg)"
+
+now() { date +%s.%N; }
+: >"$WORK/results.txt"
+
+run_tar() {
+  local dst="$WORK/tar-$1"
+  mkdir -p "$dst"
+  local load t0 t1
+  load=$(cut -d' ' -f1 /proc/loadavg)
+  t0=$(now)
+  tar -C "$WORK/src" -cf - . | tar -C "$dst" -xf -
+  t1=$(now)
+  if "$SHOAL" verify "$WORK/src" "$dst" >/dev/null; then
+    awk -v b="$BYTES" -v t0="$t0" -v t1="$t1" -v l="$load" -v p="$1" \
+      'BEGIN { s=t1-t0; printf "tar|tar  pass %s: %7.3f s %8.2f MB/s (load %s)\n", p, s, b/1e6/s, l }' |
+      tee -a "$WORK/results.txt"
+  else
+    echo "tar|tar  pass $1: FAILED verification" | tee -a "$WORK/results.txt"
+  fi
+}
+
+run_shoal() {
+  local dst="$WORK/shoal-$1" log="$WORK/recv-$1.log"
+  "$SHOAL" recv --listen 127.0.0.1:0 --dest "$dst" --identity "$WORK/identity" --once >"$log" 2>&1 &
+  local rpid=$!
+  local addr=""
+  for _ in $(seq 100); do
+    addr=$(sed -n 's/^listening on //p' "$log")
+    [ -n "$addr" ] && break
+    sleep 0.1
+  done
+  [ -n "$addr" ] || { echo "receiver did not start"; cat "$log"; kill "$rpid"; exit 1; }
+  local json
+  json=$("$SHOAL" send --to "$addr" --src "$WORK/src" --mode "$MODE" --identity "$WORK/identity" \
+    --csv "$WORK/runs.csv" --json) || true
+  wait "$rpid" || true
+  if [ "$(echo "$json" | grep -o '"status":"ok"')" ] && "$SHOAL" verify "$WORK/src" "$dst" >/dev/null; then
+    echo "$json" | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+print("shoal    pass %s: %7.3f s %8.2f MB/s (load %s) rss sender %.1f MB receiver %.1f MB, sender cpu %.2f s" % (
+    sys.argv[1], r["seconds"], r["mb_per_s"], r["load_1m_start"],
+    r["sender_peak_rss_bytes"] / 1e6, r["receiver_peak_rss_bytes"] / 1e6, r["sender_cpu_seconds"]))' "$1" |
+      tee -a "$WORK/results.txt"
+  else
+    echo "shoal    pass $1: FAILED: $json" | tee -a "$WORK/results.txt"
+  fi
+}
+
+for pass in $(seq "$PASSES"); do
+  # Alternate which arm goes first so drift does not always land on the same one.
+  if [ $((pass % 2)) -eq 1 ]; then run_tar "$pass"; run_shoal "$pass"; else run_shoal "$pass"; run_tar "$pass"; fi
+done
+
+python3 - "$WORK/results.txt" <<'PY'
+import re, statistics, sys
+rates = {"tar|tar": [], "shoal": []}
+for line in open(sys.argv[1]):
+    m = re.match(r"(\S+)\s+pass \d+: +[\d.]+ s +([\d.]+) MB/s", line)
+    if m:
+        rates[m.group(1)].append(float(m.group(2)))
+tar, sh = rates["tar|tar"], rates["shoal"]
+if tar and sh:
+    mt, ms = statistics.median(tar), statistics.median(sh)
+    print(f"median MB/s: tar|tar {mt:.2f} ({len(tar)} ok), shoal {ms:.2f} ({len(sh)} ok); ratio shoal/tar = {ms/mt:.2f}")
+else:
+    print("not enough verified runs for a ratio")
+PY
+if [ "$KEEP" = 0 ]; then rm -rf "$WORK"; else echo "kept $WORK"; fi

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs what Shoal's tests and main job need on a fresh Debian machine of this kind.
+# Idempotent: installs only what is missing. Needs root for apt-get (skipped otherwise).
+set -euo pipefail
+
+need=()
+command -v ip >/dev/null 2>&1 || need+=(iproute2)
+command -v tc >/dev/null 2>&1 || need+=(iproute2)
+command -v tar >/dev/null 2>&1 || need+=(tar)
+command -v python3 >/dev/null 2>&1 || need+=(python3)
+
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" -eq 0 ]; then
+    echo "setup: installing ${need[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq "${need[@]}" >/dev/null
+  else
+    echo "setup: missing ${need[*]} (run as root to install); tests that need them will skip"
+  fi
+fi
