@@ -1,0 +1,419 @@
+//! `shoal link …`: clap types and their dispatch. The `shoal` binary mounts [`LinkCommand`]
+//! as a subcommand and exits with the code [`run`] returns.
+
+use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand, ValueEnum};
+
+use crate::control::{self, BackendChoice, Launcher, UpConfig, DEFAULT_TCP_MEM_MAX};
+use crate::forwarder::{DirectionConfig, ForwarderConfig};
+use crate::parse::{format_rate, Loss, QueueSpec, Rate, Span};
+use crate::state::{self, LinkState};
+
+#[derive(Debug, Subcommand)]
+pub enum LinkCommand {
+    /// Create the two namespaces and the emulated link between them.
+    Up(UpArgs),
+    /// Run a command inside one side of the link.
+    Exec(ExecArgs),
+    /// Measure the link (RTT idle and loaded, throughput, loss) against its settings.
+    Check(CheckArgs),
+    /// Show a link's settings, forwarder and counters.
+    Status(StatusArgs),
+    /// Remove the link: forwarder, namespaces, state.
+    Down(DownArgs),
+    /// (internal) The TUN forwarder daemon that `up` starts.
+    #[command(hide = true)]
+    Forward(ForwardArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct UpArgs {
+    /// Link name; namespaces are NAME-snd and NAME-rcv.
+    #[arg(long, default_value = "shoal")]
+    pub name: String,
+    /// Round-trip time (each direction gets half), e.g. 141ms.
+    #[arg(long)]
+    pub rtt: Span,
+    /// Sender → receiver rate, e.g. 300mbit.
+    #[arg(long)]
+    pub rate: Rate,
+    /// Receiver → sender rate (default: --rate).
+    #[arg(long)]
+    pub down_rate: Option<Rate>,
+    /// Drop-tail queue per direction: NBDP (of that direction) or bytes (375000, 4MiB).
+    #[arg(long, default_value = "1bdp")]
+    pub queue: QueueSpec,
+    /// Random loss per packet and direction, e.g. 0.1%.
+    #[arg(long, default_value = "0")]
+    pub loss: Loss,
+    #[arg(long, default_value_t = 1500)]
+    pub mtu: u32,
+    #[arg(long, value_enum, default_value_t = BackendChoice::Tun)]
+    pub backend: BackendChoice,
+    /// Seed of the loss generator.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// TUN backend: forward 1-MTU packets instead of TSO/USO super-packets.
+    #[arg(long)]
+    pub no_offload: bool,
+    /// TUN backend: let idle CPUs sleep (don't hold /dev/cpu_dma_latency at 0); cheaper for
+    /// the host, but wake-ups from idle then come up to milliseconds late in a VM.
+    #[arg(long)]
+    pub no_pm_qos: bool,
+    /// Max TCP buffer (tcp_rmem/tcp_wmem) inside the namespaces, e.g. 64MiB.
+    #[arg(long, value_parser = crate::parse::parse_bytes, default_value_t = DEFAULT_TCP_MEM_MAX)]
+    pub tcp_mem_max: u64,
+}
+
+impl UpArgs {
+    pub fn to_config(&self) -> UpConfig {
+        UpConfig {
+            name: self.name.clone(),
+            rtt: self.rtt.0,
+            rate_bps: self.rate.0,
+            down_rate_bps: self.down_rate.map(|r| r.0),
+            queue: self.queue,
+            loss: self.loss.0,
+            mtu: self.mtu,
+            backend: self.backend,
+            seed: self.seed,
+            offload: !self.no_offload,
+            pm_qos: !self.no_pm_qos,
+            tcp_mem_max: self.tcp_mem_max,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Side {
+    Snd,
+    Rcv,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ExecArgs {
+    /// Which side: snd (198.18.0.1) or rcv (198.18.0.2).
+    #[arg(value_enum)]
+    pub side: Side,
+    #[arg(long, default_value = "shoal")]
+    pub name: String,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, required = true)]
+    pub command: Vec<OsString>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CheckArgs {
+    #[arg(long, default_value = "shoal")]
+    pub name: String,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Length of the bulk TCP flow (default: warm-up + 5 s).
+    #[arg(long)]
+    pub duration: Option<Span>,
+    /// Part of the bulk flow not counted, to get past slow start (default: 25 RTTs, 2–5 s).
+    #[arg(long)]
+    pub warmup: Option<Span>,
+    /// Loss probes (when loss is configured).
+    #[arg(long, default_value_t = 20_000)]
+    pub loss_probes: u64,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct DownArgs {
+    #[arg(long, default_value = "shoal")]
+    pub name: String,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct StatusArgs {
+    #[arg(long, default_value = "shoal")]
+    pub name: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The forwarder daemon's arguments, in raw units (written by `up`, not by people).
+#[derive(Debug, Clone, Args)]
+pub struct ForwardArgs {
+    #[arg(long)]
+    pub name: String,
+    #[arg(long)]
+    pub snd_ns: String,
+    #[arg(long)]
+    pub rcv_ns: String,
+    #[arg(long)]
+    pub device: String,
+    #[arg(long)]
+    pub rtt_ns: u64,
+    #[arg(long)]
+    pub rate_bps: u64,
+    #[arg(long)]
+    pub down_rate_bps: u64,
+    #[arg(long)]
+    pub queue_bytes: u64,
+    #[arg(long)]
+    pub down_queue_bytes: u64,
+    /// Fraction, not percent.
+    #[arg(long)]
+    pub loss: f64,
+    #[arg(long)]
+    pub seed: u64,
+    #[arg(long)]
+    pub no_offload: bool,
+    #[arg(long)]
+    pub stats: PathBuf,
+    #[arg(long)]
+    pub no_pm_qos: bool,
+}
+
+impl ForwardArgs {
+    pub fn from_state(st: &LinkState, offload: bool, pm_qos: bool) -> ForwardArgs {
+        ForwardArgs {
+            name: st.name.clone(),
+            snd_ns: st.snd_ns.clone(),
+            rcv_ns: st.rcv_ns.clone(),
+            device: st.device.clone(),
+            rtt_ns: st.rtt_ns,
+            rate_bps: st.rate_bps,
+            down_rate_bps: st.down_rate_bps,
+            queue_bytes: st.queue_bytes,
+            down_queue_bytes: st.down_queue_bytes,
+            loss: st.loss,
+            seed: st.seed,
+            no_offload: !offload,
+            stats: state::stats_path(&st.name),
+            no_pm_qos: !pm_qos,
+        }
+    }
+
+    pub fn to_argv(&self) -> Vec<String> {
+        let mut v = vec![
+            "--name".into(),
+            self.name.clone(),
+            "--snd-ns".into(),
+            self.snd_ns.clone(),
+            "--rcv-ns".into(),
+            self.rcv_ns.clone(),
+            "--device".into(),
+            self.device.clone(),
+            "--rtt-ns".into(),
+            self.rtt_ns.to_string(),
+            "--rate-bps".into(),
+            self.rate_bps.to_string(),
+            "--down-rate-bps".into(),
+            self.down_rate_bps.to_string(),
+            "--queue-bytes".into(),
+            self.queue_bytes.to_string(),
+            "--down-queue-bytes".into(),
+            self.down_queue_bytes.to_string(),
+            "--loss".into(),
+            self.loss.to_string(),
+            "--seed".into(),
+            self.seed.to_string(),
+            "--stats".into(),
+            self.stats.display().to_string(),
+        ];
+        if self.no_offload {
+            v.push("--no-offload".into());
+        }
+        if self.no_pm_qos {
+            v.push("--no-pm-qos".into());
+        }
+        v
+    }
+
+    pub fn to_config(&self) -> ForwarderConfig {
+        let dir = |rate_bps, queue_bytes, seed| DirectionConfig {
+            rate_bps,
+            delay_ns: self.rtt_ns / 2,
+            queue_bytes,
+            loss: self.loss,
+            seed,
+        };
+        ForwarderConfig {
+            snd_ns: self.snd_ns.clone(),
+            rcv_ns: self.rcv_ns.clone(),
+            device: self.device.clone(),
+            offload: !self.no_offload,
+            up: dir(self.rate_bps, self.queue_bytes, self.seed),
+            // A different stream per direction, still fixed by the one seed.
+            down: dir(
+                self.down_rate_bps,
+                self.down_queue_bytes,
+                self.seed ^ 0x5DEE_CE66_D1CE_F00D,
+            ),
+            stats_path: self.stats.clone(),
+            pm_qos: !self.no_pm_qos,
+        }
+    }
+}
+
+/// Runs one `shoal link` command; returns the process exit code.
+pub fn run(cmd: LinkCommand) -> Result<i32> {
+    match cmd {
+        LinkCommand::Up(a) => {
+            let out = control::up(&a.to_config(), &Launcher::current_exe()?)?;
+            for n in &out.notes {
+                eprintln!("note: {n}");
+            }
+            let st = &out.state;
+            println!(
+                "link {} up: {} <-> {} ({} backend{}), rtt {}, rate {} / {}, queue {} B / {} B, loss {}",
+                st.name,
+                st.snd_ns,
+                st.rcv_ns,
+                st.backend,
+                st.forwarder_pid
+                    .map(|p| format!(", forwarder pid {p}, offload {}", st.offload.describe()))
+                    .unwrap_or_default(),
+                crate::parse::format_duration(Duration::from_nanos(st.rtt_ns)),
+                format_rate(st.rate_bps),
+                format_rate(st.down_rate_bps),
+                st.queue_bytes,
+                st.down_queue_bytes,
+                Loss(st.loss),
+            );
+            println!(
+                "  {} in {}, {} in {}; run commands with `shoal link exec snd|rcv --name {} -- CMD`",
+                st.snd_addr, st.snd_ns, st.rcv_addr, st.rcv_ns, st.name
+            );
+            // Dropping the Child neither kills nor waits: the daemon outlives us (init reaps it).
+            drop(out.child);
+            Ok(0)
+        }
+        LinkCommand::Exec(a) => {
+            state::validate_name(&a.name)?;
+            let ns = match a.side {
+                Side::Snd => state::snd_ns(&a.name),
+                Side::Rcv => state::rcv_ns(&a.name),
+            };
+            let (prog, args) = a.command.split_first().context("no command given")?;
+            let mut cmd = Command::new(prog);
+            cmd.args(args);
+            crate::netns::command_in_netns(&ns, &mut cmd)
+                .with_context(|| format!("is link {} up?", a.name))?;
+            // exec only returns on failure.
+            let e = cmd.exec();
+            bail!("running {prog:?} in {ns}: {e}")
+        }
+        LinkCommand::Check(a) => {
+            let opts = crate::check::CheckOptions {
+                duration: a.duration.map(|s| s.0),
+                warmup: a.warmup.map(|s| s.0),
+                loss_probes: a.loss_probes,
+            };
+            let report = crate::check::check(&a.name, &opts)?;
+            if a.json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                print!("{}", report.table());
+            }
+            Ok(if report.pass { 0 } else { 1 })
+        }
+        LinkCommand::Status(a) => {
+            let info = control::link_info(&a.name)?;
+            if a.json {
+                println!("{}", serde_json::to_string_pretty(&info)?);
+            } else {
+                print!("{}", crate::report::status_text(&info));
+            }
+            Ok(0)
+        }
+        LinkCommand::Down(a) => {
+            let out = control::down(&a.name)?;
+            for n in &out.notes {
+                eprintln!("note: {n}");
+            }
+            if out.existed {
+                println!("link {} down", a.name);
+            } else {
+                println!("no link named {} (nothing to do)", a.name);
+            }
+            Ok(0)
+        }
+        LinkCommand::Forward(a) => {
+            crate::forwarder::run_daemon(&a.to_config())?;
+            Ok(0)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Top {
+        #[command(subcommand)]
+        cmd: LinkCommand,
+    }
+
+    #[test]
+    fn parses_up() {
+        let t = Top::try_parse_from([
+            "x", "up", "--rtt", "141ms", "--rate", "300mbit", "--loss", "0.1%", "--queue", "2bdp",
+        ])
+        .unwrap();
+        let LinkCommand::Up(a) = t.cmd else { panic!() };
+        let c = a.to_config();
+        assert_eq!(c.name, "shoal");
+        assert_eq!(c.rtt, Duration::from_millis(141));
+        assert_eq!(c.rate_bps, 300_000_000);
+        assert_eq!(c.loss, 0.001);
+        assert_eq!(c.queue, QueueSpec::Bdp(2.0));
+        assert!(c.offload);
+        assert_eq!(c.backend, BackendChoice::Tun);
+    }
+
+    #[test]
+    fn parses_exec() {
+        let t = Top::try_parse_from(["x", "exec", "rcv", "--name", "t1", "--", "ip", "-br", "a"])
+            .unwrap();
+        let LinkCommand::Exec(a) = t.cmd else {
+            panic!()
+        };
+        assert_eq!(a.side, Side::Rcv);
+        assert_eq!(a.command, vec!["ip", "-br", "a"]);
+    }
+
+    #[test]
+    fn forward_args_round_trip() {
+        let f = ForwardArgs {
+            name: "n".into(),
+            snd_ns: "n-snd".into(),
+            rcv_ns: "n-rcv".into(),
+            device: "shoal0".into(),
+            rtt_ns: 141_000_000,
+            rate_bps: 300_000_000,
+            down_rate_bps: 100_000_000,
+            queue_bytes: 5_287_500,
+            down_queue_bytes: 1_762_500,
+            loss: 0.001,
+            seed: 9,
+            no_offload: true,
+            stats: "/run/shoal/x".into(),
+            no_pm_qos: false,
+        };
+        let mut argv = vec!["x".to_string(), "forward".to_string()];
+        argv.extend(f.to_argv());
+        let t = Top::try_parse_from(argv).unwrap();
+        let LinkCommand::Forward(g) = t.cmd else {
+            panic!()
+        };
+        let c = g.to_config();
+        assert_eq!(c.up.delay_ns, 70_500_000);
+        assert_eq!(c.down.rate_bps, 100_000_000);
+        assert_eq!(c.up.loss, 0.001);
+        assert!(!c.offload);
+        assert!(c.pm_qos);
+    }
+}

@@ -1,0 +1,403 @@
+//! The userspace delay line: one thread per direction reads packets from one TUN, schedules
+//! them with [`LinkSchedule`] and writes them to the other TUN when they are due.
+//!
+//! Timing: the thread sleeps in `ppoll` (nanosecond timeout, timer slack set to 1 ns) until
+//! shortly before the head packet is due, then spins the last stretch, so packets leave within
+//! microseconds of their deadline instead of on a 1 ms tick. Arrivals are timestamped with
+//! `CLOCK_MONOTONIC` as they are read. Writing into the receiving TUN runs the receiving
+//! kernel stack in this thread, so this thread's CPU includes that work (see docs/link.md).
+
+use std::collections::VecDeque;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::schedule::{LinkSchedule, LossGen, Verdict};
+use crate::tun::Tun;
+use crate::vnet::{self, VNET_HDR_LEN};
+
+/// Sleep until this long before a deadline, then spin: a VM's timer wake-ups are tens of
+/// microseconds late, spinning the rest keeps delivery within a few microseconds.
+const SPIN_NS: u64 = 15_000;
+/// Deliver a packet this early rather than spin for it: far below anything a link models.
+const EARLY_NS: u64 = 10_000;
+/// Longest sleep, so a stop request is noticed promptly.
+const MAX_SLEEP_NS: u64 = 50_000_000;
+/// Read at most this many packets before checking for due deliveries again.
+const READ_BATCH: usize = 64;
+/// Largest frame: a 64 KiB GSO packet plus the vnet header, with room to spare.
+const FRAME_BUF: usize = 65_536 + VNET_HDR_LEN + 4096;
+
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we pass.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Makes this thread's timer wake-ups precise (the default slack is 50 µs).
+pub fn set_fine_timer_slack() {
+    // SAFETY: prctl(PR_SET_TIMERSLACK) only changes this thread's timer slack.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+}
+
+/// Puts the calling thread in SCHED_FIFO at a low real-time priority, so builds or other
+/// CPU hogs on the machine cannot delay deliveries by a whole scheduler slice (observed: tens
+/// of ms on a busy 2-core VM). The threads sleep between packets, and the kernel's RT
+/// throttling still reserves CPU for everything else. Returns whether it worked.
+pub fn set_realtime(priority: i32) -> bool {
+    let p = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: pthread_setschedparam on the calling thread with a valid sched_param.
+    unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &p) == 0 }
+}
+
+/// Holds `/dev/cpu_dma_latency` at 0 µs for as long as the returned file stays open (the
+/// kernel drops the request when it closes, i.e. when the forwarder exits). Under a VM's
+/// `haltpoll` cpuidle driver an idle vCPU otherwise halts, and waking it took 1–10 ms here:
+/// with the hold, >1 ms-late deliveries of sparse probes fell from ~6 % to ~0.1 %. The cost:
+/// idle CPUs poll instead of halting while the link is up (host-wide).
+pub fn hold_cpu_latency_zero() -> io::Result<std::fs::File> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/cpu_dma_latency")?;
+    f.write_all(&0i32.to_ne_bytes())?;
+    Ok(f)
+}
+
+/// Parameters of one direction.
+#[derive(Clone, Debug)]
+pub struct DirectionConfig {
+    pub rate_bps: u64,
+    pub delay_ns: u64,
+    pub queue_bytes: u64,
+    pub loss: f64,
+    pub seed: u64,
+}
+
+/// Live counters of one direction, shared with the stats writer.
+#[derive(Default, Debug)]
+pub struct DirCounters {
+    pub received: AtomicU64,
+    pub forwarded: AtomicU64,
+    pub forwarded_wire_bytes: AtomicU64,
+    pub forwarded_segments: AtomicU64,
+    pub dropped_queue: AtomicU64,
+    pub dropped_loss: AtomicU64,
+    pub write_errors: AtomicU64,
+    pub late_max_ns: AtomicU64,
+    pub late_over_1ms: AtomicU64,
+}
+
+/// A snapshot of [`DirCounters`], as written to the stats file.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct DirStats {
+    pub received: u64,
+    pub forwarded: u64,
+    pub forwarded_wire_bytes: u64,
+    pub forwarded_segments: u64,
+    pub dropped_queue: u64,
+    pub dropped_loss: u64,
+    pub write_errors: u64,
+    /// Worst lateness of a delivery against its deadline, in microseconds.
+    pub late_max_us: u64,
+    /// Deliveries more than 1 ms late.
+    pub late_over_1ms: u64,
+}
+
+impl DirCounters {
+    pub fn snapshot(&self) -> DirStats {
+        let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        DirStats {
+            received: g(&self.received),
+            forwarded: g(&self.forwarded),
+            forwarded_wire_bytes: g(&self.forwarded_wire_bytes),
+            forwarded_segments: g(&self.forwarded_segments),
+            dropped_queue: g(&self.dropped_queue),
+            dropped_loss: g(&self.dropped_loss),
+            write_errors: g(&self.write_errors),
+            late_max_us: g(&self.late_max_ns) / 1000,
+            late_over_1ms: g(&self.late_over_1ms),
+        }
+    }
+}
+
+/// Both directions' counters, as the forwarder writes them to its stats file.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ForwarderStats {
+    /// sender → receiver.
+    pub up: DirStats,
+    /// receiver → sender.
+    pub down: DirStats,
+    /// Whether the forwarder had stopped when this was written.
+    pub stopped: bool,
+}
+
+struct Pending {
+    deliver_ns: u64,
+    wire: vnet::WireSize,
+    frame: Vec<u8>,
+}
+
+/// Waits until `fd` is readable or `timeout_ns` passes.
+fn wait_readable(fd: i32, timeout_ns: u64) {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ts = libc::timespec {
+        tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: one valid pollfd, a valid timespec, no signal mask change.
+    unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
+}
+
+/// Moves packets from `input` to `output` until `stop` is set.
+pub fn run_direction(
+    input: &Tun,
+    output: &Tun,
+    cfg: &DirectionConfig,
+    counters: &DirCounters,
+    stop: &AtomicBool,
+) -> Result<()> {
+    set_fine_timer_slack();
+    if !set_realtime(10) {
+        eprintln!("forwarder: SCHED_FIFO refused; timing will suffer when the CPU is busy");
+    }
+    let vnet = input.offload.vnet_hdr;
+    let mut sched = LinkSchedule::new(cfg.rate_bps, cfg.delay_ns, cfg.queue_bytes);
+    let mut loss = LossGen::new(cfg.loss, cfg.seed);
+    let mut queue: VecDeque<Pending> = VecDeque::new();
+    let mut buf = vec![0u8; FRAME_BUF];
+    let c = counters;
+
+    while !stop.load(Ordering::Relaxed) {
+        // 1. Take in what has arrived, timestamping each packet as it is read.
+        for _ in 0..READ_BATCH {
+            match input.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    let now = monotonic_ns();
+                    c.received.fetch_add(1, Ordering::Relaxed);
+                    let frame = &buf[..n];
+                    let w = vnet::wire_size(frame, vnet);
+                    if loss.lose(w.segments) {
+                        c.dropped_loss.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
+                    match sched.offer(now, w.bytes) {
+                        Verdict::Deliver { delivery_ns, .. } => queue.push_back(Pending {
+                            deliver_ns: delivery_ns,
+                            wire: w,
+                            frame: frame.to_vec(),
+                        }),
+                        Verdict::QueueFull => {
+                            c.dropped_queue.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e).context("reading from TUN"),
+            }
+        }
+
+        // 2. Deliver everything that is due.
+        let mut now = monotonic_ns();
+        while let Some(p) = queue.front() {
+            if p.deliver_ns > now + EARLY_NS {
+                break;
+            }
+            let p = queue.pop_front().expect("front exists");
+            match output.write(&p.frame) {
+                Ok(_) => {
+                    let w = p.wire;
+                    c.forwarded.fetch_add(1, Ordering::Relaxed);
+                    c.forwarded_wire_bytes.fetch_add(w.bytes, Ordering::Relaxed);
+                    c.forwarded_segments
+                        .fetch_add(w.segments as u64, Ordering::Relaxed);
+                }
+                // The receiving side is gone or refuses the frame: count it, keep going.
+                Err(_) => {
+                    c.write_errors.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            now = monotonic_ns();
+            let late = now.saturating_sub(p.deliver_ns);
+            c.late_max_ns.fetch_max(late, Ordering::Relaxed);
+            if late > 1_000_000 {
+                c.late_over_1ms.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+
+        // 3. Sleep until the next deadline (minus the spin margin) or the next arrival.
+        let wait = match queue.front() {
+            Some(p) => p.deliver_ns.saturating_sub(now),
+            None => MAX_SLEEP_NS,
+        };
+        if wait > SPIN_NS {
+            wait_readable(input.raw_fd(), (wait - SPIN_NS).min(MAX_SLEEP_NS));
+        }
+        // Otherwise loop straight round: a non-blocking read, then the deadline check.
+    }
+    Ok(())
+}
+
+/// What the forwarder daemon needs to run.
+#[derive(Clone, Debug)]
+pub struct ForwarderConfig {
+    pub snd_ns: String,
+    pub rcv_ns: String,
+    pub device: String,
+    pub offload: bool,
+    pub up: DirectionConfig,
+    pub down: DirectionConfig,
+    pub stats_path: PathBuf,
+    /// Hold `/dev/cpu_dma_latency` at 0 while running (see [`hold_cpu_latency_zero`]).
+    pub pm_qos: bool,
+}
+
+fn write_stats(path: &Path, stats: &ForwarderStats) -> Result<()> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, serde_json::to_vec_pretty(stats)?)
+        .with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))
+}
+
+/// Blocks the termination signals in this thread (and threads it spawns later) so they can
+/// be taken synchronously with `sigtimedwait`: no handler, no global flag.
+fn block_term_signals() -> libc::sigset_t {
+    // SAFETY: sigset manipulation on a local, then pthread_sigmask on this thread.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for s in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+            libc::sigaddset(&mut set, s);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        set
+    }
+}
+
+/// Waits up to `timeout` for one of `set`; true if one arrived.
+fn wait_signal(set: &libc::sigset_t, timeout: Duration) -> bool {
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: valid set and timespec; we do not need the siginfo.
+    unsafe { libc::sigtimedwait(set, std::ptr::null_mut(), &ts) > 0 }
+}
+
+/// Redirects stdout to /dev/null, which tells the parent (reading our stdout) that we are
+/// detached, and keeps stray prints from failing on a closed pipe.
+fn detach_stdout() -> Result<()> {
+    let null = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/null")
+        .context("opening /dev/null")?;
+    // SAFETY: dup2 onto fd 1; `null` stays valid for the call.
+    if unsafe { libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&null), 1) } < 0 {
+        return Err(io::Error::last_os_error()).context("dup2 stdout");
+    }
+    Ok(())
+}
+
+/// The forwarder daemon: creates both TUN devices, reports `ready <offload>` on stdout,
+/// forwards until SIGTERM/SIGINT, writing counters to the stats file every 250 ms.
+pub fn run_daemon(cfg: &ForwarderConfig) -> Result<()> {
+    let sigs = block_term_signals();
+    let _pm_qos = if cfg.pm_qos {
+        match hold_cpu_latency_zero() {
+            Ok(f) => Some(f),
+            Err(e) => {
+                eprintln!(
+                    "forwarder: cannot hold /dev/cpu_dma_latency at 0 ({e}); timing may suffer"
+                );
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let (dev, off) = (cfg.device.clone(), cfg.offload);
+    let snd = crate::netns::run_in(&cfg.snd_ns, || Tun::open(&dev, off))
+        .with_context(|| format!("creating TUN {} in {}", cfg.device, cfg.snd_ns))?;
+    let rcv = crate::netns::run_in(&cfg.rcv_ns, || Tun::open(&dev, off))
+        .with_context(|| format!("creating TUN {} in {}", cfg.device, cfg.rcv_ns))?;
+    let offload = if snd.offload == rcv.offload {
+        snd.offload
+    } else {
+        anyhow::bail!("the two TUN devices accepted different offloads")
+    };
+    println!("ready {}", serde_json::to_string(&offload)?);
+    detach_stdout()?;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let up = Arc::new(DirCounters::default());
+    let down = Arc::new(DirCounters::default());
+    let snd = Arc::new(snd);
+    let rcv = Arc::new(rcv);
+
+    let spawn = |name: &str,
+                 input: Arc<Tun>,
+                 output: Arc<Tun>,
+                 dcfg: DirectionConfig,
+                 counters: Arc<DirCounters>| {
+        let stop = stop.clone();
+        std::thread::Builder::new()
+            .name(name.to_string())
+            .spawn(move || {
+                let r = run_direction(&input, &output, &dcfg, &counters, &stop);
+                if let Err(e) = &r {
+                    eprintln!("forwarder direction failed: {e:#}");
+                }
+                // One direction dying makes the link useless: stop the other as well.
+                stop.store(true, Ordering::Relaxed);
+                r
+            })
+    };
+    let t_up = spawn(
+        "fwd-up",
+        snd.clone(),
+        rcv.clone(),
+        cfg.up.clone(),
+        up.clone(),
+    )?;
+    let t_down = spawn("fwd-down", rcv, snd, cfg.down.clone(), down.clone())?;
+
+    let snapshot = |stopped| ForwarderStats {
+        up: up.snapshot(),
+        down: down.snapshot(),
+        stopped,
+    };
+    write_stats(&cfg.stats_path, &snapshot(false))?;
+    while !stop.load(Ordering::Relaxed) {
+        if wait_signal(&sigs, Duration::from_millis(250)) {
+            stop.store(true, Ordering::Relaxed);
+        }
+        if let Err(e) = write_stats(&cfg.stats_path, &snapshot(false)) {
+            eprintln!("{e:#}");
+        }
+    }
+    let r1 = t_up
+        .join()
+        .map_err(|_| anyhow::anyhow!("up thread panicked"))?;
+    let r2 = t_down
+        .join()
+        .map_err(|_| anyhow::anyhow!("down thread panicked"))?;
+    write_stats(&cfg.stats_path, &snapshot(true))?;
+    r1.and(r2)
+}

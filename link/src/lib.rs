@@ -1,0 +1,25 @@
+//! Shoal's emulated long link: two network namespaces (`NAME-snd`, `NAME-rcv`) joined by a
+//! userspace TUN delay line (delay, rate, drop-tail queue, seeded loss) or by veth + netem.
+//!
+//! The `shoal` binary mounts [`cli::LinkCommand`] as `shoal link …`; the sweep engine and
+//! tests use [`LinkGuard`], [`link_info`] and [`spawn_in_netns`]. See docs/link.md.
+
+pub mod check;
+pub mod cli;
+pub mod control;
+pub mod forwarder;
+pub mod netem;
+pub mod netns;
+pub mod parse;
+pub mod report;
+pub mod schedule;
+pub mod state;
+pub mod tun;
+pub mod vnet;
+
+pub use check::{check, CheckOptions, CheckReport};
+pub use control::{
+    down, link_info, up, BackendChoice, Launcher, LinkGuard, LinkInfo, UpConfig, UpOutcome,
+};
+pub use netns::spawn_in_netns;
+pub use state::{Backend, LinkState, Sysctls};

@@ -1,0 +1,142 @@
+//! Network namespaces: creating and removing them, running code or commands inside them,
+//! and their per-namespace sysctls.
+//!
+//! `setns(CLONE_NEWNET)` switches only the calling thread, and sockets or TUN fds stay in the
+//! namespace where they were created. So code that needs a namespace runs on a short-lived
+//! thread that enters it, creates its fds and hands them back ([`run_in`]); the caller's own
+//! thread never changes namespace.
+
+use std::fs::File;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+use anyhow::{bail, Context, Result};
+
+/// Where `ip netns` keeps its named namespaces.
+pub fn netns_path(ns: &str) -> PathBuf {
+    PathBuf::from("/run/netns").join(ns)
+}
+
+pub fn exists(ns: &str) -> bool {
+    netns_path(ns).exists()
+}
+
+/// Runs `ip ARGS…`, failing with its stderr on a non-zero exit.
+pub fn ip(args: &[&str]) -> Result<String> {
+    run_tool("ip", args)
+}
+
+/// Runs a tool, returning stdout, failing with the command line and stderr.
+pub fn run_tool(tool: &str, args: &[&str]) -> Result<String> {
+    let out = Command::new(tool)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("running {tool} (is it installed?)"))?;
+    if !out.status.success() {
+        bail!(
+            "`{tool} {}` failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+pub fn add(ns: &str) -> Result<()> {
+    ip(&["netns", "add", ns]).map(|_| ())
+}
+
+pub fn del(ns: &str) -> Result<()> {
+    ip(&["netns", "del", ns]).map(|_| ())
+}
+
+fn open_ns(ns: &str) -> io::Result<File> {
+    File::open(netns_path(ns))
+        .map_err(|e| io::Error::new(e.kind(), format!("network namespace {ns}: {e}")))
+}
+
+/// Moves the *calling thread* into namespace `ns`. Meant for threads that live in that
+/// namespace for good; prefer [`run_in`] elsewhere.
+pub fn enter_current_thread(ns: &str) -> Result<()> {
+    let f = open_ns(ns)?;
+    // SAFETY: setns on a valid namespace fd; affects only this thread's network namespace.
+    if unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+        return Err(io::Error::last_os_error()).with_context(|| format!("setns into {ns}"));
+    }
+    Ok(())
+}
+
+/// Runs `f` on a fresh thread inside namespace `ns` and returns its result. Sockets and TUN
+/// devices that `f` creates belong to `ns` and may be used from any thread afterwards.
+pub fn run_in<T, F>(ns: &str, f: F) -> Result<T>
+where
+    T: Send,
+    F: FnOnce() -> Result<T> + Send,
+{
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            enter_current_thread(ns)?;
+            f()
+        })
+        .join()
+        .map_err(|_| anyhow::anyhow!("thread in namespace {ns} panicked"))?
+    })
+}
+
+/// Makes `cmd` enter namespace `ns` between fork and exec.
+pub fn command_in_netns(ns: &str, cmd: &mut Command) -> io::Result<()> {
+    let f = open_ns(ns)?;
+    let fd = f.as_raw_fd();
+    // SAFETY: only setns(2), an async-signal-safe syscall, runs in the child. The File is
+    // moved into the closure, so the fd stays open until the Command is dropped; it is
+    // O_CLOEXEC, so the program itself does not inherit it.
+    unsafe {
+        cmd.pre_exec(move || {
+            let _keep = &f;
+            if libc::setns(fd, libc::CLONE_NEWNET) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    Ok(())
+}
+
+/// Spawns `cmd` inside network namespace `ns` (e.g. `"shoal-snd"`).
+pub fn spawn_in_netns(ns: &str, cmd: &mut Command) -> io::Result<Child> {
+    command_in_netns(ns, cmd)?;
+    cmd.spawn()
+}
+
+fn sysctl_path(key: &str) -> PathBuf {
+    PathBuf::from("/proc/sys").join(key.replace('.', "/"))
+}
+
+/// Reads a sysctl as the calling thread's namespace sees it.
+pub fn read_sysctl(key: &str) -> Result<String> {
+    let v = std::fs::read_to_string(sysctl_path(key)).with_context(|| format!("reading {key}"))?;
+    Ok(v.split_whitespace().collect::<Vec<_>>().join(" "))
+}
+
+pub fn write_sysctl(key: &str, value: &str) -> Result<()> {
+    std::fs::write(sysctl_path(key), value).with_context(|| format!("setting {key} = {value}"))
+}
+
+/// Reads a sysctl inside namespace `ns`.
+pub fn read_sysctl_in(ns: &str, key: &str) -> Result<String> {
+    let key = key.to_string();
+    run_in(ns, move || read_sysctl(&key))
+}
+
+/// Sets a per-namespace sysctl inside `ns` and returns the value read back.
+pub fn set_sysctl_in(ns: &str, key: &str, value: &str) -> Result<String> {
+    let (key, value) = (key.to_string(), value.to_string());
+    run_in(ns, move || {
+        write_sysctl(&key, &value)?;
+        read_sysctl(&key)
+    })
+}

@@ -1,0 +1,363 @@
+//! Judging a check against the link's settings, and the text tables for `check` and
+//! `status`. Tolerances live here, in one place.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use crate::check::{CheckReport, Row, Verdict};
+use crate::control::LinkInfo;
+use crate::parse::{format_duration, format_rate, Loss};
+
+/// Idle RTT: ±2 % of the RTT, but never tighter than ±0.5 ms.
+pub fn rtt_tolerance_ms(rtt_ms: f64) -> f64 {
+    (rtt_ms * 0.02).max(0.5)
+}
+
+/// Throughput: ±5 % of what the rate allows when the rate is the bottleneck.
+pub const THROUGHPUT_TOLERANCE: f64 = 0.05;
+
+/// Deliveries more than 1 ms late: at most this fraction of forwarded packets. Beyond it the
+/// forwarder is not keeping up (CPU-bound or descheduled) and the link is not the one set.
+pub const LATE_FRACTION_MAX: f64 = 0.02;
+
+/// Loss: four binomial standard deviations over `n` probes plus 10 % of `p`.
+pub fn loss_tolerance(p: f64, n: u64) -> f64 {
+    4.0 * (p * (1.0 - p) / n.max(1) as f64).sqrt() + 0.1 * p
+}
+
+fn row(metric: &str, expected: String, measured: String, tolerance: String, v: Verdict) -> Row {
+    Row {
+        metric: metric.to_string(),
+        expected,
+        measured,
+        tolerance,
+        verdict: v,
+    }
+}
+
+fn within(ok: bool) -> Verdict {
+    if ok {
+        Verdict::Pass
+    } else {
+        Verdict::Fail
+    }
+}
+
+/// The fidelity table's rows.
+pub fn judge(r: &CheckReport) -> Vec<Row> {
+    let st = &r.link.state;
+    let rtt_ms = st.rtt_ns as f64 / 1e6;
+    // A probe's own serialisation, both ways; microseconds except on very slow links.
+    let probe_bits = 60.0 * 8.0;
+    let ser_ms = (probe_bits / st.rate_bps as f64 + probe_bits / st.down_rate_bps as f64) * 1e3;
+    let tol = rtt_tolerance_ms(rtt_ms);
+    let mut rows = Vec::new();
+
+    let idle = &r.idle_rtt;
+    let exp = rtt_ms + ser_ms;
+    let err = idle.median_ms - exp;
+    rows.push(row(
+        "idle RTT (median)",
+        format!("{exp:.3} ms"),
+        format!(
+            "{:.3} ms ({err:+.3} ms, {} of {})",
+            idle.median_ms, idle.replies, idle.sent
+        ),
+        format!("±{tol:.3} ms"),
+        within(err.abs() <= tol),
+    ));
+    rows.push(row(
+        "idle RTT min / p99 / max",
+        String::new(),
+        format!(
+            "{:.3} / {:.3} / {:.3} ms",
+            idle.min_ms, idle.p99_ms, idle.max_ms
+        ),
+        String::new(),
+        Verdict::Info,
+    ));
+
+    let q_ms = st.queue_bytes as f64 * 8.0 / st.rate_bps as f64 * 1e3;
+    let bound = rtt_ms + q_ms + ser_ms;
+    let l = &r.loaded_rtt;
+    rows.push(row(
+        "RTT under load (p95)",
+        format!("≤ {bound:.1} ms (RTT + {q_ms:.1} ms queue)"),
+        format!(
+            "{:.1} ms (median {:.1}, max {:.1})",
+            l.p95_ms, l.median_ms, l.max_ms
+        ),
+        format!("+{tol:.3} ms"),
+        if l.replies == 0 {
+            Verdict::Info
+        } else {
+            within(l.p95_ms <= bound + tol)
+        },
+    ));
+
+    let t = &r.throughput;
+    let err = t.goodput_bps / t.expected_goodput_bps - 1.0;
+    let why_info = if st.loss > 0.0 {
+        " (info: loss configured)"
+    } else {
+        " (info: TCP window below BDP)"
+    };
+    rows.push(row(
+        "TCP goodput (steady)",
+        format!(
+            "{} (rate × {}/{})",
+            format_rate(t.expected_goodput_bps as u64),
+            t.mss,
+            t.mss as u64 + 52
+        ),
+        format!(
+            "{} ({:+.1}%, {:.1} s after {:.1} s warm-up, {} retrans)",
+            format_rate(t.goodput_bps as u64),
+            err * 100.0,
+            t.window_s,
+            t.warmup_s,
+            t.retransmits
+        ),
+        if t.rate_bound {
+            format!("±{:.0}%", THROUGHPUT_TOLERANCE * 100.0)
+        } else {
+            why_info.trim().to_string()
+        },
+        if t.rate_bound {
+            within(err.abs() <= THROUGHPUT_TOLERANCE)
+        } else {
+            Verdict::Info
+        },
+    ));
+    if let Some(w) = t.wire_bps {
+        rows.push(row(
+            "wire rate forwarded (up)",
+            format!("≤ {}", format_rate(st.rate_bps)),
+            format!(
+                "{} ({:+.2}%)",
+                format_rate(w as u64),
+                (w / st.rate_bps as f64 - 1.0) * 100.0
+            ),
+            String::new(),
+            Verdict::Info,
+        ));
+    }
+
+    if let Some(lr) = &r.loss {
+        let tl = loss_tolerance(st.loss, lr.probes);
+        rows.push(row(
+            "loss sender → receiver",
+            Loss(st.loss).to_string(),
+            format!(
+                "{:.3}% ({} of {} probes, {} us apart)",
+                lr.up_rate * 100.0,
+                lr.up_lost,
+                lr.probes,
+                lr.interval_us
+            ),
+            format!("±{:.3}%", tl * 100.0),
+            within((lr.up_rate - st.loss).abs() <= tl),
+        ));
+        rows.push(row(
+            "loss receiver → sender",
+            Loss(st.loss).to_string(),
+            format!("{:.3}%", lr.down_rate * 100.0),
+            String::new(),
+            Verdict::Info,
+        ));
+    }
+
+    rows.push(row(
+        "TUN tx_dropped (emulator)",
+        "0".into(),
+        r.tun_tx_dropped.to_string(),
+        "0".into(),
+        within(r.tun_tx_dropped == 0),
+    ));
+    if st.forwarder_pid.is_some() && r.forwarded > 0 {
+        let frac = r.late_over_1ms as f64 / r.forwarded as f64;
+        rows.push(row(
+            "deliveries > 1 ms late",
+            String::new(),
+            format!(
+                "{:.3}% ({} of {})",
+                frac * 100.0,
+                r.late_over_1ms,
+                r.forwarded
+            ),
+            format!("≤ {:.0}%", LATE_FRACTION_MAX * 100.0),
+            within(frac <= LATE_FRACTION_MAX),
+        ));
+    }
+    rows.push(row(
+        "forwarder drops queue / loss",
+        String::new(),
+        format!("{} / {}", r.dropped_queue, r.dropped_loss),
+        String::new(),
+        Verdict::Info,
+    ));
+    if let Some(f) = &r.forwarder {
+        rows.push(row(
+            "forwarder CPU (bulk window)",
+            String::new(),
+            format!(
+                "{:.1}% of a core, {:.1}% per Gbit/s; late max {} us, >1 ms late: {}",
+                f.cpu_pct, f.cpu_pct_per_gbit, f.late_max_us, f.late_over_1ms
+            ),
+            String::new(),
+            Verdict::Info,
+        ));
+    }
+    rows
+}
+
+impl CheckReport {
+    /// The fidelity table as text.
+    pub fn table(&self) -> String {
+        let st = &self.link.state;
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "link {} ({} backend, offload {}): rtt {}, rate {} / {}, queue {} B, loss {}, mtu {}",
+            st.name,
+            st.backend,
+            st.offload.describe(),
+            format_duration(Duration::from_nanos(st.rtt_ns)),
+            format_rate(st.rate_bps),
+            format_rate(st.down_rate_bps),
+            st.queue_bytes,
+            Loss(st.loss),
+            st.mtu
+        );
+        let w0 = self
+            .rows
+            .iter()
+            .map(|r| r.metric.chars().count())
+            .max()
+            .unwrap_or(0);
+        let w1 = self
+            .rows
+            .iter()
+            .map(|r| r.expected.chars().count())
+            .max()
+            .unwrap_or(0);
+        let w2 = self
+            .rows
+            .iter()
+            .map(|r| r.tolerance.chars().count())
+            .max()
+            .unwrap_or(0);
+        for r in &self.rows {
+            let v = match r.verdict {
+                Verdict::Pass => "PASS",
+                Verdict::Fail => "FAIL",
+                Verdict::Info => "    ",
+            };
+            let _ = writeln!(
+                s,
+                "{v}  {:w0$}  {:w1$}  {:w2$}  {}",
+                r.metric,
+                r.expected,
+                r.tolerance,
+                r.measured,
+                w0 = w0,
+                w1 = w1,
+                w2 = w2
+            );
+        }
+        let series: Vec<String> = self
+            .throughput
+            .series_mbps
+            .iter()
+            .map(|m| format!("{m:.0}"))
+            .collect();
+        let _ = writeln!(s, "goodput per 0.5 s (Mbit/s): {}", series.join(" "));
+        let _ = writeln!(
+            s,
+            "{}",
+            if self.pass {
+                "check: PASS"
+            } else {
+                "check: FAIL"
+            }
+        );
+        s
+    }
+}
+
+/// `shoal link status` as text.
+pub fn status_text(i: &LinkInfo) -> String {
+    let st = &i.state;
+    let mut s = String::new();
+    let _ = writeln!(s, "link {} ({} backend)", st.name, st.backend);
+    let _ = writeln!(
+        s,
+        "  {} {} <-> {} {} on {}/{}",
+        st.snd_ns, st.snd_addr, st.rcv_ns, st.rcv_addr, st.device, st.prefix_len
+    );
+    let _ = writeln!(
+        s,
+        "  rtt {}, rate {} up / {} down, queue {} ({} B / {} B), loss {}, mtu {}, seed {}",
+        i.rtt,
+        i.rate,
+        i.down_rate,
+        st.queue_spec,
+        st.queue_bytes,
+        st.down_queue_bytes,
+        Loss(st.loss),
+        st.mtu,
+        st.seed
+    );
+    let _ = writeln!(
+        s,
+        "  sysctls: snd tcp_rmem [{}] tcp_wmem [{}]; rcv tcp_rmem [{}] tcp_wmem [{}]; global rmem_max {} wmem_max {}",
+        st.sysctls.snd_tcp_rmem, st.sysctls.snd_tcp_wmem, st.sysctls.rcv_tcp_rmem,
+        st.sysctls.rcv_tcp_wmem, st.sysctls.rmem_max, st.sysctls.wmem_max
+    );
+    if let Some(pid) = st.forwarder_pid {
+        let _ = writeln!(
+            s,
+            "  forwarder pid {pid} ({}), offload {}",
+            if i.forwarder_alive {
+                "running"
+            } else {
+                "NOT RUNNING"
+            },
+            st.offload.describe()
+        );
+    }
+    if let Some(c) = &i.counters {
+        for (dir, d) in [("up  ", &c.up), ("down", &c.down)] {
+            let _ = writeln!(
+                s,
+                "  {dir}: forwarded {} pkts ({} wire segs, {} B), dropped queue {} loss {}, write errors {}, late max {} us, >1 ms late {}",
+                d.forwarded, d.forwarded_segments, d.forwarded_wire_bytes, d.dropped_queue,
+                d.dropped_loss, d.write_errors, d.late_max_us, d.late_over_1ms
+            );
+        }
+    }
+    let show = |v: Option<u64>| v.map(|x| x.to_string()).unwrap_or_else(|| "?".into());
+    if st.forwarder_pid.is_some() {
+        let _ = writeln!(
+            s,
+            "  TUN tx_dropped: snd {}, rcv {}",
+            show(i.tun_tx_dropped.snd),
+            show(i.tun_tx_dropped.rcv)
+        );
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tolerances() {
+        assert!((rtt_tolerance_ms(141.0) - 2.82).abs() < 1e-9);
+        assert_eq!(rtt_tolerance_ms(10.0), 0.5);
+        // 1 % over 20,000 probes: 4σ = 0.281 %, + 0.1 % → 0.381 %, inside [0.5 %, 1.5 %].
+        let t = loss_tolerance(0.01, 20_000);
+        assert!((t - 0.00381).abs() < 1e-4, "{t}");
+    }
+}

@@ -1,0 +1,102 @@
+//! End-to-end tests: real namespaces, TUN devices and forwarder. Root only; each test uses a
+//! unique link name and tears it down even when an assertion fails (LinkGuard's Drop).
+
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use shoal_link::{check, CheckOptions, Launcher, LinkGuard, UpConfig};
+
+/// The checks measure timing and throughput on a 2-core machine: run them one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// The forwarder is this crate's `shoal-link` binary (the test binary cannot re-exec itself).
+fn launcher() -> Launcher {
+    Launcher {
+        exe: env!("CARGO_BIN_EXE_shoal-link").into(),
+        prefix: vec!["link".into(), "forward".into()],
+    }
+}
+
+fn unique(prefix: &str) -> String {
+    format!("{prefix}{}", std::process::id() % 100_000)
+}
+
+fn process_gone(pid: u32) -> bool {
+    !Path::new(&format!("/proc/{pid}")).exists()
+}
+
+#[test]
+fn up_check_down_leaves_nothing_behind() {
+    if !is_root() {
+        println!("skipped: needs root");
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let name = unique("e2a");
+    let cfg = UpConfig::new(&name, Duration::from_millis(100), 200_000_000);
+    let guard = LinkGuard::up_with(&cfg, &launcher()).expect("link up");
+    let pid = guard
+        .state()
+        .forwarder_pid
+        .expect("tun backend has a forwarder");
+
+    // A second link of the same name is refused with a clear message.
+    let err = LinkGuard::up_with(&cfg, &launcher())
+        .err()
+        .expect("duplicate refused");
+    assert!(err.to_string().contains("already exists"), "{err:#}");
+
+    let report = check(&name, &CheckOptions::default()).expect("check runs");
+    println!("{}", report.table());
+    assert!(report.pass, "check failed:\n{}", report.table());
+    assert!(report.loaded_rtt.replies > 0);
+
+    guard.down().expect("link down");
+    for ns in [format!("{name}-snd"), format!("{name}-rcv")] {
+        assert!(!Path::new("/run/netns").join(&ns).exists(), "{ns} left");
+    }
+    let ns_list = std::process::Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .expect("ip netns list");
+    assert!(!String::from_utf8_lossy(&ns_list.stdout).contains(&name));
+    // The TUN devices live only as long as the forwarder's fds: gone with the process.
+    assert!(process_gone(pid), "forwarder {pid} still running");
+    assert!(!shoal_link::state::state_path(&name).exists());
+}
+
+#[test]
+fn loss_is_measured_within_bounds() {
+    if !is_root() {
+        println!("skipped: needs root");
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let name = unique("e2b");
+    let mut cfg = UpConfig::new(&name, Duration::from_millis(20), 100_000_000);
+    cfg.loss = 0.01;
+    cfg.seed = 12345;
+    let guard = LinkGuard::up_with(&cfg, &launcher()).expect("link up");
+    let opts = CheckOptions {
+        duration: Some(Duration::from_secs(3)),
+        warmup: Some(Duration::from_secs(1)),
+        loss_probes: 20_000,
+    };
+    let report = check(&name, &opts).expect("check runs");
+    println!("{}", report.table());
+    let loss = report.loss.as_ref().expect("loss measured");
+    assert!(loss.probes >= 20_000);
+    assert!(
+        (0.005..=0.015).contains(&loss.up_rate),
+        "measured loss {:.3}%",
+        loss.up_rate * 100.0
+    );
+    assert!(report.pass, "check failed:\n{}", report.table());
+    guard.down().expect("link down");
+}
