@@ -67,11 +67,15 @@ pub async fn run(a: DemoArgs) -> Result<ExitCode> {
         to: addr.to_string(),
         src: src.clone(),
         mode: a.mode,
+        plain: false,
         pin,
         token,
         reader: ReaderConfig::default(),
+        flow: Default::default(),
         connect_timeout: Duration::from_secs(10),
         timeout: Some(Duration::from_secs(600)),
+        latency_out: None,
+        hooks: Default::default(),
     })
     .await;
     println!("transfer: {}", row.summary_line());

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
-use shoal_common::config::Mode;
+use shoal_common::config::{FlowConfig, Mode};
 use shoal_common::identity::{self, Identity, Pin};
 use shoal_common::pipeline::reader::ReaderConfig;
 use shoal_common::tree::{self, GenSpec, DEFAULT_FILES_PER_DIR};
@@ -41,13 +41,11 @@ enum Command {
     Verify(VerifyArgs),
     /// Loopback demo: generate a small tree, transfer it, verify it, print the figures.
     Demo(demo::DemoArgs),
-    // LINK-START
-    // /// Emulated long link between two network namespaces (needs root).
-    // Link {
-    //     #[command(subcommand)]
-    //     cmd: shoal_link::cli::LinkCommand,
-    // },
-    // LINK-END
+    /// Emulated long link between two network namespaces (needs root).
+    Link {
+        #[command(subcommand)]
+        cmd: shoal_link::cli::LinkCommand,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -77,6 +75,45 @@ struct IdentityArgs {
     identity: Option<PathBuf>,
 }
 
+/// Flow control and socket buffers. Defaults are sized for a 1 Gbit/s × 150 ms path.
+#[derive(Debug, Args)]
+struct FlowArgs {
+    /// Per-file streams outstanding per connection (tcp-streams, quic-streams). The receiver's
+    /// value is the most it accepts.
+    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    max_streams: u32,
+    /// QUIC receive window per stream (bounds one stream, e.g. quic-bundle, to window/RTT).
+    #[arg(long, default_value = "24MiB", value_parser = parse_size)]
+    stream_window: u64,
+    /// QUIC receive window per connection (all streams together).
+    #[arg(long, default_value = "24MiB", value_parser = parse_size)]
+    conn_window: u64,
+    /// QUIC send window: bytes in flight unacknowledged (sender).
+    #[arg(long, default_value = "24MiB", value_parser = parse_size)]
+    send_window: u64,
+    /// SO_SNDBUF for TCP and UDP sockets [default: TCP autotuning up to net.ipv4.tcp_wmem;
+    /// UDP 8 MiB]. The kernel caps it at net.core.wmem_max; the value in effect is reported.
+    #[arg(long, value_parser = parse_size)]
+    sndbuf: Option<u64>,
+    /// SO_RCVBUF for TCP and UDP sockets [default: TCP autotuning up to net.ipv4.tcp_rmem;
+    /// UDP 8 MiB]. The kernel caps it at net.core.rmem_max; the value in effect is reported.
+    #[arg(long, value_parser = parse_size)]
+    rcvbuf: Option<u64>,
+}
+
+impl FlowArgs {
+    fn config(&self) -> FlowConfig {
+        FlowConfig {
+            max_streams: self.max_streams,
+            stream_window: self.stream_window,
+            conn_window: self.conn_window,
+            send_window: self.send_window,
+            sndbuf: self.sndbuf,
+            rcvbuf: self.rcvbuf,
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 struct RecvArgs {
     /// Address to listen on, e.g. 0.0.0.0:7474 (port 0 picks a free port).
@@ -99,6 +136,11 @@ struct RecvArgs {
     /// Received bytes a run may hold before they are written (back-pressure to the sender).
     #[arg(long, default_value = "16MiB", value_parser = parse_size)]
     write_budget: u64,
+    /// Accept unencrypted TCP transfers (`send --plain`); the token is still required.
+    #[arg(long)]
+    allow_plain: bool,
+    #[command(flatten)]
+    flow: FlowArgs,
 }
 
 #[derive(Debug, Args)]
@@ -109,9 +151,15 @@ struct SendArgs {
     /// Source folder to send (symbolic links in it are skipped and counted).
     #[arg(long)]
     src: PathBuf,
-    /// Transport mode.
+    /// Transport mode. tcp-bundle: one TLS/TCP stream of records; tcp-streams: yamux stream per
+    /// file; quic-bundle: one QUIC stream of records; quic-streams: QUIC stream per file;
+    /// tcp-wait: control arm that waits for each file's acknowledgement (one RTT per file).
     #[arg(long, value_enum, default_value_t = Mode::TcpBundle)]
     mode: Mode,
+    /// TCP modes without TLS, to isolate the cost of encryption (the receiver must run with
+    /// --allow-plain; the token still applies).
+    #[arg(long)]
+    plain: bool,
     /// Read the pin and token from this identity folder (a receiver on the same host)
     /// [default: the default identity folder, unless --pin is given].
     #[arg(long, conflicts_with_all = ["pin", "token_file"])]
@@ -128,9 +176,17 @@ struct SendArgs {
     /// Print the result as one JSON object instead of the summary line.
     #[arg(long)]
     json: bool,
-    /// Bytes the reader may read ahead of the socket.
-    #[arg(long, default_value = "64MiB", value_parser = parse_size)]
+    /// Bytes the reader may read ahead of the socket (held in memory until written).
+    #[arg(long, default_value = "16MiB", value_parser = parse_size)]
     read_ahead: u64,
+    #[command(flatten)]
+    flow: FlowArgs,
+    /// Write the full per-file latency distribution (CSV: value_ms, percentile, count).
+    #[arg(long)]
+    latency_out: Option<PathBuf>,
+    /// Test hook: corrupt the record of file N (walk order) to exercise the receiver's checks.
+    #[arg(long, hide = true)]
+    test_corrupt_file: Option<usize>,
     /// Give up connecting after this long.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     connect_timeout: Duration,
@@ -178,7 +234,10 @@ fn run(command: Command) -> Result<ExitCode> {
         Command::Send(a) => runtime()?.block_on(send(a)),
         Command::Verify(a) => verify_trees(a),
         Command::Demo(a) => runtime()?.block_on(demo::run(a)),
-        // LINK-RUN
+        Command::Link { cmd } => {
+            let code = shoal_link::cli::run(cmd)?;
+            Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+        }
     }
 }
 
@@ -224,6 +283,8 @@ async fn recv(a: RecvArgs) -> Result<ExitCode> {
         dest: a.dest.clone(),
         fsync: a.fsync,
         once: a.once,
+        allow_plain: a.allow_plain,
+        flow: a.flow.config(),
         idle_timeout: a.idle_timeout,
         write_budget: usize::try_from(a.write_budget).unwrap_or(usize::MAX),
         ..Default::default()
@@ -264,14 +325,20 @@ async fn send(a: SendArgs) -> Result<ExitCode> {
         to: a.to,
         src: a.src,
         mode: a.mode,
+        plain: a.plain,
         pin,
         token,
         reader: ReaderConfig {
             budget: usize::try_from(a.read_ahead).unwrap_or(usize::MAX),
             ..Default::default()
         },
+        flow: a.flow.config(),
         connect_timeout: a.connect_timeout,
         timeout: a.timeout,
+        latency_out: a.latency_out,
+        hooks: shoal_sender::TestHooks {
+            corrupt_file: a.test_corrupt_file,
+        },
     };
     let row = shoal_sender::send(&config).await;
     if a.json {

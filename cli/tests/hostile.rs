@@ -42,6 +42,7 @@ fn hello(token: &[u8], files: u64, bytes: u64) -> BytesMut {
             total_bytes: bytes,
             conn_index: 0,
             conn_count: 1,
+            max_streams: 0,
         },
         &mut s,
     );
@@ -54,6 +55,7 @@ fn raw_file(s: &mut BytesMut, path: &[u8], size: u64, data: &[u8]) {
     s.put_u16(path.len() as u16);
     s.put_slice(path);
     s.put_u64(size);
+    s.put_u64(0); // sent_at_us
     s.put_slice(data);
 }
 

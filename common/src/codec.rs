@@ -44,6 +44,9 @@ pub struct Hello {
     pub total_bytes: u64,
     pub conn_index: u16,
     pub conn_count: u16,
+    /// Most per-file streams the sender keeps outstanding on one connection (streams modes);
+    /// the receiver refuses a run that asks for more than it allows.
+    pub max_streams: u32,
 }
 
 /// Announces one file; exactly `size` bytes of content follow it.
@@ -51,6 +54,9 @@ pub struct Hello {
 pub struct FileHeader {
     pub path: RelPath,
     pub size: u64,
+    /// Sender's wall clock (µs since the Unix epoch) when it started sending this file; the
+    /// receiver subtracts it from its own wall clock at close to get the file's latency.
+    pub sent_at_us: u64,
 }
 
 /// The sender's last record: what it sent, for the receiver to cross-check.
@@ -71,6 +77,18 @@ pub struct Completion {
     pub fsync_micros: u64,
     /// Receiver's peak resident set during the run, bytes.
     pub peak_rss: u64,
+    /// Most per-file streams the receiver had open at once.
+    pub peak_streams: u64,
+    /// Connections the receiver counted for this run.
+    pub connections: u64,
+    /// Receiver's flow-control limits in effect for this run (bytes; 0 where not applicable).
+    pub stream_window: u64,
+    pub conn_window: u64,
+    /// Receiver's socket receive buffer, read back from the kernel (bytes; summed over
+    /// connections for TCP, the UDP socket's for QUIC).
+    pub rcvbuf: u64,
+    /// Per-file latency histogram (HdrHistogram V2 serialization, µs), empty if none.
+    pub latency: Vec<u8>,
     /// Errors the receiver met; a non-empty list means the run failed.
     pub errors: Vec<String>,
 }
@@ -172,6 +190,15 @@ impl RecordDecoder {
         }
     }
 
+    /// Content bytes still due for the file being decoded (0 between records): lets a reader
+    /// size its next read to what is coming.
+    pub fn pending_data(&self) -> u64 {
+        match &self.state {
+            State::InFile { remaining, .. } => *remaining,
+            _ => 0,
+        }
+    }
+
     /// Whether the end marker has been decoded.
     pub fn ended(&self) -> bool {
         matches!(self.state, State::Ended)
@@ -254,7 +281,9 @@ impl RecordDecoder {
                 let Some((path, after_path)) = self.decode_path(input)? else {
                     return Ok(None);
                 };
-                let Some(size) = read_u64(input, after_path) else {
+                let (Some(size), Some(sent_at_us)) =
+                    (read_u64(input, after_path), read_u64(input, after_path + 8))
+                else {
                     return Ok(None);
                 };
                 if size > self.limits.max_file_size {
@@ -268,10 +297,12 @@ impl RecordDecoder {
                     path: path.clone(),
                     remaining: size,
                 };
-                Ok(Some((
-                    Record::File(FileHeader { path, size }),
-                    after_path + 8,
-                )))
+                let header = FileHeader {
+                    path,
+                    size,
+                    sent_at_us,
+                };
+                Ok(Some((Record::File(header), after_path + 16)))
             }
             TAG_DIR => {
                 let Some((path, n)) = self.decode_path(input)? else {
@@ -348,7 +379,7 @@ fn decode_hello(input: &[u8]) -> Result<Option<(Hello, usize)>, DecodeError> {
     let Some(body) = input.get(HELLO_PREFIX..HELLO_PREFIX + body_len) else {
         return Ok(None);
     };
-    const FIXED: usize = 16 + 1 + 1 + 2 + 2 + 8 + 8 + 2;
+    const FIXED: usize = 16 + 1 + 1 + 2 + 2 + 4 + 8 + 8 + 2;
     if body.len() < FIXED {
         return Err(DecodeError::BadHello("body shorter than its fixed fields"));
     }
@@ -357,9 +388,10 @@ fn decode_hello(input: &[u8]) -> Result<Option<(Hello, usize)>, DecodeError> {
     // body[17] holds flags; none are defined in version 1.
     let conn_index = read_u16(body, 18).expect("fixed");
     let conn_count = read_u16(body, 20).expect("fixed");
-    let file_count = read_u64(body, 22).expect("fixed");
-    let total_bytes = read_u64(body, 30).expect("fixed");
-    let token_len = read_u16(body, 38).expect("fixed") as usize;
+    let max_streams = read_u32(body, 22).expect("fixed");
+    let file_count = read_u64(body, 26).expect("fixed");
+    let total_bytes = read_u64(body, 34).expect("fixed");
+    let token_len = read_u16(body, 42).expect("fixed") as usize;
     if token_len > MAX_TOKEN {
         return Err(DecodeError::BadHello("token longer than 1024 bytes"));
     }
@@ -383,6 +415,7 @@ fn decode_hello(input: &[u8]) -> Result<Option<(Hello, usize)>, DecodeError> {
         total_bytes,
         conn_index,
         conn_count,
+        max_streams,
     };
     Ok(Some((hello, HELLO_PREFIX + body_len)))
 }
@@ -431,15 +464,27 @@ fn decode_completion(body: &[u8]) -> Result<Completion, DecodeError> {
         receiver_micros: field(16)?,
         fsync_micros: field(24)?,
         peak_rss: field(32)?,
+        peak_streams: field(40)?,
+        connections: field(48)?,
+        stream_window: field(56)?,
+        conn_window: field(64)?,
+        rcvbuf: field(72)?,
+        latency: Vec::new(),
         errors: Vec::new(),
     };
-    let count = read_u16(body, 40).ok_or(short.clone())? as usize;
+    let latency_len = read_u32(body, 80).ok_or(short.clone())? as usize;
+    c.latency = body
+        .get(84..84 + latency_len)
+        .ok_or(short.clone())?
+        .to_vec();
+    let mut at = 84 + latency_len;
+    let count = read_u16(body, at).ok_or(short.clone())? as usize;
     if count > MAX_REPORTED_ERRORS {
         return Err(DecodeError::BadReply(
             "too many errors in completion report",
         ));
     }
-    let mut at = 42;
+    at += 2;
     for _ in 0..count {
         let (msg, next) = read_message(body, at)?.ok_or(short.clone())?;
         c.errors.push(msg);
@@ -483,7 +528,7 @@ fn read_u64(input: &[u8], at: usize) -> Option<u64> {
 /// Appends a hello. Panics if the token exceeds [`MAX_TOKEN`] (the caller's bug).
 pub fn encode_hello(hello: &Hello, out: &mut BytesMut) {
     assert!(hello.token.len() <= MAX_TOKEN, "token too long");
-    let body_len = 16 + 1 + 1 + 2 + 2 + 8 + 8 + 2 + hello.token.len();
+    let body_len = 16 + 1 + 1 + 2 + 2 + 4 + 8 + 8 + 2 + hello.token.len();
     out.reserve(HELLO_PREFIX + body_len);
     out.put_slice(&MAGIC);
     out.put_u16(PROTOCOL_VERSION);
@@ -493,6 +538,7 @@ pub fn encode_hello(hello: &Hello, out: &mut BytesMut) {
     out.put_u8(0);
     out.put_u16(hello.conn_index);
     out.put_u16(hello.conn_count);
+    out.put_u32(hello.max_streams);
     out.put_u64(hello.file_count);
     out.put_u64(hello.total_bytes);
     out.put_u16(hello.token.len() as u16);
@@ -501,14 +547,35 @@ pub fn encode_hello(hello: &Hello, out: &mut BytesMut) {
 
 /// Bytes [`encode_file_header`] appends for `path`.
 pub fn file_header_len(path: &RelPath) -> usize {
-    1 + 2 + path.as_bytes().len() + 8
+    1 + 2 + path.as_bytes().len() + 8 + 8
 }
 
-/// Appends a file header; the caller appends exactly `size` content bytes after it.
+/// Appends a file header with a zero send time (see [`stamp_sent_at`]); the caller appends
+/// exactly `size` content bytes after it.
 pub fn encode_file_header(path: &RelPath, size: u64, out: &mut impl BufMut) {
     out.put_u8(TAG_FILE);
     put_path(path, out);
     out.put_u64(size);
+    out.put_u64(0);
+}
+
+/// Writes the send time into an encoded file header at the start of `buf`, at the moment the
+/// transport starts sending it. Returns false if `buf` does not start with a file header.
+pub fn stamp_sent_at(buf: &mut [u8], sent_at_us: u64) -> bool {
+    if buf.first() != Some(&TAG_FILE) {
+        return false;
+    }
+    let Some(len) = read_u16(buf, 1) else {
+        return false;
+    };
+    let at = 3 + len as usize + 8;
+    match buf.get_mut(at..at + 8) {
+        Some(slot) => {
+            slot.copy_from_slice(&sent_at_us.to_be_bytes());
+            true
+        }
+        None => false,
+    }
 }
 
 pub fn encode_dir(path: &RelPath, out: &mut impl BufMut) {
@@ -539,6 +606,19 @@ pub fn encode_completion(c: &Completion, out: &mut BytesMut) {
     body.put_u64(c.receiver_micros);
     body.put_u64(c.fsync_micros);
     body.put_u64(c.peak_rss);
+    body.put_u64(c.peak_streams);
+    body.put_u64(c.connections);
+    body.put_u64(c.stream_window);
+    body.put_u64(c.conn_window);
+    body.put_u64(c.rcvbuf);
+    // The histogram must leave room for the rest of the report under the body limit.
+    let latency = if c.latency.len() <= MAX_COMPLETION_BODY / 2 {
+        &c.latency[..]
+    } else {
+        &[][..]
+    };
+    body.put_u32(latency.len() as u32);
+    body.put_slice(latency);
     let errors = &c.errors[..c.errors.len().min(MAX_REPORTED_ERRORS)];
     body.put_u16(errors.len() as u16);
     for e in errors {
@@ -583,6 +663,7 @@ mod tests {
             total_bytes: 5,
             conn_index: 0,
             conn_count: 1,
+            max_streams: 4096,
         }
     }
 
@@ -640,7 +721,9 @@ mod tests {
     fn sample_stream() -> Vec<u8> {
         let mut s = BytesMut::new();
         encode_hello(&hello(), &mut s);
+        let at = s.len();
         encode_file_header(&path("a/b.txt"), 5, &mut s);
+        assert!(stamp_sent_at(&mut s[at..], 1234));
         s.put_slice(b"hello");
         encode_file_header(&path("empty"), 0, &mut s);
         encode_dir(&path("d/e"), &mut s);
@@ -656,12 +739,14 @@ mod tests {
             Owned::File(FileHeader {
                 path: path("a/b.txt"),
                 size: 5,
+                sent_at_us: 1234,
             }),
             Owned::Data(b"hello".to_vec()),
             Owned::FileEnd,
             Owned::File(FileHeader {
                 path: path("empty"),
                 size: 0,
+                sent_at_us: 0,
             }),
             Owned::FileEnd,
             Owned::Dir(path("d/e")),
@@ -679,6 +764,7 @@ mod tests {
         s.put_u16(raw.len() as u16);
         s.put_slice(raw);
         s.put_u64(1);
+        s.put_u64(0);
         s.put_u8(b'x');
         encode_end(&EndMarker { files: 1, bytes: 1 }, &mut s);
         s.to_vec()
@@ -799,6 +885,12 @@ mod tests {
             receiver_micros: 1500,
             fsync_micros: 7,
             peak_rss: 1 << 20,
+            peak_streams: 300,
+            connections: 4,
+            stream_window: 5,
+            conn_window: 6,
+            rcvbuf: 7,
+            latency: vec![1, 2, 3],
             errors: vec!["one".into(), "two".into()],
         };
         let mut s = BytesMut::new();

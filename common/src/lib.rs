@@ -5,10 +5,12 @@
 pub mod codec;
 pub mod config;
 pub mod identity;
+pub mod latency;
 pub mod metrics;
 pub mod pipeline;
 pub mod relpath;
 pub mod row;
+pub mod transport;
 pub mod tree;
 pub mod units;
 pub mod verify;

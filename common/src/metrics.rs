@@ -89,6 +89,16 @@ fn format_utc(secs: u64, millis: u32) -> String {
     )
 }
 
+/// Wall clock, µs since the Unix epoch: the one clock both ends can read for per-file latency
+/// (exact when both run on one machine, e.g. in two namespaces; as good as clock sync across
+/// two hosts).
+pub fn wall_clock_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_micros() as u64)
+        .unwrap_or(0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

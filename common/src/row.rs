@@ -32,6 +32,29 @@ pub struct RunRow {
     pub sender_cpu_seconds: f64,
     pub load_1m_start: f64,
     pub read_ahead_bytes: u64,
+    /// Connections the sender established / the receiver counted for this run.
+    pub connections: u64,
+    pub receiver_connections: u64,
+    /// Per-file streams: outstanding limit asked for; most outstanding at the sender; most
+    /// open at once at the receiver (0 in bundle modes).
+    pub max_streams: u64,
+    pub peak_streams: u64,
+    pub receiver_peak_streams: u64,
+    /// Receiver's stream and connection receive windows in effect (QUIC; yamux), bytes.
+    pub stream_window: u64,
+    pub conn_window: u64,
+    /// QUIC send window asked for at the sender, bytes.
+    pub send_window: u64,
+    /// Sender socket send buffer read back from the kernel at the end of the run (TCP: after
+    /// autotuning; QUIC: the UDP socket's), bytes.
+    pub sndbuf_bytes: u64,
+    /// Receiver socket receive buffer read back from the kernel, bytes.
+    pub receiver_rcvbuf_bytes: u64,
+    /// Per-file latency, sender starts sending the file → receiver closes it, ms.
+    pub latency_p50_ms: f64,
+    pub latency_p90_ms: f64,
+    pub latency_p99_ms: f64,
+    pub latency_max_ms: f64,
     pub skipped_symlinks: u64,
     pub receiver: String,
     pub kernel: String,

@@ -1,25 +1,32 @@
 //! Shoal receiver: accepts authenticated transfers and writes them inside its destination.
 //!
-//! One accept loop serves every connection; each connection is handled on its own task, so a
-//! bad or slow peer never stops the receiver from serving the next one. A run starts only after
-//! the hello's token matches; nothing is created before that.
+//! One address serves every mode: TCP (TLS, or plain where allowed) and QUIC on the same port.
+//! Each connection is handled on its own task, so a bad or slow peer never stops the receiver
+//! from serving the next one. A run starts only after the hello's token matches; nothing is
+//! created before that.
 
 mod bundle;
+mod prefixed;
+mod quic;
+mod run;
+mod streams;
+mod tcp;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use bytes::BytesMut;
-use shoal_common::codec::{self, Completion, DecodeLimits, Hello, RecordDecoder};
-use shoal_common::identity::{tokens_match, Identity};
-use shoal_common::metrics;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use shoal_common::codec::{DecodeLimits, Hello, Record, RecordDecoder};
+use shoal_common::config::FlowConfig;
+use shoal_common::identity::Identity;
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::net::TcpListener;
 use tokio::sync::mpsc;
-use tokio_rustls::TlsAcceptor;
+
+pub use shoal_common::codec::Completion;
 
 /// Receiver settings.
 #[derive(Debug, Clone)]
@@ -29,7 +36,11 @@ pub struct ReceiverConfig {
     pub fsync: bool,
     /// Exit after the first authenticated run; the outcome is that run's.
     pub once: bool,
+    /// Accept unencrypted TCP transfers (`send --plain`); the token still applies.
+    pub allow_plain: bool,
     pub limits: DecodeLimits,
+    /// Streams and windows this receiver allows (QUIC transport parameters, yamux).
+    pub flow: FlowConfig,
     /// Longest a peer may stay silent (handshake included) before it is dropped.
     pub idle_timeout: Duration,
     /// Bytes received but not yet written that a run may hold.
@@ -42,7 +53,9 @@ impl Default for ReceiverConfig {
             dest: PathBuf::from("."),
             fsync: false,
             once: false,
+            allow_plain: false,
             limits: DecodeLimits::default(),
+            flow: FlowConfig::default(),
             idle_timeout: Duration::from_secs(60),
             write_budget: 16 << 20,
         }
@@ -54,6 +67,7 @@ impl Default for ReceiverConfig {
 pub struct RunOutcome {
     pub run_id: String,
     pub peer: SocketAddr,
+    pub mode: &'static str,
     pub completion: Completion,
 }
 
@@ -63,30 +77,46 @@ impl RunOutcome {
     }
 }
 
+/// Shared by every connection task.
+pub(crate) struct Shared {
+    pub identity: Identity,
+    pub config: ReceiverConfig,
+    pub tls: tokio_rustls::TlsAcceptor,
+    pub done: mpsc::UnboundedSender<RunOutcome>,
+}
+
 /// A bound receiver, ready to serve.
 pub struct Receiver {
     listener: TcpListener,
-    acceptor: TlsAcceptor,
-    identity: Arc<Identity>,
-    config: Arc<ReceiverConfig>,
+    endpoint: quinn::Endpoint,
+    udp_rcvbuf: u64,
+    ctx: Arc<Shared>,
+    done_rx: mpsc::UnboundedReceiver<RunOutcome>,
 }
 
 impl Receiver {
-    /// Binds `listen` with `identity`.
+    /// Binds TCP on `listen` and UDP (QUIC) on the same port.
     pub async fn bind(
         listen: SocketAddr,
         identity: Identity,
         config: ReceiverConfig,
     ) -> Result<Self> {
-        let listener = TcpListener::bind(listen)
-            .await
-            .with_context(|| format!("cannot listen on {listen}"))?;
-        let acceptor = TlsAcceptor::from(Arc::new(identity.server_config()?));
+        let listener = bind_tcp(listen, &config.flow)?;
+        let addr = listener.local_addr()?;
+        let (endpoint, udp_rcvbuf) = quic::bind(addr, &identity, &config)?;
+        let tls = tokio_rustls::TlsAcceptor::from(Arc::new(identity.server_config()?));
+        let (done, done_rx) = mpsc::unbounded_channel();
         Ok(Self {
             listener,
-            acceptor,
-            identity: Arc::new(identity),
-            config: Arc::new(config),
+            endpoint,
+            udp_rcvbuf,
+            ctx: Arc::new(Shared {
+                identity,
+                config,
+                tls,
+                done,
+            }),
+            done_rx,
         })
     }
 
@@ -96,35 +126,31 @@ impl Receiver {
 
     /// Serves until stopped (or, with `once`, until one authenticated run ends). Returns the
     /// last run's outcome.
-    pub async fn serve(self) -> Result<Option<RunOutcome>> {
-        let (done_tx, mut done_rx) = mpsc::unbounded_channel::<RunOutcome>();
+    pub async fn serve(mut self) -> Result<Option<RunOutcome>> {
         loop {
             tokio::select! {
-                accepted = self.listener.accept() => {
-                    let (tcp, peer) = match accepted {
-                        Ok(a) => a,
-                        Err(e) => {
-                            // Out of descriptors and the like: say so, back off, keep serving.
-                            eprintln!("accept failed: {e}");
-                            tokio::time::sleep(Duration::from_millis(100)).await;
-                            continue;
-                        }
-                    };
-                    let ctx = ConnContext {
-                        acceptor: self.acceptor.clone(),
-                        identity: self.identity.clone(),
-                        config: self.config.clone(),
-                        peer,
-                    };
-                    let done = done_tx.clone();
-                    tokio::spawn(async move {
-                        if let Some(outcome) = ctx.handle(tcp).await {
-                            let _ = done.send(outcome);
-                        }
-                    });
+                accepted = self.listener.accept() => match accepted {
+                    Ok((tcp, peer)) => {
+                        let ctx = self.ctx.clone();
+                        tokio::spawn(async move { tcp::handle(ctx, tcp, peer).await });
+                    }
+                    Err(e) => {
+                        // Out of descriptors and the like: say so, back off, keep serving.
+                        eprintln!("accept failed: {e}");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                },
+                incoming = self.endpoint.accept() => {
+                    let Some(incoming) = incoming else { anyhow::bail!("QUIC endpoint closed") };
+                    let ctx = self.ctx.clone();
+                    let rcvbuf = self.udp_rcvbuf;
+                    tokio::spawn(async move { quic::handle(ctx, incoming, rcvbuf).await });
                 }
-                Some(outcome) = done_rx.recv() => {
-                    if self.config.once {
+                Some(outcome) = self.done_rx.recv() => {
+                    report(&outcome);
+                    if self.ctx.config.once {
+                        // Let the last replies reach the sender before the process exits.
+                        let _ = tokio::time::timeout(Duration::from_secs(2), self.endpoint.wait_idle()).await;
                         return Ok(Some(outcome));
                     }
                 }
@@ -133,65 +159,24 @@ impl Receiver {
     }
 }
 
-struct ConnContext {
-    acceptor: TlsAcceptor,
-    identity: Arc<Identity>,
-    config: Arc<ReceiverConfig>,
-    peer: SocketAddr,
-}
-
-impl ConnContext {
-    /// Handles one connection; returns the outcome if it carried an authenticated run.
-    async fn handle(self, tcp: TcpStream) -> Option<RunOutcome> {
-        let _ = tcp.set_nodelay(true);
-        let timeout = self.config.idle_timeout;
-        let tls = match tokio::time::timeout(timeout, self.acceptor.accept(tcp)).await {
-            Ok(Ok(tls)) => tls,
-            Ok(Err(e)) => {
-                eprintln!("{}: TLS handshake failed: {e}", self.peer);
-                return None;
-            }
-            Err(_) => {
-                eprintln!("{}: TLS handshake timed out", self.peer);
-                return None;
-            }
-        };
-        let (mut rd, mut wr) = tokio::io::split(tls);
-        let mut buf = BytesMut::with_capacity(bundle::READ_SIZE);
-        let mut decoder = RecordDecoder::new(self.config.limits);
-        let first_byte = Instant::now();
-        let hello = match read_hello(&mut rd, &mut buf, &mut decoder, timeout).await {
-            Ok(h) => h,
-            Err(e) => {
-                eprintln!("{}: refused: {e:#}", self.peer);
-                send_error(&mut wr, &format!("{e:#}")).await;
-                return None;
-            }
-        };
-        if !tokens_match(&hello.token, &self.identity.token) {
-            eprintln!("{}: refused: wrong token", self.peer);
-            send_error(&mut wr, "authentication failed: wrong token").await;
-            return None;
-        }
-        let run_id = hex::encode(hello.run_id);
-        let completion = bundle::receive(
-            &self.config,
-            &hello,
-            &mut rd,
-            &mut wr,
-            buf,
-            decoder,
-            first_byte,
-        )
-        .await;
-        let outcome = RunOutcome {
-            run_id,
-            peer: self.peer,
-            completion,
-        };
-        report(&outcome);
-        Some(outcome)
+fn bind_tcp(listen: SocketAddr, flow: &FlowConfig) -> Result<TcpListener> {
+    let socket = if listen.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()
+    } else {
+        tokio::net::TcpSocket::new_v6()
+    }?;
+    socket.set_reuseaddr(true)?;
+    // Accepted sockets inherit these; set before listen so the window scale accounts for them.
+    if let Some(b) = flow.rcvbuf {
+        socket.set_recv_buffer_size(b as u32)?;
     }
+    if let Some(b) = flow.sndbuf {
+        socket.set_send_buffer_size(b as u32)?;
+    }
+    socket
+        .bind(listen)
+        .with_context(|| format!("cannot listen on {listen}"))?;
+    Ok(socket.listen(1024)?)
 }
 
 fn report(o: &RunOutcome) {
@@ -199,16 +184,18 @@ fn report(o: &RunOutcome) {
     let id = &o.run_id[..8];
     if o.ok() {
         println!(
-            "run {id} from {}: ok, {} files, {} bytes, receiver {:.3} s",
+            "run {id} from {} ({}): ok, {} files, {} bytes, receiver {:.3} s",
             o.peer,
+            o.mode,
             c.files,
             c.bytes,
             c.receiver_micros as f64 / 1e6
         );
     } else {
         println!(
-            "run {id} from {}: FAILED ({} files ready): {}",
+            "run {id} from {} ({}): FAILED ({} files ready): {}",
             o.peer,
+            o.mode,
             c.files,
             c.errors.join("; ")
         );
@@ -216,14 +203,14 @@ fn report(o: &RunOutcome) {
 }
 
 /// Reads until the hello is decoded; every read is bounded by the idle timeout.
-async fn read_hello<R: AsyncRead + Unpin>(
+pub(crate) async fn read_hello<R: AsyncRead + Unpin>(
     rd: &mut R,
     buf: &mut BytesMut,
     decoder: &mut RecordDecoder,
     timeout: Duration,
 ) -> Result<Hello> {
     loop {
-        if let Some((codec::Record::Hello(h), n)) = decoder.decode(buf)? {
+        if let Some((Record::Hello(h), n)) = decoder.decode(buf)? {
             let _ = buf.split_to(n);
             return Ok(h);
         }
@@ -233,31 +220,29 @@ async fn read_hello<R: AsyncRead + Unpin>(
     }
 }
 
+/// Bytes asked of a stream per read.
+pub(crate) const READ_SIZE: usize = 256 << 10;
+
 /// One read into `buf`, bounded by `timeout`; 0 at end of stream.
 pub(crate) async fn read_some<R: AsyncRead + Unpin>(
     rd: &mut R,
     buf: &mut BytesMut,
     timeout: Duration,
 ) -> Result<usize> {
-    buf.reserve(bundle::READ_SIZE);
+    read_sized(rd, buf, READ_SIZE, timeout).await
+}
+
+/// Like [`read_some`] with room for `want` more bytes: per-file streams size their reads to
+/// the file, so thousands of open streams do not each hold a large buffer.
+pub(crate) async fn read_sized<R: AsyncRead + Unpin>(
+    rd: &mut R,
+    buf: &mut BytesMut,
+    want: usize,
+    timeout: Duration,
+) -> Result<usize> {
+    buf.reserve(want);
     match tokio::time::timeout(timeout, rd.read_buf(buf)).await {
         Ok(r) => Ok(r.context("connection failed")?),
         Err(_) => anyhow::bail!("peer idle for {} s; dropped", timeout.as_secs()),
     }
-}
-
-/// Tells the peer why the run failed, best effort (it may already be gone).
-pub(crate) async fn send_error<W: AsyncWrite + Unpin>(wr: &mut W, message: &str) {
-    let mut out = BytesMut::new();
-    codec::encode_error(message, &mut out);
-    let _ = tokio::time::timeout(Duration::from_secs(5), async {
-        wr.write_all(&out).await?;
-        wr.shutdown().await
-    })
-    .await;
-}
-
-/// Peak RSS of this process since the last reset (see [`metrics::reset_peak_rss`]).
-pub(crate) fn peak_rss() -> u64 {
-    metrics::peak_rss_bytes()
 }

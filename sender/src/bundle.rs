@@ -1,44 +1,44 @@
-//! Bundled records on one stream: hello, every file's record back to back, end marker.
-
-use std::time::Duration;
+//! Bundled records on one stream (TLS/TCP or one QUIC stream): hello, every file's record
+//! back to back, end marker. With `wait_per_file` (the `tcp-wait` control arm) the sender
+//! waits for the receiver's acknowledgement after each file instead.
 
 use anyhow::{Context, Result};
 use bytes::BytesMut;
-use shoal_common::codec::{self, Completion, EndMarker, Hello, Reply, ReplyDecoder};
-use shoal_common::pipeline::reader::{ChunkKind, Reader};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::oneshot;
+use shoal_common::codec::{self, Completion, EndMarker, Hello};
+use shoal_common::pipeline::reader::{Chunk, ChunkKind, Reader};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
-use crate::final_reply;
+use crate::replies::Replies;
+use crate::{finish_with_reply, TestHooks};
 
-/// Bytes gathered before one write to the socket: many small records per TLS record batch.
+/// Bytes gathered before one write to the socket: many small records per write.
 const STAGING: usize = 256 << 10;
 
-/// How long to wait for the receiver's reason after a write fails.
-const REASON_GRACE: Duration = Duration::from_secs(3);
-
-/// Sends the whole run on `stream` and returns the receiver's completion report.
-pub(crate) async fn run<S>(stream: S, hello: &Hello, mut reader: Reader) -> Result<Completion>
+/// Sends the whole run and returns the receiver's completion report.
+pub(crate) async fn run<R, W>(
+    rd: R,
+    mut wr: W,
+    hello: &Hello,
+    mut reader: Reader,
+    wait_per_file: bool,
+    hooks: TestHooks,
+) -> Result<Completion>
 where
-    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin,
 {
-    let (rd, mut wr) = tokio::io::split(stream);
-    let (final_tx, final_rx) = oneshot::channel();
-    let replies = tokio::spawn(read_final_reply(rd, final_tx));
-    let sent = send_records(&mut wr, hello, &mut reader).await;
-    let reader_result = reader.finish();
-    let result = match (sent, reader_result) {
-        (Ok(()), Ok(())) => final_reply(final_rx.await.ok().flatten()),
-        (_, Err(e)) => Err(e),
-        (Err(e), Ok(())) => {
-            // A write failed: the receiver probably said why before it closed.
-            match tokio::time::timeout(REASON_GRACE, final_rx).await {
-                Ok(Ok(Some(reply))) => final_reply(Some(reply)),
-                _ => Err(e),
-            }
-        }
-    };
-    replies.abort();
+    let mut replies = Replies::spawn(rd);
+    let sent = send_records(
+        &mut wr,
+        hello,
+        &mut reader,
+        &mut replies,
+        wait_per_file,
+        hooks,
+    )
+    .await;
+    let result = finish_with_reply(sent, reader.finish(), &mut replies).await;
+    let _ = wr.shutdown().await;
     result
 }
 
@@ -46,22 +46,25 @@ async fn send_records<W: AsyncWrite + Unpin>(
     wr: &mut W,
     hello: &Hello,
     reader: &mut Reader,
+    replies: &mut Replies,
+    wait_per_file: bool,
+    hooks: TestHooks,
 ) -> Result<()> {
     let mut staging = BytesMut::with_capacity(STAGING);
     codec::encode_hello(hello, &mut staging);
-    let (mut files, mut bytes) = (0u64, 0u64);
+    let mut tally = Tally::default();
     while let Some(chunk) = reader.chunks.recv().await {
         let mut next = Some(chunk);
-        // Gather whatever is already read, up to the staging size, into one write.
-        while let Some(c) = next {
-            if let ChunkKind::File { index, first, .. } = c.kind {
-                if first {
-                    files += 1;
-                    bytes += reader.tree().files[index].size;
-                }
-            }
+        let mut file_done = false;
+        // Gather whatever is already read, up to the staging size, into one write; the
+        // stop-and-wait arm writes each file on its own instead.
+        while let Some(mut c) = next {
+            tally.count(reader, &c);
+            c.stamp_sent_at();
+            hooks.apply(&mut c);
             staging.extend_from_slice(&c.bytes);
-            next = if staging.len() < STAGING {
+            file_done = matches!(c.kind, ChunkKind::File { last: true, .. });
+            next = if staging.len() < STAGING && !(wait_per_file && file_done) {
                 reader.chunks.try_recv().ok()
             } else {
                 None
@@ -71,16 +74,18 @@ async fn send_records<W: AsyncWrite + Unpin>(
             .await
             .context("sending records failed")?;
         staging.clear();
+        if wait_per_file && file_done {
+            wr.flush().await.context("sending records failed")?;
+            if !replies.wait_acks(tally.files).await? {
+                anyhow::bail!(
+                    "the receiver stopped acknowledging after {} files",
+                    tally.files
+                );
+            }
+        }
     }
-    // The channel closed: either every item was read, or the reader failed (checked by the
-    // caller before the end marker could matter — a failed reader means no end marker).
-    if files != hello.file_count {
-        anyhow::bail!(
-            "the reader stopped after {files} of {} files",
-            hello.file_count
-        );
-    }
-    codec::encode_end(&EndMarker { files, bytes }, &mut staging);
+    tally.check_complete(hello)?;
+    codec::encode_end(&tally.end(), &mut staging);
     wr.write_all(&staging)
         .await
         .context("sending records failed")?;
@@ -88,24 +93,40 @@ async fn send_records<W: AsyncWrite + Unpin>(
     Ok(())
 }
 
-/// Reads replies until the final one (completion or error) and hands it over.
-async fn read_final_reply<R: AsyncRead + Unpin>(mut rd: R, tx: oneshot::Sender<Option<Reply>>) {
-    let mut decoder = ReplyDecoder;
-    let mut buf = BytesMut::with_capacity(4096);
-    let reply = loop {
-        match decoder.decode(&buf) {
-            Ok(Some((Reply::Ack(_), n))) => {
-                let _ = buf.split_to(n);
-                continue;
-            }
-            Ok(Some((reply, _))) => break Some(reply),
-            Ok(None) => {}
-            Err(e) => break Some(Reply::Error(format!("unreadable reply: {e}"))),
+/// Files and bytes sent so far, for the end marker.
+#[derive(Debug, Default)]
+pub(crate) struct Tally {
+    pub files: u64,
+    pub bytes: u64,
+}
+
+impl Tally {
+    pub(crate) fn count(&mut self, reader: &Reader, chunk: &Chunk) {
+        if let ChunkKind::File {
+            index, first: true, ..
+        } = chunk.kind
+        {
+            self.files += 1;
+            self.bytes += reader.tree().files[index].size;
         }
-        match rd.read_buf(&mut buf).await {
-            Ok(0) | Err(_) => break None,
-            Ok(_) => {}
+    }
+
+    /// The reader's channel closed: every file must have gone out, else it failed.
+    pub(crate) fn check_complete(&self, hello: &Hello) -> Result<()> {
+        if self.files != hello.file_count {
+            anyhow::bail!(
+                "the reader stopped after {} of {} files",
+                self.files,
+                hello.file_count
+            );
         }
-    };
-    let _ = tx.send(reply);
+        Ok(())
+    }
+
+    pub(crate) fn end(&self) -> EndMarker {
+        EndMarker {
+            files: self.files,
+            bytes: self.bytes,
+        }
+    }
 }

@@ -1,41 +1,75 @@
 //! Shoal sender: walks a source tree, runs the shared read-ahead pipeline, and moves the files
-//! over a transport; returns one result row whether the run succeeded or failed.
+//! over one of the transports; returns one result row whether the run succeeded or failed.
 
 mod bundle;
-mod tls;
+pub mod net;
+mod replies;
+mod streams;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
-use shoal_common::codec::{Completion, Hello, Reply};
-use shoal_common::config::Mode;
+use bytes::BytesMut;
+use shoal_common::codec::{self, Completion, Hello, Reply};
+use shoal_common::config::{FlowConfig, Mode};
 use shoal_common::identity::Pin;
+use shoal_common::latency::LatencyHistogram;
 use shoal_common::metrics;
-use shoal_common::pipeline::reader::{Reader, ReaderConfig, WorkQueue};
+use shoal_common::pipeline::reader::{Chunk, ChunkKind, Reader, ReaderConfig, WorkQueue};
 use shoal_common::row::RunRow;
 use shoal_common::tree::SourceTree;
+use tokio::io::AsyncWriteExt;
 
 /// Sender settings.
 #[derive(Debug, Clone)]
 pub struct SendConfig {
-    /// Receiver address, `host:port`.
+    /// Receiver address, `host:port` (TCP and UDP on the same port).
     pub to: String,
     pub src: PathBuf,
     pub mode: Mode,
+    /// TCP modes without TLS (the receiver must allow it); the token still applies.
+    pub plain: bool,
     pub pin: Pin,
     pub token: Vec<u8>,
     pub reader: ReaderConfig,
+    pub flow: FlowConfig,
     pub connect_timeout: Duration,
     /// Longest the whole run may take; `None` waits as long as the receiver keeps talking.
     pub timeout: Option<Duration>,
+    /// Write the full per-file latency distribution here (CSV).
+    pub latency_out: Option<PathBuf>,
+    pub hooks: TestHooks,
+}
+
+/// Deliberate faults for tests of the receiver's defences. Never set by normal use.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TestHooks {
+    /// Corrupt the record tag of this file (0-based index in walk order).
+    pub corrupt_file: Option<usize>,
+}
+
+impl TestHooks {
+    fn apply(&self, chunk: &mut Chunk) {
+        if let ChunkKind::File {
+            index, first: true, ..
+        } = chunk.kind
+        {
+            if Some(index) == self.corrupt_file {
+                chunk.bytes[0] = 0x7f;
+            }
+        }
+    }
 }
 
 /// What a successful run measured.
 struct Measured {
     completion: Completion,
     seconds: f64,
+    connections: u64,
+    sndbuf: u64,
+    peak_streams: u64,
 }
 
 /// Runs one transfer and returns its row (status `ok` only if the receiver reported every
@@ -44,11 +78,12 @@ pub async fn send(config: &SendConfig) -> RunRow {
     let cpu_start = metrics::cpu_seconds();
     let mut row = RunRow {
         timestamp: metrics::utc_timestamp(),
-        run_id: String::new(),
         mode: config.mode.to_string(),
-        tls: true,
+        tls: !config.plain || config.mode.is_quic(),
         load_1m_start: metrics::load_avg_1m(),
         read_ahead_bytes: config.reader.budget as u64,
+        max_streams: u64::from(config.flow.max_streams),
+        send_window: config.flow.send_window,
         receiver: config.to.clone(),
         kernel: metrics::kernel_release(),
         host: metrics::host_name(),
@@ -86,7 +121,30 @@ pub async fn send(config: &SendConfig) -> RunRow {
             row.receiver_peak_rss_bytes = c.peak_rss;
             row.mb_per_s = row.bytes as f64 / 1e6 / m.seconds;
             row.files_per_s = row.files as f64 / m.seconds;
+            row.connections = m.connections;
+            row.receiver_connections = c.connections;
+            row.sndbuf_bytes = m.sndbuf;
+            row.receiver_rcvbuf_bytes = c.rcvbuf;
+            row.stream_window = c.stream_window;
+            row.conn_window = c.conn_window;
+            row.peak_streams = m.peak_streams;
+            row.receiver_peak_streams = c.peak_streams;
             row.status = "ok".into();
+            match LatencyHistogram::from_bytes(&c.latency) {
+                Ok(h) => {
+                    let s = h.summary();
+                    row.latency_p50_ms = s.p50_ms;
+                    row.latency_p90_ms = s.p90_ms;
+                    row.latency_p99_ms = s.p99_ms;
+                    row.latency_max_ms = s.max_ms;
+                    if let Some(path) = &config.latency_out {
+                        if let Err(e) = h.write_distribution(path) {
+                            row.error = format!("{e:#}");
+                        }
+                    }
+                }
+                Err(e) => row.error = format!("{e:#}"),
+            }
         }
         Err(e) => {
             row.seconds = started.elapsed().as_secs_f64();
@@ -104,6 +162,9 @@ async fn transfer(
     run_id: [u8; 16],
     tree: Arc<SourceTree>,
 ) -> Result<Measured> {
+    if config.plain && config.mode.is_quic() {
+        bail!("--plain applies to TCP modes only (QUIC always encrypts)");
+    }
     let hello = Hello {
         run_id,
         token: config.token.clone(),
@@ -112,21 +173,103 @@ async fn transfer(
         total_bytes: tree.total_bytes,
         conn_index: 0,
         conn_count: 1,
+        max_streams: config.flow.max_streams,
     };
     let queue = Arc::new(WorkQueue::new(tree));
     // The reader starts filling its budget while the connection is being set up.
     let reader = Reader::spawn(queue, config.reader)?;
     let t0 = Instant::now();
-    let completion = match config.mode {
-        Mode::TcpBundle => {
-            let stream = tls::connect(&config.to, config.pin, config.connect_timeout).await?;
-            bundle::run(stream, &hello, reader).await?
+    let (to, pin, flow, hooks) = (&config.to, config.pin, &config.flow, config.hooks);
+    let timeout = config.connect_timeout;
+    let mut measured = match config.mode {
+        Mode::TcpBundle | Mode::TcpWait => {
+            let (io, probe) = net::connect_tcp(to, pin, config.plain, flow, timeout).await?;
+            let (rd, wr) = tokio::io::split(io);
+            let wait = config.mode == Mode::TcpWait;
+            let completion = bundle::run(rd, wr, &hello, reader, wait, hooks).await?;
+            Measured {
+                completion,
+                seconds: 0.0,
+                connections: 1,
+                sndbuf: probe.sndbuf(),
+                peak_streams: 0,
+            }
+        }
+        Mode::TcpStreams => {
+            let (mut io, probe) = net::connect_tcp(to, pin, config.plain, flow, timeout).await?;
+            // The hello goes on the raw stream so the receiver can pick the mode; yamux follows.
+            let mut head = BytesMut::new();
+            codec::encode_hello(&hello, &mut head);
+            io.write_all(&head)
+                .await
+                .context("sending the hello failed")?;
+            let (opener, driver) = streams::spawn_yamux_client(io, flow.max_streams);
+            let control = opener.open_control().await?;
+            let (rd, wr) = tokio::io::split(control);
+            let outcome = streams::run(rd, wr, opener, &hello, reader, hooks).await;
+            driver.abort();
+            let outcome = outcome?;
+            Measured {
+                completion: outcome.completion,
+                seconds: 0.0,
+                connections: 1,
+                sndbuf: probe.sndbuf(),
+                peak_streams: outcome.peak_streams,
+            }
+        }
+        Mode::QuicBundle | Mode::QuicStreams => {
+            let quic = net::connect_quic(to, pin, flow, timeout).await?;
+            let (send, recv) = quic
+                .conn
+                .open_bi()
+                .await
+                .context("cannot open the QUIC control stream")?;
+            let result = if config.mode == Mode::QuicBundle {
+                bundle::run(recv, send, &hello, reader, false, hooks)
+                    .await
+                    .map(|c| (c, 0))
+            } else {
+                let opener = streams::Opener::Quic(quic.conn.clone());
+                streams::run(recv, send, opener, &hello, reader, hooks)
+                    .await
+                    .map(|o| (o.completion, o.peak_streams))
+            };
+            quic.conn.close(0u32.into(), b"done");
+            let (completion, peak_streams) = result?;
+            // Let the close reach the receiver; it does not count in the transfer time.
+            let seconds = t0.elapsed().as_secs_f64();
+            let _ = tokio::time::timeout(Duration::from_secs(1), quic.endpoint.wait_idle()).await;
+            return Ok(Measured {
+                completion,
+                seconds,
+                connections: 1,
+                sndbuf: quic.udp_sndbuf,
+                peak_streams,
+            });
         }
     };
-    Ok(Measured {
-        completion,
-        seconds: t0.elapsed().as_secs_f64(),
-    })
+    measured.seconds = t0.elapsed().as_secs_f64();
+    Ok(measured)
+}
+
+/// How long to wait for the receiver's reason after a write fails.
+const REASON_GRACE: Duration = Duration::from_secs(3);
+
+/// Turns what happened on the sending side plus the receiver's final reply into the run's
+/// result: the receiver's stated reason wins over a local "broken pipe".
+async fn finish_with_reply(
+    sent: Result<()>,
+    reader_result: Result<()>,
+    replies: &mut replies::Replies,
+) -> Result<Completion> {
+    match (sent, reader_result) {
+        (Ok(()), Ok(())) => final_reply(replies.final_reply().await),
+        (_, Err(e)) => Err(e),
+        (Err(e), Ok(())) => match tokio::time::timeout(REASON_GRACE, replies.final_reply()).await {
+            Ok(Some(reply)) => final_reply(Some(reply)),
+            _ => Err(e),
+        },
+    }
 }
 
 /// Turns the receiver's final reply into the run's result.

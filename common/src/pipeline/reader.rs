@@ -67,7 +67,7 @@ pub struct ReaderConfig {
 impl Default for ReaderConfig {
     fn default() -> Self {
         Self {
-            budget: 64 << 20,
+            budget: 16 << 20,
             chunk_size: 1 << 20,
         }
     }
@@ -90,8 +90,25 @@ pub enum ChunkKind {
 #[derive(Debug)]
 pub struct Chunk {
     pub kind: ChunkKind,
-    pub bytes: Bytes,
+    /// Mutable so the transport can stamp the send time into a file header
+    /// ([`Chunk::stamp_sent_at`]) just before it writes the chunk.
+    pub bytes: BytesMut,
     _permit: BudgetPermit,
+}
+
+impl Chunk {
+    /// On a file's first chunk, records "now" as the moment the sender started sending it.
+    pub fn stamp_sent_at(&mut self) {
+        if let ChunkKind::File { first: true, .. } = self.kind {
+            codec::stamp_sent_at(&mut self.bytes, crate::metrics::wall_clock_us());
+        }
+    }
+
+    /// Gives the bytes to a writer that wants them frozen, keeping the budget held by
+    /// `self` until it is dropped.
+    pub fn take_bytes(&mut self) -> Bytes {
+        std::mem::take(&mut self.bytes).freeze()
+    }
 }
 
 /// A running reader: its chunks and its thread.
@@ -242,7 +259,7 @@ fn deliver(
 ) -> bool {
     let chunk = Chunk {
         kind,
-        bytes: bytes.freeze(),
+        bytes,
         _permit: permit,
     };
     tx.blocking_send(chunk).is_ok()

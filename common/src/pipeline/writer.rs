@@ -23,6 +23,8 @@ use bytes::Bytes;
 use rustix::fs::{mkdirat, openat, unlinkat, AtFlags, Mode, OFlags};
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
+use crate::latency::LatencyHistogram;
+use crate::metrics::wall_clock_us;
 use crate::relpath::{display_raw, RelPath};
 
 /// Folder handles kept open at most; past this the cache is emptied and refilled on demand.
@@ -44,6 +46,7 @@ pub struct DestWriter {
     files_ready: u64,
     bytes_written: u64,
     last_close: Option<Instant>,
+    latency: LatencyHistogram,
 }
 
 #[derive(Debug)]
@@ -52,6 +55,8 @@ struct OpenFile {
     path: RelPath,
     expected: u64,
     written: u64,
+    /// Sender's wall clock when it started sending the file (0: unknown).
+    sent_at_us: u64,
 }
 
 impl DestWriter {
@@ -77,7 +82,13 @@ impl DestWriter {
             files_ready: 0,
             bytes_written: 0,
             last_close: None,
+            latency: LatencyHistogram::default(),
         })
+    }
+
+    /// Latency of every file closed so far.
+    pub fn latency(&self) -> &LatencyHistogram {
+        &self.latency
     }
 
     pub fn root(&self) -> &Path {
@@ -96,8 +107,15 @@ impl DestWriter {
         self.last_close
     }
 
-    /// Creates (or truncates) `path` for `size` bytes under id `id`.
-    pub fn open_file(&mut self, id: FileId, path: &RelPath, size: u64) -> Result<()> {
+    /// Creates (or truncates) `path` for `size` bytes under id `id`; `sent_at_us` is the
+    /// sender's wall clock when it started sending the file (0 if unknown).
+    pub fn open_file(
+        &mut self,
+        id: FileId,
+        path: &RelPath,
+        size: u64,
+        sent_at_us: u64,
+    ) -> Result<()> {
         if self.open.contains_key(&id) {
             bail!("file id {id} is already open (\"{path}\")");
         }
@@ -120,6 +138,7 @@ impl DestWriter {
                 path: path.clone(),
                 expected: size,
                 written: 0,
+                sent_at_us,
             },
         );
         Ok(())
@@ -161,6 +180,10 @@ impl DestWriter {
         drop(f.file);
         self.files_ready += 1;
         self.last_close = Some(Instant::now());
+        if f.sent_at_us != 0 {
+            self.latency
+                .record(wall_clock_us().saturating_sub(f.sent_at_us));
+        }
         Ok(())
     }
 
@@ -254,6 +277,8 @@ pub enum WriteOp {
         id: FileId,
         path: RelPath,
         size: u64,
+        /// Sender's wall clock when it started sending the file (0: unknown).
+        sent_at_us: u64,
     },
     Data {
         id: FileId,
@@ -281,7 +306,22 @@ pub struct WriterReport {
     pub fsync: Option<Duration>,
     /// Partial files removed after a failure.
     pub removed_partials: Vec<RelPath>,
+    pub latency: LatencyHistogram,
     pub error: Option<anyhow::Error>,
+}
+
+impl WriterReport {
+    fn failed(error: anyhow::Error) -> Self {
+        WriterReport {
+            files_ready: 0,
+            bytes_written: 0,
+            last_close: None,
+            fsync: None,
+            removed_partials: Vec::new(),
+            latency: LatencyHistogram::default(),
+            error: Some(error),
+        }
+    }
 }
 
 /// Event the writer sends as files become ready (used by the stop-and-wait arm).
@@ -309,16 +349,7 @@ impl WriterThread {
             .spawn(move || {
                 let mut writer = match DestWriter::open(&dest) {
                     Ok(w) => w,
-                    Err(e) => {
-                        return WriterReport {
-                            files_ready: 0,
-                            bytes_written: 0,
-                            last_close: None,
-                            fsync: None,
-                            removed_partials: Vec::new(),
-                            error: Some(e),
-                        }
-                    }
+                    Err(e) => return WriterReport::failed(e),
                 };
                 let mut error = None;
                 'outer: while let Some(batch) = rx.blocking_recv() {
@@ -353,6 +384,7 @@ impl WriterThread {
                     last_close: writer.last_close(),
                     fsync: fsync_time,
                     removed_partials,
+                    latency: writer.latency().clone(),
                     error,
                 }
             })
@@ -370,20 +402,18 @@ impl WriterThread {
         tokio::task::spawn_blocking(move || thread.join())
             .await
             .expect("join task")
-            .unwrap_or_else(|_| WriterReport {
-                files_ready: 0,
-                bytes_written: 0,
-                last_close: None,
-                fsync: None,
-                removed_partials: Vec::new(),
-                error: Some(anyhow!("writer thread panicked")),
-            })
+            .unwrap_or_else(|_| WriterReport::failed(anyhow!("writer thread panicked")))
     }
 }
 
 fn apply(writer: &mut DestWriter, op: WriteOp) -> Result<()> {
     match op {
-        WriteOp::Open { id, path, size } => writer.open_file(id, &path, size),
+        WriteOp::Open {
+            id,
+            path,
+            size,
+            sent_at_us,
+        } => writer.open_file(id, &path, size, sent_at_us),
         WriteOp::Data { id, bytes } => writer.write(id, &bytes),
         WriteOp::Close { id } => writer.close_file(id),
         WriteOp::Dir(path) => writer.make_dir(&path),
@@ -403,7 +433,7 @@ mod tests {
     fn writes_files_and_folders() {
         let t = tempfile::tempdir().unwrap();
         let mut w = DestWriter::open(t.path()).unwrap();
-        w.open_file(1, &rel("a/b/c"), 3).unwrap();
+        w.open_file(1, &rel("a/b/c"), 3, 0).unwrap();
         w.write(1, b"abc").unwrap();
         w.close_file(1).unwrap();
         w.make_dir(&rel("x/y")).unwrap();
@@ -419,9 +449,9 @@ mod tests {
         std::os::unix::fs::symlink(outside.path(), t.path().join("d")).unwrap();
         std::os::unix::fs::symlink(outside.path().join("f"), t.path().join("leaf")).unwrap();
         let mut w = DestWriter::open(t.path()).unwrap();
-        let err = w.open_file(1, &rel("d/f"), 1).unwrap_err().to_string();
+        let err = w.open_file(1, &rel("d/f"), 1, 0).unwrap_err().to_string();
         assert!(err.contains("\"d\""), "{err}");
-        let err = w.open_file(2, &rel("leaf"), 1).unwrap_err().to_string();
+        let err = w.open_file(2, &rel("leaf"), 1, 0).unwrap_err().to_string();
         assert!(err.contains("symbolic link"), "{err}");
         assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
     }
@@ -430,14 +460,14 @@ mod tests {
     fn refuses_overruns_duplicates_and_collisions() {
         let t = tempfile::tempdir().unwrap();
         let mut w = DestWriter::open(t.path()).unwrap();
-        w.open_file(1, &rel("f"), 2).unwrap();
+        w.open_file(1, &rel("f"), 2, 0).unwrap();
         assert!(w.write(1, b"abc").is_err());
         w.write(1, b"ab").unwrap();
         w.close_file(1).unwrap();
-        assert!(w.open_file(2, &rel("f"), 1).is_err(), "duplicate");
-        let err = w.open_file(3, &rel("f/g"), 1).unwrap_err().to_string();
+        assert!(w.open_file(2, &rel("f"), 1, 0).is_err(), "duplicate");
+        let err = w.open_file(3, &rel("f/g"), 1, 0).unwrap_err().to_string();
         assert!(err.contains("not a folder"), "{err}");
-        w.open_file(4, &rel("short"), 10).unwrap();
+        w.open_file(4, &rel("short"), 10, 0).unwrap();
         w.write(4, b"x").unwrap();
         assert!(w.close_file(4).is_err());
         assert!(!t.path().join("short").exists(), "partial file removed");

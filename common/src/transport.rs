@@ -1,0 +1,53 @@
+//! Transport settings both ends build the same way: QUIC transport parameters, yamux
+//! configuration, UDP sockets with the buffers asked for.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use anyhow::{anyhow, Context, Result};
+
+use crate::config::{FlowConfig, DEFAULT_UDP_BUFFER};
+
+/// Transport parameters both QUIC ends use, from `flow`.
+pub fn quic_transport(flow: &FlowConfig) -> Result<quinn::TransportConfig> {
+    let mut t = quinn::TransportConfig::default();
+    let varint = |v: u64| quinn::VarInt::from_u64(v).map_err(|e| anyhow!("{v}: {e}"));
+    t.stream_receive_window(varint(flow.stream_window)?);
+    t.receive_window(varint(flow.conn_window)?);
+    t.send_window(flow.send_window);
+    t.max_concurrent_uni_streams(varint(u64::from(flow.max_streams))?);
+    t.max_concurrent_bidi_streams(varint(4)?);
+    t.max_idle_timeout(Some(
+        quinn::IdleTimeout::try_from(Duration::from_secs(60)).expect("valid idle timeout"),
+    ));
+    t.keep_alive_interval(Some(Duration::from_secs(5)));
+    Ok(t)
+}
+
+/// The connection receive window yamux gets for `streams` streams: at least 256 KiB per
+/// stream (yamux's own rule), at least its 1 GiB default.
+pub fn yamux_window(streams: usize) -> usize {
+    ((256usize << 10) * streams.max(1)).max(1 << 30)
+}
+
+/// yamux settings for `streams` concurrent streams. yamux requires the connection window to be
+/// at least 256 KiB per stream; streams auto-tune their windows within it.
+pub fn yamux_config(streams: usize) -> yamux::Config {
+    let mut cfg = yamux::Config::default();
+    cfg.set_max_connection_receive_window(Some(yamux_window(streams)));
+    cfg.set_max_num_streams(streams.max(1));
+    cfg
+}
+
+/// A UDP socket with the buffers in `flow` (or [`DEFAULT_UDP_BUFFER`]).
+pub fn udp_socket(bind: SocketAddr, flow: &FlowConfig) -> Result<std::net::UdpSocket> {
+    let domain = socket2::Domain::for_address(bind);
+    let socket = socket2::Socket::new(domain, socket2::Type::DGRAM, Some(socket2::Protocol::UDP))?;
+    // The kernel caps these at net.core.{w,r}mem_max; what we got is read back and reported.
+    let _ = socket.set_send_buffer_size(flow.sndbuf.unwrap_or(DEFAULT_UDP_BUFFER) as usize);
+    let _ = socket.set_recv_buffer_size(flow.rcvbuf.unwrap_or(DEFAULT_UDP_BUFFER) as usize);
+    socket
+        .bind(&bind.into())
+        .with_context(|| format!("cannot bind UDP {bind}"))?;
+    Ok(socket.into())
+}

@@ -1,0 +1,123 @@
+//! QUIC connections: a bidirectional control stream carries the hello; the run is either
+//! bundled on that stream or spread over unidirectional per-file streams.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context as _, Result};
+use bytes::BytesMut;
+use shoal_common::codec::RecordDecoder;
+use shoal_common::config::Mode;
+use shoal_common::identity::Identity;
+use shoal_common::transport::{quic_transport, udp_socket};
+use socket2::SockRef;
+use tokio::sync::mpsc;
+
+use crate::run::{self, Wire};
+use crate::streams::{self, InboundFile, TransportFacts};
+use crate::{bundle, read_hello, ReceiverConfig, RunOutcome, Shared, READ_SIZE};
+
+/// Binds the QUIC endpoint on UDP `addr`; returns it and the UDP receive buffer it got.
+pub(crate) fn bind(
+    addr: SocketAddr,
+    identity: &Identity,
+    config: &ReceiverConfig,
+) -> Result<(quinn::Endpoint, u64)> {
+    let socket = udp_socket(addr, &config.flow)?;
+    let rcvbuf = SockRef::from(&socket).recv_buffer_size().unwrap_or(0) as u64;
+    let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(identity.server_config()?)
+        .context("TLS configuration unusable for QUIC")?;
+    let mut server = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+    server.transport_config(Arc::new(quic_transport(&config.flow)?));
+    let endpoint = quinn::Endpoint::new(
+        quinn::EndpointConfig::default(),
+        Some(server),
+        socket,
+        Arc::new(quinn::TokioRuntime),
+    )
+    .with_context(|| format!("cannot listen for QUIC on {addr}"))?;
+    Ok((endpoint, rcvbuf))
+}
+
+pub(crate) async fn handle(ctx: Arc<Shared>, incoming: quinn::Incoming, rcvbuf: u64) {
+    let peer = incoming.remote_address();
+    let config = &ctx.config;
+    let conn = match tokio::time::timeout(config.idle_timeout, incoming).await {
+        Ok(Ok(c)) => c,
+        Ok(Err(e)) => {
+            eprintln!("{peer}: QUIC handshake failed: {e}");
+            return;
+        }
+        Err(_) => {
+            eprintln!("{peer}: QUIC handshake timed out");
+            return;
+        }
+    };
+    let (mut wr, mut rd) = match tokio::time::timeout(config.idle_timeout, conn.accept_bi()).await {
+        Ok(Ok(s)) => s,
+        _ => {
+            conn.close(1u32.into(), b"no control stream");
+            return;
+        }
+    };
+    let mut buf = BytesMut::with_capacity(READ_SIZE);
+    let mut decoder = RecordDecoder::new(config.limits);
+    let first_byte = Instant::now();
+    let hello = match read_hello(&mut rd, &mut buf, &mut decoder, config.idle_timeout).await {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("{peer}: refused: {e:#}");
+            run::send_error(&mut wr, &format!("{e:#}")).await;
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(2), conn.closed()).await;
+            return;
+        }
+    };
+    if let Err(e) = run::admit(config, &ctx.identity.token, &hello, Wire::Quic) {
+        eprintln!("{peer}: refused: {e:#}");
+        run::send_error(&mut wr, &format!("{e:#}")).await;
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(2), conn.closed()).await;
+        return;
+    }
+    let facts = TransportFacts {
+        stream_window: config.flow.stream_window,
+        conn_window: config.flow.conn_window,
+        rcvbuf,
+    };
+    let mut completion = match hello.mode {
+        Mode::QuicBundle => {
+            bundle::receive(config, &hello, &mut rd, wr, buf, decoder, first_byte, false).await
+        }
+        Mode::QuicStreams => {
+            let (tx, files) = mpsc::unbounded_channel();
+            let acceptor = {
+                let conn = conn.clone();
+                tokio::spawn(async move {
+                    while let Ok(s) = conn.accept_uni().await {
+                        if tx.send(InboundFile::Quic(s)).is_err() {
+                            break;
+                        }
+                    }
+                })
+            };
+            let c = streams::receive(
+                config, &hello, &mut rd, &mut wr, buf, decoder, files, first_byte, facts,
+            )
+            .await;
+            acceptor.abort();
+            c
+        }
+        _ => unreachable!("admit() refuses TCP modes on QUIC"),
+    };
+    completion.stream_window = facts.stream_window;
+    completion.conn_window = facts.conn_window;
+    completion.rcvbuf = facts.rcvbuf;
+    // Wait (bounded) for the sender to close, so the reply is delivered.
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), conn.closed()).await;
+    let _ = ctx.done.send(RunOutcome {
+        run_id: hex::encode(hello.run_id),
+        peer,
+        mode: run::mode_name(hello.mode),
+        completion,
+    });
+}

@@ -1,0 +1,134 @@
+//! What every receive path shares: admitting a hello, and turning the writer's report into
+//! the completion (or error) the sender is sent.
+
+use std::time::Instant;
+
+use anyhow::{bail, Result};
+use bytes::BytesMut;
+use shoal_common::codec::{self, Completion, Hello};
+use shoal_common::config::Mode;
+use shoal_common::identity::tokens_match;
+use shoal_common::metrics;
+use shoal_common::pipeline::writer::WriterReport;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
+
+use crate::ReceiverConfig;
+
+/// Which wire a connection arrived on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wire {
+    Tcp { plain: bool },
+    Quic,
+}
+
+/// Checks a hello before anything is created: token, mode against the wire, stream limit.
+pub(crate) fn admit(
+    config: &ReceiverConfig,
+    token: &[u8],
+    hello: &Hello,
+    wire: Wire,
+) -> Result<()> {
+    if !tokens_match(&hello.token, token) {
+        bail!("authentication failed: wrong token");
+    }
+    match (wire, hello.mode.is_quic()) {
+        (Wire::Quic, false) => bail!("mode {} cannot run over QUIC", hello.mode),
+        (Wire::Tcp { .. }, true) => bail!("mode {} needs QUIC, not TCP", hello.mode),
+        _ => {}
+    }
+    if let Wire::Tcp { plain: true } = wire {
+        if !config.allow_plain {
+            bail!("plain (unencrypted) transfers are not allowed here; start the receiver with --allow-plain");
+        }
+    }
+    if hello.mode.per_file_streams() && hello.max_streams > config.flow.max_streams {
+        bail!(
+            "the sender asks for {} outstanding streams; this receiver allows {} (recv --max-streams)",
+            hello.max_streams,
+            config.flow.max_streams
+        );
+    }
+    if hello.conn_count != 1 {
+        bail!(
+            "this receiver serves single-connection runs only (hello announces {} connections)",
+            hello.conn_count
+        );
+    }
+    Ok(())
+}
+
+/// Builds the completion from the writer's report and the transport's own errors; a
+/// non-empty `errors` list means the run failed.
+pub(crate) fn completion(
+    hello: &Hello,
+    report: &WriterReport,
+    mut errors: Vec<String>,
+    first_byte: Instant,
+) -> Completion {
+    if let Some(e) = &report.error {
+        errors.push(format!("{e:#}"));
+    }
+    if !report.removed_partials.is_empty() {
+        errors.push(format!(
+            "removed {} partial file(s), e.g. \"{}\"",
+            report.removed_partials.len(),
+            report.removed_partials[0]
+        ));
+    }
+    if errors.is_empty()
+        && (report.files_ready != hello.file_count || report.bytes_written != hello.total_bytes)
+    {
+        errors.push(format!(
+            "{} of {} files and {} of {} bytes ready",
+            report.files_ready, hello.file_count, report.bytes_written, hello.total_bytes
+        ));
+    }
+    let last = report.last_close.unwrap_or_else(Instant::now);
+    Completion {
+        files: report.files_ready,
+        bytes: report.bytes_written,
+        receiver_micros: last.saturating_duration_since(first_byte).as_micros() as u64,
+        fsync_micros: report.fsync.map_or(0, |d| d.as_micros() as u64),
+        peak_rss: metrics::peak_rss_bytes(),
+        connections: 1,
+        latency: report.latency.to_bytes(),
+        errors,
+        ..Default::default()
+    }
+}
+
+/// Sends the completion, or an error reply if the run failed, and closes the stream.
+pub(crate) async fn reply<W: AsyncWrite + Unpin>(wr: &mut W, completion: &mut Completion) {
+    if !completion.errors.is_empty() {
+        send_error(wr, &completion.errors.join("; ")).await;
+        return;
+    }
+    let mut out = BytesMut::new();
+    codec::encode_completion(completion, &mut out);
+    let sent = async {
+        wr.write_all(&out).await?;
+        wr.shutdown().await
+    }
+    .await;
+    if let Err(e) = sent {
+        completion
+            .errors
+            .push(format!("cannot send the completion report: {e}"));
+    }
+}
+
+/// Tells the peer why the run failed, best effort (it may already be gone).
+pub(crate) async fn send_error<W: AsyncWrite + Unpin>(wr: &mut W, message: &str) {
+    let mut out = BytesMut::new();
+    codec::encode_error(message, &mut out);
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), async {
+        wr.write_all(&out).await?;
+        wr.shutdown().await
+    })
+    .await;
+}
+
+/// The mode name for log lines.
+pub(crate) fn mode_name(mode: Mode) -> &'static str {
+    mode.name()
+}

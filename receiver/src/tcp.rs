@@ -1,0 +1,129 @@
+//! TCP connections: TLS or plain (told apart by the first byte), the hello on the raw stream,
+//! then the mode: bundled records (with acknowledgements for the stop-and-wait arm) or yamux
+//! per-file streams.
+
+use std::net::SocketAddr;
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::BytesMut;
+use shoal_common::codec::RecordDecoder;
+use shoal_common::config::Mode;
+use socket2::SockRef;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
+
+use crate::prefixed::Prefixed;
+use crate::run::{self, Wire};
+use crate::streams::{self, TransportFacts};
+use crate::{bundle, read_hello, RunOutcome, Shared, READ_SIZE};
+
+/// First byte of a TLS handshake record.
+const TLS_HANDSHAKE: u8 = 0x16;
+
+pub(crate) async fn handle(ctx: Arc<Shared>, tcp: TcpStream, peer: SocketAddr) {
+    let _ = tcp.set_nodelay(true);
+    // A duplicate descriptor, to read the receive buffer back after autotuning at the end.
+    let probe = tcp.as_fd().try_clone_to_owned().ok();
+    let timeout = ctx.config.idle_timeout;
+    let mut first = [0u8; 1];
+    let plain = match tokio::time::timeout(timeout, tcp.peek(&mut first)).await {
+        Ok(Ok(1)) => first[0] != TLS_HANDSHAKE,
+        _ => return, // closed or silent before saying anything
+    };
+    if plain {
+        serve(ctx, tcp, peer, Wire::Tcp { plain: true }, probe).await;
+        return;
+    }
+    match tokio::time::timeout(timeout, ctx.tls.accept(tcp)).await {
+        Ok(Ok(tls)) => serve(ctx.clone(), tls, peer, Wire::Tcp { plain: false }, probe).await,
+        Ok(Err(e)) => eprintln!("{peer}: TLS handshake failed: {e}"),
+        Err(_) => eprintln!("{peer}: TLS handshake timed out"),
+    }
+}
+
+async fn serve<S>(ctx: Arc<Shared>, stream: S, peer: SocketAddr, wire: Wire, probe: Option<OwnedFd>)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let config = &ctx.config;
+    let (mut rd, mut wr) = tokio::io::split(stream);
+    let mut buf = BytesMut::with_capacity(READ_SIZE);
+    let mut decoder = RecordDecoder::new(config.limits);
+    let first_byte = Instant::now();
+    let hello = match read_hello(&mut rd, &mut buf, &mut decoder, config.idle_timeout).await {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("{peer}: refused: {e:#}");
+            run::send_error(&mut wr, &format!("{e:#}")).await;
+            return;
+        }
+    };
+    if let Err(e) = run::admit(config, &ctx.identity.token, &hello, wire) {
+        eprintln!("{peer}: refused: {e:#}");
+        run::send_error(&mut wr, &format!("{e:#}")).await;
+        return;
+    }
+    let mut completion = match hello.mode {
+        Mode::TcpBundle | Mode::TcpWait => {
+            let acks = hello.mode == Mode::TcpWait;
+            bundle::receive(config, &hello, &mut rd, wr, buf, decoder, first_byte, acks).await
+        }
+        Mode::TcpStreams => {
+            // What was read past the hello already belongs to yamux.
+            let io = Prefixed::new(buf, rd.unsplit(wr));
+            let (control, files, driver) = streams::spawn_yamux_server(io, config.flow.max_streams);
+            let control = match tokio::time::timeout(config.idle_timeout, control).await {
+                Ok(Ok(c)) => c,
+                _ => {
+                    driver.abort();
+                    eprintln!("{peer}: no yamux control stream");
+                    return;
+                }
+            };
+            let (mut crd, mut cwr) = tokio::io::split(control);
+            // The control stream repeats the hello; it must be the same run's.
+            let mut cbuf = BytesMut::new();
+            let mut cdec = RecordDecoder::new(config.limits);
+            match read_hello(&mut crd, &mut cbuf, &mut cdec, config.idle_timeout).await {
+                Ok(h) if h.run_id == hello.run_id => {}
+                Ok(_) => {
+                    run::send_error(&mut cwr, "control stream hello is for another run").await;
+                    driver.abort();
+                    return;
+                }
+                Err(e) => {
+                    eprintln!("{peer}: refused: {e:#}");
+                    run::send_error(&mut cwr, &format!("{e:#}")).await;
+                    driver.abort();
+                    return;
+                }
+            }
+            let facts = TransportFacts {
+                stream_window: 256 << 10,
+                conn_window: shoal_common::transport::yamux_window(
+                    config.flow.max_streams as usize + 1,
+                ) as u64,
+                rcvbuf: 0,
+            };
+            let c = streams::receive(
+                config, &hello, &mut crd, &mut cwr, cbuf, cdec, files, first_byte, facts,
+            )
+            .await;
+            // Keep the connection running until the sender has read the reply and closed.
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(5), driver).await;
+            c
+        }
+        Mode::QuicBundle | Mode::QuicStreams => unreachable!("admit() refuses QUIC modes on TCP"),
+    };
+    completion.rcvbuf = probe
+        .map(|fd| SockRef::from(&fd).recv_buffer_size().unwrap_or(0) as u64)
+        .unwrap_or(0);
+    let _ = ctx.done.send(RunOutcome {
+        run_id: hex::encode(hello.run_id),
+        peer,
+        mode: run::mode_name(hello.mode),
+        completion,
+    });
+}

@@ -1,0 +1,142 @@
+//! Connection set-up: TCP (TLS 1.3 with pinning, or plain) and QUIC, with the socket buffers
+//! asked for; a dup of each TCP socket is kept so the values in effect can be read back.
+
+use std::net::SocketAddr;
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{anyhow, Context, Result};
+use shoal_common::config::FlowConfig;
+use shoal_common::identity::{self, Pin};
+use shoal_common::transport::{quic_transport, udp_socket};
+use socket2::SockRef;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpSocket, TcpStream};
+use tokio_rustls::TlsConnector;
+
+/// Any byte stream a transport can run over.
+pub(crate) trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
+pub(crate) type BoxIo = Box<dyn Io>;
+
+/// A handle on a TCP socket for reading its settings back (a duplicate descriptor).
+#[derive(Debug)]
+pub(crate) struct SocketProbe(OwnedFd);
+
+impl SocketProbe {
+    fn of(tcp: &TcpStream) -> Result<Self> {
+        Ok(Self(tcp.as_fd().try_clone_to_owned()?))
+    }
+
+    /// `SO_SNDBUF` as the kernel reports it now (autotuning changes it during a run).
+    pub(crate) fn sndbuf(&self) -> u64 {
+        SockRef::from(&self.0).send_buffer_size().unwrap_or(0) as u64
+    }
+}
+
+/// Resolves `to` (host:port) to its first address.
+pub(crate) async fn resolve(to: &str) -> Result<SocketAddr> {
+    tokio::net::lookup_host(to)
+        .await
+        .with_context(|| format!("cannot resolve {to}"))?
+        .next()
+        .ok_or_else(|| anyhow!("{to} resolves to no address"))
+}
+
+/// Connects over TCP with the buffers in `flow`, then TLS with the pin (or plain).
+pub(crate) async fn connect_tcp(
+    to: &str,
+    pin: Pin,
+    plain: bool,
+    flow: &FlowConfig,
+    timeout: Duration,
+) -> Result<(BoxIo, SocketProbe)> {
+    let work = async {
+        let addr = resolve(to).await?;
+        let socket = if addr.is_ipv4() {
+            TcpSocket::new_v4()
+        } else {
+            TcpSocket::new_v6()
+        }?;
+        // Buffers must be set before connecting for the window scale to account for them.
+        if let Some(b) = flow.sndbuf {
+            socket.set_send_buffer_size(b as u32)?;
+        }
+        if let Some(b) = flow.rcvbuf {
+            socket.set_recv_buffer_size(b as u32)?;
+        }
+        let tcp = socket
+            .connect(addr)
+            .await
+            .with_context(|| format!("cannot connect to {to}"))?;
+        // Records are coalesced by the sender itself; Nagle would only add delay.
+        tcp.set_nodelay(true)?;
+        let probe = SocketProbe::of(&tcp)?;
+        if plain {
+            return Ok((Box::new(tcp) as BoxIo, probe));
+        }
+        let connector = TlsConnector::from(Arc::new(identity::client_config(pin)?));
+        let tls = connector
+            .connect(identity::server_name(), tcp)
+            .await
+            .with_context(|| format!("TLS handshake with {to} failed"))?;
+        Ok((Box::new(tls) as BoxIo, probe))
+    };
+    tokio::time::timeout(timeout, work)
+        .await
+        .with_context(|| format!("connecting to {to} timed out after {} s", timeout.as_secs()))?
+}
+
+/// A QUIC connection and the buffer its UDP socket got.
+pub(crate) struct QuicConn {
+    pub conn: quinn::Connection,
+    pub endpoint: quinn::Endpoint,
+    pub udp_sndbuf: u64,
+}
+
+/// Connects over QUIC with the pin.
+pub(crate) async fn connect_quic(
+    to: &str,
+    pin: Pin,
+    flow: &FlowConfig,
+    timeout: Duration,
+) -> Result<QuicConn> {
+    let addr = resolve(to).await?;
+    let bind: SocketAddr = if addr.is_ipv4() {
+        "0.0.0.0:0".parse().expect("address")
+    } else {
+        "[::]:0".parse().expect("address")
+    };
+    let socket = udp_socket(bind, flow)?;
+    let udp_sndbuf = SockRef::from(&socket).send_buffer_size().unwrap_or(0) as u64;
+    let mut endpoint = quinn::Endpoint::new(
+        quinn::EndpointConfig::default(),
+        None,
+        socket,
+        Arc::new(quinn::TokioRuntime),
+    )
+    .context("cannot create the QUIC endpoint")?;
+    let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(identity::client_config(pin)?)
+        .context("TLS configuration unusable for QUIC")?;
+    let mut client = quinn::ClientConfig::new(Arc::new(crypto));
+    client.transport_config(Arc::new(quic_transport(flow)?));
+    endpoint.set_default_client_config(client);
+    let connecting = endpoint
+        .connect(addr, "shoal")
+        .with_context(|| format!("cannot start a QUIC connection to {to}"))?;
+    let conn = tokio::time::timeout(timeout, connecting)
+        .await
+        .with_context(|| {
+            format!(
+                "QUIC connection to {to} timed out after {} s",
+                timeout.as_secs()
+            )
+        })?
+        .with_context(|| format!("QUIC handshake with {to} failed"))?;
+    Ok(QuicConn {
+        conn,
+        endpoint,
+        udp_sndbuf,
+    })
+}

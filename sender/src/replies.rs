@@ -1,0 +1,75 @@
+//! The receiver's replies on a connection: acknowledgements (stop-and-wait arm) and the final
+//! completion or error.
+
+use anyhow::Result;
+use bytes::BytesMut;
+use shoal_common::codec::{Reply, ReplyDecoder};
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::sync::{oneshot, watch};
+use tokio::task::JoinHandle;
+
+/// Replies arriving on one stream, read by a background task.
+pub(crate) struct Replies {
+    /// Files the receiver has closed so far, from its acknowledgements.
+    pub acks: watch::Receiver<u64>,
+    final_reply: Option<oneshot::Receiver<Option<Reply>>>,
+    task: JoinHandle<()>,
+}
+
+impl Replies {
+    pub(crate) fn spawn<R: AsyncRead + Unpin + Send + 'static>(rd: R) -> Self {
+        let (ack_tx, acks) = watch::channel(0);
+        let (final_tx, final_rx) = oneshot::channel();
+        let task = tokio::spawn(read_replies(rd, ack_tx, final_tx));
+        Self {
+            acks,
+            final_reply: Some(final_rx),
+            task,
+        }
+    }
+
+    /// Waits for the final reply (`None`: the connection closed without one).
+    pub(crate) async fn final_reply(&mut self) -> Option<Reply> {
+        match self.final_reply.take() {
+            Some(rx) => rx.await.ok().flatten(),
+            None => None,
+        }
+    }
+
+    /// Waits until the receiver acknowledged `files` files; false if the stream ended first.
+    pub(crate) async fn wait_acks(&mut self, files: u64) -> Result<bool> {
+        Ok(self.acks.wait_for(|&n| n >= files).await.is_ok())
+    }
+}
+
+impl Drop for Replies {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn read_replies<R: AsyncRead + Unpin>(
+    mut rd: R,
+    acks: watch::Sender<u64>,
+    final_tx: oneshot::Sender<Option<Reply>>,
+) {
+    let mut decoder = ReplyDecoder;
+    let mut buf = BytesMut::with_capacity(4096);
+    let reply = loop {
+        match decoder.decode(&buf) {
+            Ok(Some((Reply::Ack(n), used))) => {
+                let _ = buf.split_to(used);
+                acks.send_replace(n);
+                continue;
+            }
+            Ok(Some((reply, _))) => break Some(reply),
+            Ok(None) => {}
+            Err(e) => break Some(Reply::Error(format!("unreadable reply: {e}"))),
+        }
+        match rd.read_buf(&mut buf).await {
+            Ok(0) | Err(_) => break None,
+            Ok(_) => {}
+        }
+    };
+    let _ = final_tx.send(reply);
+}
