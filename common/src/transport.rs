@@ -24,6 +24,14 @@ pub fn quic_transport(flow: &FlowConfig) -> Result<quinn::TransportConfig> {
     Ok(t)
 }
 
+/// yamux streams a connection allows for `max_streams` outstanding files (plus the control
+/// stream). yamux counts a stream until both of its ends are dropped, which lags the moment a
+/// file is done, and a peer that exceeds the count gets its whole connection killed; so both
+/// ends leave room. The receiver has already checked the hello against `max_streams`.
+pub fn yamux_streams(max_streams: u32) -> usize {
+    2 * max_streams as usize + 16
+}
+
 /// The connection receive window yamux gets for `streams` streams: at least 256 KiB per
 /// stream (yamux's own rule), at least its 1 GiB default.
 pub fn yamux_window(streams: usize) -> usize {

@@ -13,7 +13,7 @@ use shoal_common::pipeline::writer::{WriteBatch, WriteOp, WriterThread};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, Semaphore};
 
-use crate::run::{self};
+use crate::run::{self, TransportFacts};
 use crate::{read_some, ReceiverConfig};
 
 /// Why the pump stopped early.
@@ -47,6 +47,7 @@ pub(crate) async fn receive<R, W>(
     decoder: RecordDecoder,
     first_byte: Instant,
     acks: bool,
+    facts: TransportFacts,
 ) -> Completion
 where
     R: AsyncRead + Unpin,
@@ -108,7 +109,7 @@ where
     if let Err(PumpError::Other(e)) = pumped {
         errors.push(format!("{e:#}"));
     }
-    let mut completion = run::completion(hello, &report, errors, first_byte);
+    let mut completion = run::completion(hello, &report, errors, first_byte, &facts);
     run::reply(&mut wr, &mut completion).await;
     completion
 }

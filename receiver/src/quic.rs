@@ -14,8 +14,8 @@ use shoal_common::transport::{quic_transport, udp_socket};
 use socket2::SockRef;
 use tokio::sync::mpsc;
 
-use crate::run::{self, Wire};
-use crate::streams::{self, InboundFile, TransportFacts};
+use crate::run::{self, TransportFacts, Wire};
+use crate::streams::{self, InboundFile};
 use crate::{bundle, read_hello, ReceiverConfig, RunOutcome, Shared, READ_SIZE};
 
 /// Binds the QUIC endpoint on UDP `addr`; returns it and the UDP receive buffer it got.
@@ -83,10 +83,14 @@ pub(crate) async fn handle(ctx: Arc<Shared>, incoming: quinn::Incoming, rcvbuf: 
         stream_window: config.flow.stream_window,
         conn_window: config.flow.conn_window,
         rcvbuf,
+        tcp_socket: None,
     };
-    let mut completion = match hello.mode {
+    let completion = match hello.mode {
         Mode::QuicBundle => {
-            bundle::receive(config, &hello, &mut rd, wr, buf, decoder, first_byte, false).await
+            bundle::receive(
+                config, &hello, &mut rd, wr, buf, decoder, first_byte, false, facts,
+            )
+            .await
         }
         Mode::QuicStreams => {
             let (tx, files) = mpsc::unbounded_channel();
@@ -109,9 +113,6 @@ pub(crate) async fn handle(ctx: Arc<Shared>, incoming: quinn::Incoming, rcvbuf: 
         }
         _ => unreachable!("admit() refuses TCP modes on QUIC"),
     };
-    completion.stream_window = facts.stream_window;
-    completion.conn_window = facts.conn_window;
-    completion.rcvbuf = facts.rcvbuf;
     // Wait (bounded) for the sender to close, so the reply is delivered.
     let _ = tokio::time::timeout(std::time::Duration::from_secs(5), conn.closed()).await;
     let _ = ctx.done.send(RunOutcome {

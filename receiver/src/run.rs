@@ -1,7 +1,11 @@
 //! What every receive path shares: admitting a hello, and turning the writer's report into
 //! the completion (or error) the sender is sent.
 
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
 use std::time::Instant;
+
+use socket2::SockRef;
 
 use anyhow::{bail, Result};
 use bytes::BytesMut;
@@ -19,6 +23,26 @@ use crate::ReceiverConfig;
 pub(crate) enum Wire {
     Tcp { plain: bool },
     Quic,
+}
+
+/// Figures the transport adds to the completion.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TransportFacts {
+    pub stream_window: u64,
+    pub conn_window: u64,
+    /// The UDP socket's receive buffer (QUIC).
+    pub rcvbuf: u64,
+    /// A duplicate of the TCP socket, read at the end (autotuning grows the buffer).
+    pub tcp_socket: Option<Arc<OwnedFd>>,
+}
+
+impl TransportFacts {
+    fn rcvbuf_now(&self) -> u64 {
+        match &self.tcp_socket {
+            Some(fd) => SockRef::from(&**fd).recv_buffer_size().unwrap_or(0) as u64,
+            None => self.rcvbuf,
+        }
+    }
 }
 
 /// Checks a hello before anything is created: token, mode against the wire, stream limit.
@@ -64,6 +88,7 @@ pub(crate) fn completion(
     report: &WriterReport,
     mut errors: Vec<String>,
     first_byte: Instant,
+    facts: &TransportFacts,
 ) -> Completion {
     if let Some(e) = &report.error {
         errors.push(format!("{e:#}"));
@@ -92,6 +117,9 @@ pub(crate) fn completion(
         peak_rss: metrics::peak_rss_bytes(),
         connections: 1,
         latency: report.latency.to_bytes(),
+        stream_window: facts.stream_window,
+        conn_window: facts.conn_window,
+        rcvbuf: facts.rcvbuf_now(),
         errors,
         ..Default::default()
     }

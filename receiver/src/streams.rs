@@ -21,21 +21,13 @@ use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::compat::{Compat, FuturesAsyncReadCompatExt, TokioAsyncReadCompatExt};
 
 use crate::bundle::{send_batch, Claims, PumpError};
-use crate::run;
+use crate::run::{self, TransportFacts};
 use crate::{read_sized, read_some, ReceiverConfig};
 
 /// A file stream as it arrives.
 pub(crate) enum InboundFile {
     Yamux(Compat<yamux::Stream>),
     Quic(quinn::RecvStream),
-}
-
-/// Figures the transport adds to the completion.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct TransportFacts {
-    pub stream_window: u64,
-    pub conn_window: u64,
-    pub rcvbuf: u64,
 }
 
 /// What the file-stream handlers share.
@@ -200,11 +192,14 @@ where
     let peak = shared.peak_open.load(Ordering::Relaxed);
     drop(shared);
     let report = writer.finish().await;
-    let mut completion = run::completion(hello, &report, failure.into_iter().collect(), first_byte);
+    let mut completion = run::completion(
+        hello,
+        &report,
+        failure.into_iter().collect(),
+        first_byte,
+        &facts,
+    );
     completion.peak_streams = peak;
-    completion.stream_window = facts.stream_window;
-    completion.conn_window = facts.conn_window;
-    completion.rcvbuf = facts.rcvbuf;
     run::reply(control_wr, &mut completion).await;
     completion
 }
@@ -303,7 +298,7 @@ async fn read_one_file<R: AsyncRead + Unpin>(shared: &Shared, rd: &mut R) -> Res
 /// stream; every later one is a file stream.
 pub(crate) fn spawn_yamux_server<S>(
     io: S,
-    max_streams: u32,
+    streams_allowed: usize,
 ) -> (
     oneshot::Receiver<Compat<yamux::Stream>>,
     mpsc::UnboundedReceiver<InboundFile>,
@@ -314,7 +309,7 @@ where
 {
     let mut conn = yamux::Connection::new(
         io.compat(),
-        shoal_common::transport::yamux_config(max_streams as usize + 1),
+        shoal_common::transport::yamux_config(streams_allowed),
         yamux::Mode::Server,
     );
     let (control_tx, control_rx) = oneshot::channel();

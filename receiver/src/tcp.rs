@@ -5,18 +5,17 @@
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 use shoal_common::codec::RecordDecoder;
 use shoal_common::config::Mode;
-use socket2::SockRef;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
 use crate::prefixed::Prefixed;
-use crate::run::{self, Wire};
-use crate::streams::{self, TransportFacts};
+use crate::run::{self, TransportFacts, Wire};
+use crate::streams;
 use crate::{bundle, read_hello, RunOutcome, Shared, READ_SIZE};
 
 /// First byte of a TLS handshake record.
@@ -60,20 +59,32 @@ where
             return;
         }
     };
-    if let Err(e) = run::admit(config, &ctx.identity.token, &hello, wire) {
-        eprintln!("{peer}: refused: {e:#}");
-        run::send_error(&mut wr, &format!("{e:#}")).await;
-        return;
-    }
-    let mut completion = match hello.mode {
+    let admitted = run::admit(config, &ctx.identity.token, &hello, wire);
+    let tcp_socket = probe.map(Arc::new);
+    let completion = match hello.mode {
         Mode::TcpBundle | Mode::TcpWait => {
+            if let Err(e) = admitted {
+                eprintln!("{peer}: refused: {e:#}");
+                run::send_error(&mut wr, &format!("{e:#}")).await;
+                return;
+            }
             let acks = hello.mode == Mode::TcpWait;
-            bundle::receive(config, &hello, &mut rd, wr, buf, decoder, first_byte, acks).await
+            let facts = TransportFacts {
+                tcp_socket,
+                ..Default::default()
+            };
+            bundle::receive(
+                config, &hello, &mut rd, wr, buf, decoder, first_byte, acks, facts,
+            )
+            .await
         }
         Mode::TcpStreams => {
-            // What was read past the hello already belongs to yamux.
+            // What was read past the hello already belongs to yamux. The sender has started
+            // yamux right after its hello, so every reply, a refusal included, goes on the
+            // yamux control stream where it reads them.
             let io = Prefixed::new(buf, rd.unsplit(wr));
-            let (control, files, driver) = streams::spawn_yamux_server(io, config.flow.max_streams);
+            let streams_allowed = shoal_common::transport::yamux_streams(config.flow.max_streams);
+            let (control, files, driver) = streams::spawn_yamux_server(io, streams_allowed);
             let control = match tokio::time::timeout(config.idle_timeout, control).await {
                 Ok(Ok(c)) => c,
                 _ => {
@@ -86,40 +97,37 @@ where
             // The control stream repeats the hello; it must be the same run's.
             let mut cbuf = BytesMut::new();
             let mut cdec = RecordDecoder::new(config.limits);
-            match read_hello(&mut crd, &mut cbuf, &mut cdec, config.idle_timeout).await {
-                Ok(h) if h.run_id == hello.run_id => {}
-                Ok(_) => {
-                    run::send_error(&mut cwr, "control stream hello is for another run").await;
-                    driver.abort();
-                    return;
-                }
-                Err(e) => {
-                    eprintln!("{peer}: refused: {e:#}");
-                    run::send_error(&mut cwr, &format!("{e:#}")).await;
-                    driver.abort();
-                    return;
-                }
+            let refusal =
+                match read_hello(&mut crd, &mut cbuf, &mut cdec, config.idle_timeout).await {
+                    Ok(h) if h.run_id != hello.run_id => {
+                        Some("control stream hello is for another run".to_string())
+                    }
+                    Ok(_) => admitted.err().map(|e| format!("{e:#}")),
+                    Err(e) => Some(format!("{e:#}")),
+                };
+            if let Some(reason) = refusal {
+                eprintln!("{peer}: refused: {reason}");
+                run::send_error(&mut cwr, &reason).await;
+                // Keep the connection up (bounded) so the refusal reaches the sender.
+                let _ = tokio::time::timeout(Duration::from_secs(5), driver).await;
+                return;
             }
             let facts = TransportFacts {
                 stream_window: 256 << 10,
-                conn_window: shoal_common::transport::yamux_window(
-                    config.flow.max_streams as usize + 1,
-                ) as u64,
+                conn_window: shoal_common::transport::yamux_window(streams_allowed) as u64,
                 rcvbuf: 0,
+                tcp_socket,
             };
             let c = streams::receive(
                 config, &hello, &mut crd, &mut cwr, cbuf, cdec, files, first_byte, facts,
             )
             .await;
             // Keep the connection running until the sender has read the reply and closed.
-            let _ = tokio::time::timeout(std::time::Duration::from_secs(5), driver).await;
+            let _ = tokio::time::timeout(Duration::from_secs(5), driver).await;
             c
         }
         Mode::QuicBundle | Mode::QuicStreams => unreachable!("admit() refuses QUIC modes on TCP"),
     };
-    completion.rcvbuf = probe
-        .map(|fd| SockRef::from(&fd).recv_buffer_size().unwrap_or(0) as u64)
-        .unwrap_or(0);
     let _ = ctx.done.send(RunOutcome {
         run_id: hex::encode(hello.run_id),
         peer,

@@ -235,7 +235,7 @@ pub(crate) fn spawn_yamux_client(
 ) -> (Opener, JoinHandle<Result<(), yamux::ConnectionError>>) {
     let conn = yamux::Connection::new(
         io.compat(),
-        shoal_common::transport::yamux_config(max_streams as usize + 1),
+        shoal_common::transport::yamux_config(shoal_common::transport::yamux_streams(max_streams)),
         yamux::Mode::Client,
     );
     let (tx, rx) = mpsc::channel::<YamuxRequest>(64);
