@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Loopback benchmark: Shoal (one mode) against `tar -C src -cf - . | tar -C dst -xf -` on the
-# same machine, in the same run, alternating order, every destination verified by SHA-256.
+# Loopback benchmark: Shoal modes against `tar -C src -cf - . | tar -C dst -xf -` on the same
+# machine, in the same run, order reversed every pass, every destination verified by SHA-256.
 #
 #   scripts/bench-loopback.sh                      # 65,536 × 4 KiB, tcp-bundle, 3 passes
-#   FILES=2000 SIZE=4KiB PASSES=5 MODE=tcp-bundle scripts/bench-loopback.sh
+#   MODES="tcp-bundle tcp-streams quic-bundle quic-streams" PASSES=3 scripts/bench-loopback.sh
+#   FILES=2000 SIZE=4KiB PASSES=5 MODES=tcp-wait scripts/bench-loopback.sh
 #
 # Prints one line per run and the medians; rows go to $WORK/runs.csv. Each run writes to a
 # fresh destination; old destinations are removed only at the end (ext4 without a journal
@@ -14,7 +15,7 @@ cd "$(dirname "$0")/.."
 FILES=${FILES:-65536}
 SIZE=${SIZE:-4KiB}
 PASSES=${PASSES:-3}
-MODE=${MODE:-tcp-bundle}
+MODES=${MODES:-${MODE:-tcp-bundle}}
 WORK=${WORK:-$(mktemp -d /var/tmp/shoal-bench.XXXXXX)}
 KEEP=${KEEP:-0}
 
@@ -26,7 +27,7 @@ mkdir -p "$WORK"
 BYTES=$(find "$WORK/src" -type f -printf '%s\n' | awk '{s+=$1} END {print s}')
 # Sources pre-read into the page cache, as every timed run assumes.
 tar -C "$WORK/src" -cf - . >/dev/null
-echo "payload: $FILES files of $SIZE ($BYTES bytes) in $WORK/src; mode $MODE; $PASSES passes"
+echo "payload: $FILES files of $SIZE ($BYTES bytes) in $WORK/src; modes $MODES; $PASSES passes"
 echo "kernel $(uname -r), $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg)"
 
 now() { date +%s.%N; }
@@ -42,15 +43,16 @@ run_tar() {
   t1=$(now)
   if "$SHOAL" verify "$WORK/src" "$dst" >/dev/null; then
     awk -v b="$BYTES" -v t0="$t0" -v t1="$t1" -v l="$load" -v p="$1" \
-      'BEGIN { s=t1-t0; printf "tar|tar  pass %s: %7.3f s %8.2f MB/s (load %s)\n", p, s, b/1e6/s, l }' |
+      'BEGIN { s=t1-t0; printf "%-13s pass %s: %7.3f s %8.2f MB/s (load %s)\n", "tar|tar", p, s, b/1e6/s, l }' |
       tee -a "$WORK/results.txt"
   else
-    echo "tar|tar  pass $1: FAILED verification" | tee -a "$WORK/results.txt"
+    echo "tar|tar       pass $1: FAILED verification" | tee -a "$WORK/results.txt"
   fi
 }
 
 run_shoal() {
-  local dst="$WORK/shoal-$1" log="$WORK/recv-$1.log"
+  local mode=$2
+  local dst="$WORK/$mode-$1" log="$WORK/recv-$mode-$1.log"
   "$SHOAL" recv --listen 127.0.0.1:0 --dest "$dst" --identity "$WORK/identity" --once >"$log" 2>&1 &
   local rpid=$!
   local addr=""
@@ -61,39 +63,50 @@ run_shoal() {
   done
   [ -n "$addr" ] || { echo "receiver did not start"; cat "$log"; kill "$rpid"; exit 1; }
   local json
-  json=$("$SHOAL" send --to "$addr" --src "$WORK/src" --mode "$MODE" --identity "$WORK/identity" \
+  json=$("$SHOAL" send --to "$addr" --src "$WORK/src" --mode "$mode" --identity "$WORK/identity" \
     --csv "$WORK/runs.csv" --json) || true
   wait "$rpid" || true
   if [ "$(echo "$json" | grep -o '"status":"ok"')" ] && "$SHOAL" verify "$WORK/src" "$dst" >/dev/null; then
     echo "$json" | python3 -c '
 import json, sys
 r = json.load(sys.stdin)
-print("shoal    pass %s: %7.3f s %8.2f MB/s (load %s) rss sender %.1f MB receiver %.1f MB, sender cpu %.2f s" % (
-    sys.argv[1], r["seconds"], r["mb_per_s"], r["load_1m_start"],
-    r["sender_peak_rss_bytes"] / 1e6, r["receiver_peak_rss_bytes"] / 1e6, r["sender_cpu_seconds"]))' "$1" |
+print("%-13s pass %s: %7.3f s %8.2f MB/s (load %s) rss sender %.1f MB receiver %.1f MB, sender cpu %.2f s, peak streams %d" % (
+    sys.argv[2], sys.argv[1], r["seconds"], r["mb_per_s"], r["load_1m_start"],
+    r["sender_peak_rss_bytes"] / 1e6, r["receiver_peak_rss_bytes"] / 1e6, r["sender_cpu_seconds"], r["peak_streams"]))' "$1" "$mode" |
       tee -a "$WORK/results.txt"
   else
-    echo "shoal    pass $1: FAILED: $json" | tee -a "$WORK/results.txt"
+    echo "$mode pass $1: FAILED: $json" | tee -a "$WORK/results.txt"
   fi
 }
 
+arms="tar $MODES"
 for pass in $(seq "$PASSES"); do
-  # Alternate which arm goes first so drift does not always land on the same one.
-  if [ $((pass % 2)) -eq 1 ]; then run_tar "$pass"; run_shoal "$pass"; else run_shoal "$pass"; run_tar "$pass"; fi
+  # Reverse the order every other pass so drift does not always land on the same arm.
+  order=$arms
+  if [ $((pass % 2)) -eq 0 ]; then order=$(echo "$arms" | tr ' ' '\n' | tac | tr '\n' ' '); fi
+  for arm in $order; do
+    if [ "$arm" = tar ]; then run_tar "$pass"; else run_shoal "$pass" "$arm"; fi
+  done
 done
 
 python3 - "$WORK/results.txt" <<'PY'
 import re, statistics, sys
-rates = {"tar|tar": [], "shoal": []}
+rates, rss = {}, {}
 for line in open(sys.argv[1]):
-    m = re.match(r"(\S+)\s+pass \d+: +[\d.]+ s +([\d.]+) MB/s", line)
+    m = re.match(r"(\S+)\s+pass \d+: +[\d.]+ s +([\d.]+) MB/s(?:.*rss sender ([\d.]+) MB receiver ([\d.]+) MB)?", line)
     if m:
-        rates[m.group(1)].append(float(m.group(2)))
-tar, sh = rates["tar|tar"], rates["shoal"]
-if tar and sh:
-    mt, ms = statistics.median(tar), statistics.median(sh)
-    print(f"median MB/s: tar|tar {mt:.2f} ({len(tar)} ok), shoal {ms:.2f} ({len(sh)} ok); ratio shoal/tar = {ms/mt:.2f}")
-else:
-    print("not enough verified runs for a ratio")
+        rates.setdefault(m.group(1), []).append(float(m.group(2)))
+        if m.group(3):
+            rss.setdefault(m.group(1), []).append((float(m.group(3)), float(m.group(4))))
+tar = rates.pop("tar|tar", [])
+if not tar:
+    sys.exit("no verified tar|tar run")
+mt = statistics.median(tar)
+print(f"median MB/s: tar|tar {mt:.2f} ({len(tar)} ok)")
+for arm, r in rates.items():
+    m = statistics.median(r)
+    s = max(x[0] for x in rss.get(arm, [(0, 0)]))
+    v = max(x[1] for x in rss.get(arm, [(0, 0)]))
+    print(f"  {arm:13s} {m:8.2f} MB/s ({len(r)} ok)  ratio to tar|tar {m/mt:.2f}  peak RSS sender {s:.1f} MB receiver {v:.1f} MB")
 PY
 if [ "$KEEP" = 0 ]; then rm -rf "$WORK"; else echo "kept $WORK"; fi

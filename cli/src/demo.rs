@@ -75,6 +75,10 @@ pub async fn run(a: DemoArgs) -> Result<ExitCode> {
         connect_timeout: Duration::from_secs(10),
         timeout: Some(Duration::from_secs(600)),
         latency_out: None,
+        cc: None,
+        connections: 1,
+        stats_interval: None,
+        stats_out: None,
         hooks: Default::default(),
     })
     .await;

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
-use shoal_common::config::{FlowConfig, Mode};
+use shoal_common::config::{Cc, FlowConfig, Mode};
 use shoal_common::identity::{self, Identity, Pin};
 use shoal_common::pipeline::reader::ReaderConfig;
 use shoal_common::tree::{self, GenSpec, DEFAULT_FILES_PER_DIR};
@@ -184,6 +184,23 @@ struct SendArgs {
     /// Write the full per-file latency distribution (CSV: value_ms, percentile, count).
     #[arg(long)]
     latency_out: Option<PathBuf>,
+    /// Congestion controller: cubic, bbr or reno [default: the system default for TCP
+    /// (net.ipv4.tcp_congestion_control), CUBIC for QUIC]. TCP sets TCP_CONGESTION on every
+    /// socket (the receiver does the same) and reports the name the kernel reads back; QUIC
+    /// uses quinn's CubicConfig, BbrConfig (experimental in quinn) or NewRenoConfig.
+    #[arg(long, value_parser = parse_cc)]
+    cc: Option<Cc>,
+    /// Independent connections (each with its own TLS or QUIC session) sharing the files
+    /// through one work queue; --max-streams applies per connection.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    connections: u16,
+    /// Sample RTT, cwnd, retransmits… of every connection this often (e.g. 100ms) into
+    /// --stats-out.
+    #[arg(long, value_parser = parse_duration, requires = "stats_out")]
+    stats_interval: Option<Duration>,
+    /// Time-series CSV for --stats-interval.
+    #[arg(long, requires = "stats_interval")]
+    stats_out: Option<PathBuf>,
     /// Test hook: corrupt the record of file N (walk order) to exercise the receiver's checks.
     #[arg(long, hide = true)]
     test_corrupt_file: Option<usize>,
@@ -207,6 +224,18 @@ struct VerifyArgs {
     /// Print the result as JSON.
     #[arg(long)]
     json: bool,
+}
+
+/// Parses `--cc`, naming what this kernel offers when the name is unknown.
+fn parse_cc(name: &str) -> Result<Cc, String> {
+    use clap::ValueEnum;
+    Cc::from_str(name, true).map_err(|_| {
+        format!(
+            "unknown congestion controller '{name}'; Shoal offers cubic, bbr and reno \
+             (QUIC: quinn's); this kernel's TCP offers: {}",
+            shoal_common::stats::available_tcp_cc().join(" ")
+        )
+    })
 }
 
 fn main() -> ExitCode {
@@ -336,6 +365,10 @@ async fn send(a: SendArgs) -> Result<ExitCode> {
         connect_timeout: a.connect_timeout,
         timeout: a.timeout,
         latency_out: a.latency_out,
+        cc: a.cc,
+        connections: a.connections,
+        stats_interval: a.stats_interval,
+        stats_out: a.stats_out,
         hooks: shoal_sender::TestHooks {
             corrupt_file: a.test_corrupt_file,
         },

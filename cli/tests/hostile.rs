@@ -43,6 +43,7 @@ fn hello(token: &[u8], files: u64, bytes: u64) -> BytesMut {
             conn_index: 0,
             conn_count: 1,
             max_streams: 0,
+            cc: None,
         },
         &mut s,
     );

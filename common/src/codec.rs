@@ -47,6 +47,9 @@ pub struct Hello {
     /// Most per-file streams the sender keeps outstanding on one connection (streams modes);
     /// the receiver refuses a run that asks for more than it allows.
     pub max_streams: u32,
+    /// Congestion controller the sender asked for (`None`: system default); the receiver uses
+    /// the same on its TCP sockets.
+    pub cc: Option<crate::config::Cc>,
 }
 
 /// Announces one file; exactly `size` bytes of content follow it.
@@ -385,7 +388,8 @@ fn decode_hello(input: &[u8]) -> Result<Option<(Hello, usize)>, DecodeError> {
     }
     let run_id: [u8; 16] = body[..16].try_into().expect("16 bytes");
     let mode = Mode::from_wire(body[16]).ok_or(DecodeError::BadHello("unknown mode"))?;
-    // body[17] holds flags; none are defined in version 1.
+    let cc = crate::config::Cc::from_wire(body[17])
+        .ok_or(DecodeError::BadHello("unknown congestion controller"))?;
     let conn_index = read_u16(body, 18).expect("fixed");
     let conn_count = read_u16(body, 20).expect("fixed");
     let max_streams = read_u32(body, 22).expect("fixed");
@@ -416,6 +420,7 @@ fn decode_hello(input: &[u8]) -> Result<Option<(Hello, usize)>, DecodeError> {
         conn_index,
         conn_count,
         max_streams,
+        cc,
     };
     Ok(Some((hello, HELLO_PREFIX + body_len)))
 }
@@ -535,7 +540,7 @@ pub fn encode_hello(hello: &Hello, out: &mut BytesMut) {
     out.put_u32(body_len as u32);
     out.put_slice(&hello.run_id);
     out.put_u8(hello.mode.to_wire());
-    out.put_u8(0);
+    out.put_u8(crate::config::Cc::to_wire(hello.cc));
     out.put_u16(hello.conn_index);
     out.put_u16(hello.conn_count);
     out.put_u32(hello.max_streams);
@@ -664,6 +669,7 @@ mod tests {
             conn_index: 0,
             conn_count: 1,
             max_streams: 4096,
+            cc: Some(crate::config::Cc::Bbr),
         }
     }
 

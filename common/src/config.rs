@@ -110,3 +110,61 @@ impl Default for FlowConfig {
 /// UDP socket buffer asked for when none is given (QUIC needs more than the kernel default
 /// at high rates; the kernel caps it at `net.core.{r,w}mem_max`).
 pub const DEFAULT_UDP_BUFFER: u64 = 8 << 20;
+
+/// Congestion controller asked for a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Cc {
+    /// CUBIC: Linux `cubic`; quinn `CubicConfig`.
+    Cubic,
+    /// BBR: Linux `bbr` (v1 here); quinn `BbrConfig` (experimental in quinn).
+    Bbr,
+    /// Reno: Linux `reno`; quinn `NewRenoConfig`.
+    Reno,
+}
+
+impl Cc {
+    /// The name Linux uses in `TCP_CONGESTION`.
+    pub fn linux_name(self) -> &'static str {
+        match self {
+            Cc::Cubic => "cubic",
+            Cc::Bbr => "bbr",
+            Cc::Reno => "reno",
+        }
+    }
+
+    /// Wire value in the hello (0 means "the system default").
+    pub fn to_wire(cc: Option<Cc>) -> u8 {
+        match cc {
+            None => 0,
+            Some(Cc::Cubic) => 1,
+            Some(Cc::Bbr) => 2,
+            Some(Cc::Reno) => 3,
+        }
+    }
+
+    pub fn from_wire(byte: u8) -> Option<Option<Cc>> {
+        match byte {
+            0 => Some(None),
+            1 => Some(Some(Cc::Cubic)),
+            2 => Some(Some(Cc::Bbr)),
+            3 => Some(Some(Cc::Reno)),
+            _ => None,
+        }
+    }
+
+    /// The name quinn's controller goes by, as reported in rows.
+    pub fn quinn_name(cc: Option<Cc>) -> &'static str {
+        match cc {
+            None | Some(Cc::Cubic) => "quinn-cubic",
+            Some(Cc::Bbr) => "quinn-bbr",
+            Some(Cc::Reno) => "quinn-newreno",
+        }
+    }
+}
+
+impl fmt::Display for Cc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.linux_name())
+    }
+}

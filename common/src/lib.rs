@@ -10,6 +10,7 @@ pub mod metrics;
 pub mod pipeline;
 pub mod relpath;
 pub mod row;
+pub mod stats;
 pub mod transport;
 pub mod tree;
 pub mod units;

@@ -50,6 +50,26 @@ pub struct RunRow {
     pub sndbuf_bytes: u64,
     /// Receiver socket receive buffer read back from the kernel, bytes.
     pub receiver_rcvbuf_bytes: u64,
+    /// Congestion controller asked for (empty: system default) and the one in effect, as the
+    /// kernel reports it (TCP) or as configured in quinn (QUIC: quinn-cubic, quinn-bbr,
+    /// quinn-newreno).
+    pub cc_requested: String,
+    pub cc: String,
+    pub connections_requested: u64,
+    /// Transport statistics at the end of the run, over all connections: RTTs and cwnd
+    /// averaged, counts summed, min RTT the lowest (see docs/csv-schema.md).
+    pub rtt_ms: f64,
+    pub min_rtt_ms: f64,
+    pub cwnd_bytes: u64,
+    pub retransmits: u64,
+    pub lost_bytes: u64,
+    pub congestion_events: u64,
+    pub sent_packets: u64,
+    pub delivery_rate_bytes_per_s: u64,
+    pub bytes_sent: u64,
+    pub bytes_acked: u64,
+    pub rwnd_limited_ms: f64,
+    pub sndbuf_limited_ms: f64,
     /// Per-file latency, sender starts sending the file → receiver closes it, ms.
     pub latency_p50_ms: f64,
     pub latency_p90_ms: f64,

@@ -6,10 +6,12 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
 
-use crate::config::{FlowConfig, DEFAULT_UDP_BUFFER};
+use std::sync::Arc;
+
+use crate::config::{Cc, FlowConfig, DEFAULT_UDP_BUFFER};
 
 /// Transport parameters both QUIC ends use, from `flow`.
-pub fn quic_transport(flow: &FlowConfig) -> Result<quinn::TransportConfig> {
+pub fn quic_transport(flow: &FlowConfig, cc: Option<Cc>) -> Result<quinn::TransportConfig> {
     let mut t = quinn::TransportConfig::default();
     let varint = |v: u64| quinn::VarInt::from_u64(v).map_err(|e| anyhow!("{v}: {e}"));
     t.stream_receive_window(varint(flow.stream_window)?);
@@ -21,6 +23,12 @@ pub fn quic_transport(flow: &FlowConfig) -> Result<quinn::TransportConfig> {
         quinn::IdleTimeout::try_from(Duration::from_secs(60)).expect("valid idle timeout"),
     ));
     t.keep_alive_interval(Some(Duration::from_secs(5)));
+    use quinn::congestion::{BbrConfig, CubicConfig, NewRenoConfig};
+    match cc {
+        None | Some(Cc::Cubic) => t.congestion_controller_factory(Arc::new(CubicConfig::default())),
+        Some(Cc::Bbr) => t.congestion_controller_factory(Arc::new(BbrConfig::default())),
+        Some(Cc::Reno) => t.congestion_controller_factory(Arc::new(NewRenoConfig::default())),
+    };
     Ok(t)
 }
 

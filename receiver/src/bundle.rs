@@ -2,18 +2,18 @@
 //! ops to the writer, report completion. With `acks` (the `tcp-wait` control arm) the receiver
 //! acknowledges files as they become ready.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
 
 use anyhow::anyhow;
 use bytes::{Buf, BytesMut};
-use shoal_common::codec::{self, Completion, Hello, Record, RecordDecoder};
-use shoal_common::metrics;
-use shoal_common::pipeline::writer::{WriteBatch, WriteOp, WriterThread};
+use shoal_common::codec::{self, Hello, Record, RecordDecoder};
+use shoal_common::pipeline::writer::{WriteBatch, WriteOp};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, Semaphore};
 
-use crate::run::{self, TransportFacts};
+use crate::hub::{ConnEnd, Membership};
+use crate::run::TransportFacts;
 use crate::{read_some, ReceiverConfig};
 
 /// Why the pump stopped early.
@@ -35,97 +35,86 @@ impl From<codec::DecodeError> for PumpError {
     }
 }
 
-/// Receives one run's records after its hello and returns the completion it reported to the
-/// sender (a non-empty `errors` list means the run failed and the sender was told why).
+/// Receives one connection's records after its hello, feeding the run's writer. With `acks`
+/// (the stop-and-wait arm) each file is acknowledged once written and closed. Returns what the
+/// connection saw and the write half, for the reply.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn receive<R, W>(
     config: &ReceiverConfig,
-    hello: &Hello,
+    member: &Membership,
     rd: &mut R,
     wr: W,
     buf: BytesMut,
     decoder: RecordDecoder,
-    first_byte: Instant,
     acks: bool,
     facts: TransportFacts,
-) -> Completion
+) -> (ConnEnd, W)
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    metrics::reset_peak_rss();
-    let (ready_tx, ready_rx) = if acks {
-        let (tx, rx) = mpsc::unbounded_channel();
-        (Some(tx), Some(rx))
-    } else {
-        (None, None)
-    };
-    let mut wr = Some(wr);
-    let writer = match WriterThread::spawn(config.dest.clone(), config.fsync, ready_tx) {
-        Ok(w) => w,
-        Err(e) => {
-            let mut c = Completion {
-                errors: vec![format!("{e:#}")],
-                ..Default::default()
-            };
-            run::reply(wr.as_mut().expect("writer half"), &mut c).await;
-            return c;
-        }
-    };
-    // The stop-and-wait arm: forward "files ready" counts as acknowledgements while the pump
-    // keeps reading; the write half comes back when the writer is done.
-    let acker = ready_rx.map(|mut rx| {
-        let mut w = wr.take().expect("writer half");
-        tokio::spawn(async move {
-            let mut acked = 0;
-            while let Some(n) = rx.recv().await {
-                if n > acked {
-                    let mut out = BytesMut::new();
-                    codec::encode_ack(n, &mut out);
-                    if w.write_all(&out).await.is_err() || w.flush().await.is_err() {
-                        break;
-                    }
-                    acked = n;
+    // The stop-and-wait arm: the writer signals each file after closing it; this task turns
+    // the signals into acknowledgements while the pump keeps reading. The write half comes
+    // back when the signals end.
+    let (signal, acker) = if acks {
+        let (tx, mut rx) = mpsc::unbounded_channel::<()>();
+        let mut w = wr;
+        let task = tokio::spawn(async move {
+            let mut acked = 0u64;
+            while rx.recv().await.is_some() {
+                acked += 1;
+                let mut out = BytesMut::new();
+                codec::encode_ack(acked, &mut out);
+                if w.write_all(&out).await.is_err() || w.flush().await.is_err() {
+                    break;
                 }
             }
             w
-        })
-    });
-    let pumped = pump(config, hello, rd, buf, decoder, &writer).await;
-    let report = writer.finish().await;
-    let mut wr = match acker {
-        Some(task) => match task.await {
-            Ok(w) => w,
-            Err(_) => {
-                return Completion {
-                    errors: vec!["acknowledgement task failed".into()],
-                    ..Default::default()
-                }
-            }
-        },
-        None => wr.take().expect("writer half"),
+        });
+        (Some(tx), Either::Task(task))
+    } else {
+        (None, Either::Ready(wr))
     };
-    let mut errors = Vec::new();
-    if let Err(PumpError::Other(e)) = pumped {
-        errors.push(format!("{e:#}"));
-    }
-    let mut completion = run::completion(hello, &report, errors, first_byte, &facts);
-    run::reply(&mut wr, &mut completion).await;
-    completion
+    let pumped = pump(config, member, rd, buf, decoder, signal).await;
+    let wr = match acker {
+        Either::Ready(w) => w,
+        // The pump dropped its signal sender; the last one goes with the writer's last op.
+        Either::Task(task) => task.await.expect("acknowledgement task panicked"),
+    };
+    let (errors, stopped) = match pumped {
+        Ok(()) => (Vec::new(), false),
+        Err(PumpError::WriterGone) => (Vec::new(), true),
+        Err(PumpError::Other(e)) => (vec![format!("{e:#}")], false),
+    };
+    let end = ConnEnd {
+        errors,
+        stopped,
+        peak_streams: 0,
+        facts,
+    };
+    (end, wr)
+}
+
+enum Either<T, W> {
+    Task(tokio::task::JoinHandle<W>),
+    Ready(T),
 }
 
 /// Decodes records as they arrive and feeds the writer in batches (one per read), holding
 /// receive-budget room for the bytes in flight to the disk.
 async fn pump<R: AsyncRead + Unpin>(
     config: &ReceiverConfig,
-    hello: &Hello,
+    member: &Membership,
     rd: &mut R,
     mut buf: BytesMut,
     mut decoder: RecordDecoder,
-    writer: &WriterThread,
+    signal: Option<mpsc::UnboundedSender<()>>,
 ) -> Result<(), PumpError> {
-    let budget = Arc::new(Semaphore::new(config.write_budget));
-    let mut claims = Claims::default();
+    let run = &member.run;
+    let hello = &run.hello;
+    // This connection's own tally, for its end marker; the run's tally is in `run.claims`.
+    let mut mine = Claims::default();
+    let mut id = 0;
     loop {
         let mut ops = Vec::new();
         let mut batch_bytes = 0usize;
@@ -133,10 +122,16 @@ async fn pump<R: AsyncRead + Unpin>(
         while let Some((record, n)) = decoder.decode(&buf)? {
             match record {
                 Record::File(h) => {
-                    claims.claim(hello, &h.path.to_string(), h.size)?;
+                    run.claims
+                        .lock()
+                        .expect("claims")
+                        .claim(hello, &h.path.to_string(), h.size)?;
+                    mine.files += 1;
+                    mine.bytes += h.size;
                     buf.advance(n);
+                    id = run.next_file_id.fetch_add(1, Ordering::Relaxed);
                     ops.push(WriteOp::Open {
-                        id: 0,
+                        id,
                         path: h.path,
                         size: h.size,
                         sent_at_us: h.sent_at_us,
@@ -145,16 +140,21 @@ async fn pump<R: AsyncRead + Unpin>(
                 Record::Data(_) => {
                     let data = buf.split_to(n).freeze();
                     batch_bytes += n;
-                    ops.push(WriteOp::Data { id: 0, bytes: data });
+                    ops.push(WriteOp::Data { id, bytes: data });
                 }
-                Record::FileEnd => ops.push(WriteOp::Close { id: 0 }),
+                Record::FileEnd => {
+                    ops.push(WriteOp::Close { id });
+                    if let Some(s) = &signal {
+                        ops.push(WriteOp::Signal(s.clone()));
+                    }
+                }
                 Record::Dir(path) => {
                     buf.advance(n);
                     ops.push(WriteOp::Dir(path));
                 }
                 Record::End(end) => {
                     buf.advance(n);
-                    claims.check_end(hello, end)?;
+                    mine.check_own_end(end)?;
                     ended = true;
                     break;
                 }
@@ -162,7 +162,7 @@ async fn pump<R: AsyncRead + Unpin>(
             }
         }
         if !ops.is_empty() {
-            send_batch(config, &budget, &writer.batches, ops, batch_bytes).await?;
+            send_batch(config, &run.budget, &member.batches, ops, batch_bytes).await?;
         }
         if ended {
             if !buf.is_empty() {
@@ -170,7 +170,11 @@ async fn pump<R: AsyncRead + Unpin>(
             }
             return Ok(());
         }
-        if read_some(rd, &mut buf, config.idle_timeout).await? == 0 {
+        let read = tokio::select! {
+            r = read_some(rd, &mut buf, config.idle_timeout) => r?,
+            _ = run.cancel.cancelled() => return Err(anyhow!("stopped: the run failed on another connection").into()),
+        };
+        if read == 0 {
             decoder.finish()?;
             return Err(anyhow!("stream closed early").into());
         }
@@ -224,23 +228,15 @@ impl Claims {
         Ok(())
     }
 
-    pub(crate) fn check_end(&self, hello: &Hello, end: codec::EndMarker) -> anyhow::Result<()> {
+    /// One connection's end marker against what that connection carried.
+    pub(crate) fn check_own_end(&self, end: codec::EndMarker) -> anyhow::Result<()> {
         if end.files != self.files || end.bytes != self.bytes {
             return Err(anyhow!(
-                "end marker counts {} files / {} bytes but {} / {} arrived",
+                "end marker counts {} files / {} bytes but {} / {} arrived on this connection",
                 end.files,
                 end.bytes,
                 self.files,
                 self.bytes
-            ));
-        }
-        if self.files != hello.file_count || self.bytes != hello.total_bytes {
-            return Err(anyhow!(
-                "stream ended after {} files / {} bytes; the hello announced {} / {}",
-                self.files,
-                self.bytes,
-                hello.file_count,
-                hello.total_bytes
             ));
         }
         Ok(())

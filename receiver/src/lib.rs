@@ -6,6 +6,7 @@
 //! created before that.
 
 mod bundle;
+mod hub;
 mod prefixed;
 mod quic;
 mod run;
@@ -82,6 +83,7 @@ pub(crate) struct Shared {
     pub identity: Identity,
     pub config: ReceiverConfig,
     pub tls: tokio_rustls::TlsAcceptor,
+    pub hub: hub::Hub,
     pub done: mpsc::UnboundedSender<RunOutcome>,
 }
 
@@ -114,6 +116,7 @@ impl Receiver {
                 identity,
                 config,
                 tls,
+                hub: hub::Hub::default(),
                 done,
             }),
             done_rx,

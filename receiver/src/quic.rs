@@ -3,7 +3,6 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
 
 use anyhow::{Context as _, Result};
 use bytes::BytesMut;
@@ -29,7 +28,9 @@ pub(crate) fn bind(
     let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(identity.server_config()?)
         .context("TLS configuration unusable for QUIC")?;
     let mut server = quinn::ServerConfig::with_crypto(Arc::new(crypto));
-    server.transport_config(Arc::new(quic_transport(&config.flow)?));
+    // The receiver sends only replies; its controller (CUBIC) hardly matters. The sender's
+    // controller, chosen per run, governs the data.
+    server.transport_config(Arc::new(quic_transport(&config.flow, None)?));
     let endpoint = quinn::Endpoint::new(
         quinn::EndpointConfig::default(),
         Some(server),
@@ -63,7 +64,6 @@ pub(crate) async fn handle(ctx: Arc<Shared>, incoming: quinn::Incoming, rcvbuf: 
     };
     let mut buf = BytesMut::with_capacity(READ_SIZE);
     let mut decoder = RecordDecoder::new(config.limits);
-    let first_byte = Instant::now();
     let hello = match read_hello(&mut rd, &mut buf, &mut decoder, config.idle_timeout).await {
         Ok(h) => h,
         Err(e) => {
@@ -73,12 +73,17 @@ pub(crate) async fn handle(ctx: Arc<Shared>, incoming: quinn::Incoming, rcvbuf: 
             return;
         }
     };
-    if let Err(e) = run::admit(config, &ctx.identity.token, &hello, Wire::Quic) {
-        eprintln!("{peer}: refused: {e:#}");
-        run::send_error(&mut wr, &format!("{e:#}")).await;
-        let _ = tokio::time::timeout(std::time::Duration::from_secs(2), conn.closed()).await;
-        return;
-    }
+    let member = match run::admit(config, &ctx.identity.token, &hello, Wire::Quic)
+        .and_then(|()| ctx.hub.join(config, &hello))
+    {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("{peer}: refused: {e:#}");
+            run::send_error(&mut wr, &format!("{e:#}")).await;
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(2), conn.closed()).await;
+            return;
+        }
+    };
     let facts = TransportFacts {
         stream_window: config.flow.stream_window,
         conn_window: config.flow.conn_window,
@@ -87,10 +92,11 @@ pub(crate) async fn handle(ctx: Arc<Shared>, incoming: quinn::Incoming, rcvbuf: 
     };
     let completion = match hello.mode {
         Mode::QuicBundle => {
-            bundle::receive(
-                config, &hello, &mut rd, wr, buf, decoder, first_byte, false, facts,
-            )
-            .await
+            let (end, mut wr) =
+                bundle::receive(config, &member, &mut rd, wr, buf, decoder, false, facts).await;
+            let mut completion = member.finish(&ctx.hub, end, config.idle_timeout).await;
+            run::reply(&mut wr, &mut completion).await;
+            completion
         }
         Mode::QuicStreams => {
             let (tx, files) = mpsc::unbounded_channel();
@@ -104,17 +110,19 @@ pub(crate) async fn handle(ctx: Arc<Shared>, incoming: quinn::Incoming, rcvbuf: 
                     }
                 })
             };
-            let c = streams::receive(
-                config, &hello, &mut rd, &mut wr, buf, decoder, files, first_byte, facts,
-            )
-            .await;
+            let end = streams::receive(config, &member, &mut rd, buf, decoder, files, facts).await;
             acceptor.abort();
-            c
+            let mut completion = member.finish(&ctx.hub, end, config.idle_timeout).await;
+            run::reply(&mut wr, &mut completion).await;
+            completion
         }
         _ => unreachable!("admit() refuses TCP modes on QUIC"),
     };
     // Wait (bounded) for the sender to close, so the reply is delivered.
     let _ = tokio::time::timeout(std::time::Duration::from_secs(5), conn.closed()).await;
+    if hello.conn_index != 0 {
+        return; // one report per run, from its first connection
+    }
     let _ = ctx.done.send(RunOutcome {
         run_id: hex::encode(hello.run_id),
         peer,

@@ -37,13 +37,16 @@ pub(crate) struct TransportFacts {
 }
 
 impl TransportFacts {
-    fn rcvbuf_now(&self) -> u64 {
+    pub(crate) fn rcvbuf_now(&self) -> u64 {
         match &self.tcp_socket {
             Some(fd) => SockRef::from(&**fd).recv_buffer_size().unwrap_or(0) as u64,
             None => self.rcvbuf,
         }
     }
 }
+
+/// Most connections one run may span.
+pub(crate) const MAX_CONNECTIONS: u16 = 64;
 
 /// Checks a hello before anything is created: token, mode against the wire, stream limit.
 pub(crate) fn admit(
@@ -72,11 +75,14 @@ pub(crate) fn admit(
             config.flow.max_streams
         );
     }
-    if hello.conn_count != 1 {
+    if hello.conn_count > MAX_CONNECTIONS {
         bail!(
-            "this receiver serves single-connection runs only (hello announces {} connections)",
+            "the sender asks for {} connections; at most {MAX_CONNECTIONS} per run",
             hello.conn_count
         );
+    }
+    if let (Wire::Tcp { .. }, Some(cc)) = (wire, hello.cc) {
+        shoal_common::stats::check_tcp_cc(cc)?;
     }
     Ok(())
 }

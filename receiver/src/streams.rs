@@ -8,20 +8,19 @@ use std::future::poll_fn;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
-use std::time::Instant;
 
 use anyhow::anyhow;
 use bytes::{Buf, BytesMut};
-use shoal_common::codec::{Completion, Hello, Record, RecordDecoder};
-use shoal_common::metrics;
-use shoal_common::pipeline::writer::{WriteOp, WriterThread};
+use shoal_common::codec::{Record, RecordDecoder};
+use shoal_common::pipeline::writer::{WriteBatch, WriteOp};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
-use tokio::sync::{mpsc, oneshot, Semaphore};
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::compat::{Compat, FuturesAsyncReadCompatExt, TokioAsyncReadCompatExt};
 
 use crate::bundle::{send_batch, Claims, PumpError};
-use crate::run::{self, TransportFacts};
+use crate::hub::{ConnEnd, Membership, Run};
+use crate::run::TransportFacts;
 use crate::{read_sized, read_some, ReceiverConfig};
 
 /// A file stream as it arrives.
@@ -30,55 +29,35 @@ pub(crate) enum InboundFile {
     Quic(quinn::RecvStream),
 }
 
-/// What the file-stream handlers share.
+/// What the file-stream handlers of one connection share.
 struct Shared {
     config: ReceiverConfig,
-    hello: Hello,
-    budget: Arc<Semaphore>,
-    writer: mpsc::Sender<shoal_common::pipeline::writer::WriteBatch>,
-    claims: Mutex<Claims>,
-    next_id: AtomicU64,
+    run: Arc<Run>,
+    writer: mpsc::Sender<WriteBatch>,
+    /// This connection's own tally, for its end marker.
+    mine: Mutex<Claims>,
     open_now: AtomicU64,
     peak_open: AtomicU64,
 }
 
-/// Receives a run whose files arrive on `inbound`; the control stream is `control_rd` /
-/// `control_wr`, already past the hello (`buf` holds what was read after it).
+/// Receives one connection's files, arriving on `inbound`; the control stream is
+/// `control_rd`, already past the hello (`buf` holds what was read after it).
 #[allow(clippy::too_many_arguments)]
-pub(crate) async fn receive<R, W>(
+pub(crate) async fn receive<R: AsyncRead + Unpin>(
     config: &ReceiverConfig,
-    hello: &Hello,
+    member: &Membership,
     control_rd: &mut R,
-    control_wr: &mut W,
     mut buf: BytesMut,
     mut decoder: RecordDecoder,
     mut inbound: mpsc::UnboundedReceiver<InboundFile>,
-    first_byte: Instant,
     facts: TransportFacts,
-) -> Completion
-where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
-{
-    metrics::reset_peak_rss();
-    let writer = match WriterThread::spawn(config.dest.clone(), config.fsync, None) {
-        Ok(w) => w,
-        Err(e) => {
-            let mut c = Completion {
-                errors: vec![format!("{e:#}")],
-                ..Default::default()
-            };
-            run::reply(control_wr, &mut c).await;
-            return c;
-        }
-    };
+) -> ConnEnd {
+    let run = &member.run;
     let shared = Arc::new(Shared {
         config: config.clone(),
-        hello: hello.clone(),
-        budget: Arc::new(Semaphore::new(config.write_budget)),
-        writer: writer.batches.clone(),
-        claims: Mutex::new(Claims::default()),
-        next_id: AtomicU64::new(1),
+        run: run.clone(),
+        writer: member.batches.clone(),
+        mine: Mutex::new(Claims::default()),
         open_now: AtomicU64::new(0),
         peak_open: AtomicU64::new(0),
     });
@@ -86,27 +65,23 @@ where
     let mut done = 0u64;
     let mut end = None;
     let mut failure: Option<String> = None;
+    let mut stopped = false;
     let mut accepting = true;
     let idle = config.idle_timeout;
     let mut deadline = tokio::time::Instant::now() + idle;
     'run: loop {
         // Records on the control stream: empty folders, then the end marker.
         loop {
-            let decoded = decoder.decode(&buf);
-            match decoded {
+            match decoder.decode(&buf) {
                 Ok(None) => break,
                 Ok(Some((Record::Dir(path), n))) => {
                     buf.advance(n);
-                    if send_batch(
-                        config,
-                        &shared.budget,
-                        &writer.batches,
-                        vec![WriteOp::Dir(path)],
-                        0,
-                    )
-                    .await
-                    .is_err()
+                    let ops = vec![WriteOp::Dir(path)];
+                    if send_batch(config, &run.budget, &member.batches, ops, 0)
+                        .await
+                        .is_err()
                     {
+                        stopped = true;
                         break 'run;
                     }
                 }
@@ -126,7 +101,7 @@ where
         }
         if let Some(e) = end {
             if done >= e.files {
-                if let Err(err) = shared.claims.lock().expect("claims").check_end(hello, e) {
+                if let Err(err) = shared.mine.lock().expect("tally").check_own_end(e) {
                     failure = Some(format!("{err:#}"));
                 }
                 break;
@@ -141,7 +116,10 @@ where
             },
             Some(joined) = handlers.join_next() => match joined {
                 Ok(Ok(())) => done += 1,
-                Ok(Err(PumpError::WriterGone)) => break,
+                Ok(Err(PumpError::WriterGone)) => {
+                    stopped = true;
+                    break;
+                }
                 Ok(Err(PumpError::Other(e))) => {
                     failure = Some(format!("{e:#}"));
                     break;
@@ -165,6 +143,10 @@ where
                     break;
                 }
             },
+            _ = run.cancel.cancelled() => {
+                failure = Some("stopped: the run failed on another connection".into());
+                break;
+            }
             _ = tokio::time::sleep_until(deadline) => {
                 failure = Some(format!(
                     "no progress for {} s ({done} file streams done)",
@@ -174,7 +156,7 @@ where
             }
         }
         deadline = tokio::time::Instant::now() + idle;
-        if !accepting && handlers.is_empty() && end.is_some() {
+        if !accepting && handlers.is_empty() {
             if let Some(e) = end {
                 if done < e.files {
                     failure = Some(format!(
@@ -190,18 +172,12 @@ where
     handlers.abort_all();
     while handlers.join_next().await.is_some() {}
     let peak = shared.peak_open.load(Ordering::Relaxed);
-    drop(shared);
-    let report = writer.finish().await;
-    let mut completion = run::completion(
-        hello,
-        &report,
-        failure.into_iter().collect(),
-        first_byte,
-        &facts,
-    );
-    completion.peak_streams = peak;
-    run::reply(control_wr, &mut completion).await;
-    completion
+    ConnEnd {
+        errors: failure.into_iter().collect(),
+        stopped,
+        peak_streams: peak,
+        facts,
+    }
 }
 
 async fn handle_file(shared: Arc<Shared>, file: InboundFile) -> Result<(), PumpError> {
@@ -234,7 +210,7 @@ async fn handle_file(shared: Arc<Shared>, file: InboundFile) -> Result<(), PumpE
 
 /// Reads exactly one file record from a stream and writes it.
 async fn read_one_file<R: AsyncRead + Unpin>(shared: &Shared, rd: &mut R) -> Result<(), PumpError> {
-    let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
+    let id = shared.run.next_file_id.fetch_add(1, Ordering::Relaxed);
     let mut decoder = RecordDecoder::records_only(shared.config.limits);
     let mut buf = BytesMut::new();
     let mut seen_file = false;
@@ -248,11 +224,16 @@ async fn read_one_file<R: AsyncRead + Unpin>(shared: &Shared, rd: &mut R) -> Res
                         return Err(anyhow!("a second file record on one file stream").into());
                     }
                     seen_file = true;
-                    shared.claims.lock().expect("claims").claim(
-                        &shared.hello,
-                        &h.path.to_string(),
-                        h.size,
-                    )?;
+                    let shown = h.path.to_string();
+                    let run = &shared.run;
+                    run.claims
+                        .lock()
+                        .expect("claims")
+                        .claim(&run.hello, &shown, h.size)?;
+                    let mut mine = shared.mine.lock().expect("tally");
+                    mine.files += 1;
+                    mine.bytes += h.size;
+                    drop(mine);
                     buf.advance(n);
                     ops.push(WriteOp::Open {
                         id,
@@ -275,7 +256,7 @@ async fn read_one_file<R: AsyncRead + Unpin>(shared: &Shared, rd: &mut R) -> Res
         if !ops.is_empty() {
             send_batch(
                 &shared.config,
-                &shared.budget,
+                &shared.run.budget,
                 &shared.writer,
                 ops,
                 batch_bytes,

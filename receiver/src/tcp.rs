@@ -5,11 +5,12 @@
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::BytesMut;
 use shoal_common::codec::RecordDecoder;
 use shoal_common::config::Mode;
+use shoal_common::stats::set_tcp_cc;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
@@ -50,7 +51,6 @@ where
     let (mut rd, mut wr) = tokio::io::split(stream);
     let mut buf = BytesMut::with_capacity(READ_SIZE);
     let mut decoder = RecordDecoder::new(config.limits);
-    let first_byte = Instant::now();
     let hello = match read_hello(&mut rd, &mut buf, &mut decoder, config.idle_timeout).await {
         Ok(h) => h,
         Err(e) => {
@@ -61,22 +61,30 @@ where
     };
     let admitted = run::admit(config, &ctx.identity.token, &hello, wire);
     let tcp_socket = probe.map(Arc::new);
+    if let (Ok(()), Some(cc), Some(fd)) = (&admitted, hello.cc, &tcp_socket) {
+        // The same controller for data in both directions (it matters for replies and ACKs).
+        let _ = set_tcp_cc(&**fd, cc);
+    }
     let completion = match hello.mode {
         Mode::TcpBundle | Mode::TcpWait => {
-            if let Err(e) = admitted {
-                eprintln!("{peer}: refused: {e:#}");
-                run::send_error(&mut wr, &format!("{e:#}")).await;
-                return;
-            }
+            let member = match admitted.and_then(|()| ctx.hub.join(config, &hello)) {
+                Ok(m) => m,
+                Err(e) => {
+                    eprintln!("{peer}: refused: {e:#}");
+                    run::send_error(&mut wr, &format!("{e:#}")).await;
+                    return;
+                }
+            };
             let acks = hello.mode == Mode::TcpWait;
             let facts = TransportFacts {
                 tcp_socket,
                 ..Default::default()
             };
-            bundle::receive(
-                config, &hello, &mut rd, wr, buf, decoder, first_byte, acks, facts,
-            )
-            .await
+            let (end, mut wr) =
+                bundle::receive(config, &member, &mut rd, wr, buf, decoder, acks, facts).await;
+            let mut completion = member.finish(&ctx.hub, end, config.idle_timeout).await;
+            run::reply(&mut wr, &mut completion).await;
+            completion
         }
         Mode::TcpStreams => {
             // What was read past the hello already belongs to yamux. The sender has started
@@ -97,37 +105,42 @@ where
             // The control stream repeats the hello; it must be the same run's.
             let mut cbuf = BytesMut::new();
             let mut cdec = RecordDecoder::new(config.limits);
-            let refusal =
-                match read_hello(&mut crd, &mut cbuf, &mut cdec, config.idle_timeout).await {
-                    Ok(h) if h.run_id != hello.run_id => {
-                        Some("control stream hello is for another run".to_string())
-                    }
-                    Ok(_) => admitted.err().map(|e| format!("{e:#}")),
-                    Err(e) => Some(format!("{e:#}")),
-                };
-            if let Some(reason) = refusal {
-                eprintln!("{peer}: refused: {reason}");
-                run::send_error(&mut cwr, &reason).await;
-                // Keep the connection up (bounded) so the refusal reaches the sender.
-                let _ = tokio::time::timeout(Duration::from_secs(5), driver).await;
-                return;
-            }
+            let joined = match read_hello(&mut crd, &mut cbuf, &mut cdec, config.idle_timeout).await
+            {
+                Ok(h) if h.run_id != hello.run_id => {
+                    Err(anyhow::anyhow!("control stream hello is for another run"))
+                }
+                Ok(_) => admitted.and_then(|()| ctx.hub.join(config, &hello)),
+                Err(e) => Err(e),
+            };
+            let member = match joined {
+                Ok(m) => m,
+                Err(e) => {
+                    eprintln!("{peer}: refused: {e:#}");
+                    run::send_error(&mut cwr, &format!("{e:#}")).await;
+                    // Keep the connection up (bounded) so the refusal reaches the sender.
+                    let _ = tokio::time::timeout(Duration::from_secs(5), driver).await;
+                    return;
+                }
+            };
             let facts = TransportFacts {
                 stream_window: 256 << 10,
                 conn_window: shoal_common::transport::yamux_window(streams_allowed) as u64,
                 rcvbuf: 0,
                 tcp_socket,
             };
-            let c = streams::receive(
-                config, &hello, &mut crd, &mut cwr, cbuf, cdec, files, first_byte, facts,
-            )
-            .await;
+            let end = streams::receive(config, &member, &mut crd, cbuf, cdec, files, facts).await;
+            let mut completion = member.finish(&ctx.hub, end, config.idle_timeout).await;
+            run::reply(&mut cwr, &mut completion).await;
             // Keep the connection running until the sender has read the reply and closed.
             let _ = tokio::time::timeout(Duration::from_secs(5), driver).await;
-            c
+            completion
         }
         Mode::QuicBundle | Mode::QuicStreams => unreachable!("admit() refuses QUIC modes on TCP"),
     };
+    if hello.conn_index != 0 {
+        return; // one report per run, from its first connection
+    }
     let _ = ctx.done.send(RunOutcome {
         run_id: hex::encode(hello.run_id),
         peer,

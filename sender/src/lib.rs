@@ -4,21 +4,24 @@
 mod bundle;
 pub mod net;
 mod replies;
+mod sampler;
 mod streams;
 
+use std::os::fd::OwnedFd;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use bytes::BytesMut;
 use shoal_common::codec::{self, Completion, Hello, Reply};
-use shoal_common::config::{FlowConfig, Mode};
+use shoal_common::config::{Cc, FlowConfig, Mode};
 use shoal_common::identity::Pin;
 use shoal_common::latency::LatencyHistogram;
 use shoal_common::metrics;
 use shoal_common::pipeline::reader::{Chunk, ChunkKind, Reader, ReaderConfig, WorkQueue};
 use shoal_common::row::RunRow;
+use shoal_common::stats::{check_tcp_cc, quic_stats, tcp_cc, tcp_stats, ConnStats, RunStats};
 use shoal_common::tree::SourceTree;
 use tokio::io::AsyncWriteExt;
 
@@ -40,6 +43,13 @@ pub struct SendConfig {
     pub timeout: Option<Duration>,
     /// Write the full per-file latency distribution here (CSV).
     pub latency_out: Option<PathBuf>,
+    /// Congestion controller (`None`: the system default for TCP, CUBIC for QUIC).
+    pub cc: Option<Cc>,
+    /// Independent connections sharing the files (1..=64).
+    pub connections: u16,
+    /// Sample every connection's statistics this often into `stats_out`.
+    pub stats_interval: Option<Duration>,
+    pub stats_out: Option<PathBuf>,
     pub hooks: TestHooks,
 }
 
@@ -70,6 +80,17 @@ struct Measured {
     connections: u64,
     sndbuf: u64,
     peak_streams: u64,
+    cc: String,
+    stats: RunStats,
+}
+
+/// What one connection measured.
+struct ConnOutcome {
+    completion: Completion,
+    sndbuf: u64,
+    peak_streams: u64,
+    cc: String,
+    stats: ConnStats,
 }
 
 /// Runs one transfer and returns its row (status `ok` only if the receiver reported every
@@ -83,6 +104,8 @@ pub async fn send(config: &SendConfig) -> RunRow {
         load_1m_start: metrics::load_avg_1m(),
         read_ahead_bytes: config.reader.budget as u64,
         max_streams: u64::from(config.flow.max_streams),
+        cc_requested: config.cc.map(|c| c.to_string()).unwrap_or_default(),
+        connections_requested: u64::from(config.connections),
         send_window: config.flow.send_window,
         receiver: config.to.clone(),
         kernel: metrics::kernel_release(),
@@ -129,6 +152,19 @@ pub async fn send(config: &SendConfig) -> RunRow {
             row.conn_window = c.conn_window;
             row.peak_streams = m.peak_streams;
             row.receiver_peak_streams = c.peak_streams;
+            row.cc = m.cc;
+            row.rtt_ms = m.stats.rtt_ms;
+            row.min_rtt_ms = m.stats.min_rtt_ms;
+            row.cwnd_bytes = m.stats.cwnd_bytes;
+            row.retransmits = m.stats.retransmits;
+            row.lost_bytes = m.stats.lost_bytes;
+            row.congestion_events = m.stats.congestion_events;
+            row.sent_packets = m.stats.sent_packets;
+            row.delivery_rate_bytes_per_s = m.stats.delivery_rate;
+            row.bytes_sent = m.stats.bytes_sent;
+            row.bytes_acked = m.stats.bytes_acked;
+            row.rwnd_limited_ms = m.stats.rwnd_limited_ms;
+            row.sndbuf_limited_ms = m.stats.sndbuf_limited_ms;
             row.status = "ok".into();
             match LatencyHistogram::from_bytes(&c.latency) {
                 Ok(h) => {
@@ -155,8 +191,8 @@ pub async fn send(config: &SendConfig) -> RunRow {
     row
 }
 
-/// Connects, streams the tree and waits for the completion report. Timing starts when the
-/// sender starts connecting and ends when the report arrives.
+/// Connects (N connections), streams the tree and waits for the completion report. Timing
+/// starts when the sender starts connecting and ends when every connection has the report.
 async fn transfer(
     config: &SendConfig,
     run_id: [u8; 16],
@@ -165,60 +201,113 @@ async fn transfer(
     if config.plain && config.mode.is_quic() {
         bail!("--plain applies to TCP modes only (QUIC always encrypts)");
     }
-    let hello = Hello {
-        run_id,
-        token: config.token.clone(),
-        mode: config.mode,
-        file_count: tree.files.len() as u64,
-        total_bytes: tree.total_bytes,
-        conn_index: 0,
-        conn_count: 1,
-        max_streams: config.flow.max_streams,
-    };
+    if let (Some(cc), false) = (config.cc, config.mode.is_quic()) {
+        check_tcp_cc(cc)?;
+    }
+    let n = config.connections.clamp(1, 64);
+    let file_count = tree.files.len() as u64;
+    let total_bytes = tree.total_bytes;
     let queue = Arc::new(WorkQueue::new(tree));
-    // The reader starts filling its budget while the connection is being set up.
-    let reader = Reader::spawn(queue, config.reader)?;
+    // Each connection reads ahead for itself; together they stay within the budget.
+    let reader = ReaderConfig {
+        budget: (config.reader.budget / n as usize).max(1 << 20),
+        ..config.reader
+    };
+    let probes = Arc::new(Mutex::new(Vec::new()));
     let t0 = Instant::now();
+    let sampler = match (config.stats_interval, &config.stats_out) {
+        (Some(every), Some(out)) => Some(sampler::spawn(every, out, probes.clone(), t0)?),
+        _ => None,
+    };
+    let connections = (0..n).map(|i| {
+        let hello = Hello {
+            run_id,
+            token: config.token.clone(),
+            mode: config.mode,
+            file_count,
+            total_bytes,
+            conn_index: i,
+            conn_count: n,
+            max_streams: config.flow.max_streams,
+            cc: config.cc,
+        };
+        one_connection(config, hello, queue.clone(), reader, probes.clone())
+    });
+    // The first connection to fail ends the run (the others are dropped, so the receiver
+    // sees them go and fails the run too).
+    let outcomes = futures::future::try_join_all(connections).await;
+    let seconds = t0.elapsed().as_secs_f64();
+    if let Some(s) = sampler {
+        s.stop().await;
+    }
+    let outcomes = outcomes?;
+    let first = &outcomes[0];
+    let stats: Vec<ConnStats> = outcomes.iter().map(|o| o.stats).collect();
+    Ok(Measured {
+        completion: first.completion.clone(),
+        seconds,
+        connections: outcomes.len() as u64,
+        sndbuf: outcomes.iter().map(|o| o.sndbuf).max().unwrap_or(0),
+        peak_streams: outcomes.iter().map(|o| o.peak_streams).max().unwrap_or(0),
+        cc: first.cc.clone(),
+        stats: RunStats::of(&stats),
+    })
+}
+
+/// One connection's share of the run: its own reader over the shared queue, its own
+/// TLS/QUIC session, the same completion report at the end.
+async fn one_connection(
+    config: &SendConfig,
+    hello: Hello,
+    queue: Arc<WorkQueue>,
+    reader: ReaderConfig,
+    probes: Arc<Mutex<Vec<(u16, Probe)>>>,
+) -> Result<ConnOutcome> {
+    let reader = Reader::spawn(queue, reader)?;
     let (to, pin, flow, hooks) = (&config.to, config.pin, &config.flow, config.hooks);
     let timeout = config.connect_timeout;
-    let mut measured = match config.mode {
-        Mode::TcpBundle | Mode::TcpWait => {
-            let (io, probe) = net::connect_tcp(to, pin, config.plain, flow, timeout).await?;
-            let (rd, wr) = tokio::io::split(io);
-            let wait = config.mode == Mode::TcpWait;
-            let completion = bundle::run(rd, wr, &hello, reader, wait, hooks).await?;
-            Measured {
+    let index = hello.conn_index;
+    let register = |probe: Probe| probes.lock().expect("probes").push((index, probe));
+    match config.mode {
+        Mode::TcpBundle | Mode::TcpWait | Mode::TcpStreams => {
+            let (mut io, probe) =
+                net::connect_tcp(to, pin, config.plain, config.cc, flow, timeout).await?;
+            let socket = probe.shared();
+            register(Probe::Tcp(socket.clone()));
+            let (completion, peak_streams) = if config.mode == Mode::TcpStreams {
+                // The hello goes on the raw stream so the receiver can pick the mode; yamux
+                // follows.
+                let mut head = BytesMut::new();
+                codec::encode_hello(&hello, &mut head);
+                io.write_all(&head)
+                    .await
+                    .context("sending the hello failed")?;
+                let (opener, driver) = streams::spawn_yamux_client(io, flow.max_streams);
+                let outcome = async {
+                    let control = opener.open_control().await?;
+                    let (rd, wr) = tokio::io::split(control);
+                    streams::run(rd, wr, opener, &hello, reader, hooks).await
+                }
+                .await;
+                driver.abort();
+                let o = outcome?;
+                (o.completion, o.peak_streams)
+            } else {
+                let (rd, wr) = tokio::io::split(io);
+                let wait = config.mode == Mode::TcpWait;
+                (bundle::run(rd, wr, &hello, reader, wait, hooks).await?, 0)
+            };
+            Ok(ConnOutcome {
                 completion,
-                seconds: 0.0,
-                connections: 1,
                 sndbuf: probe.sndbuf(),
-                peak_streams: 0,
-            }
-        }
-        Mode::TcpStreams => {
-            let (mut io, probe) = net::connect_tcp(to, pin, config.plain, flow, timeout).await?;
-            // The hello goes on the raw stream so the receiver can pick the mode; yamux follows.
-            let mut head = BytesMut::new();
-            codec::encode_hello(&hello, &mut head);
-            io.write_all(&head)
-                .await
-                .context("sending the hello failed")?;
-            let (opener, driver) = streams::spawn_yamux_client(io, flow.max_streams);
-            let control = opener.open_control().await?;
-            let (rd, wr) = tokio::io::split(control);
-            let outcome = streams::run(rd, wr, opener, &hello, reader, hooks).await;
-            driver.abort();
-            let outcome = outcome?;
-            Measured {
-                completion: outcome.completion,
-                seconds: 0.0,
-                connections: 1,
-                sndbuf: probe.sndbuf(),
-                peak_streams: outcome.peak_streams,
-            }
+                peak_streams,
+                cc: tcp_cc(&*socket),
+                stats: tcp_stats(&*socket).unwrap_or_default(),
+            })
         }
         Mode::QuicBundle | Mode::QuicStreams => {
-            let quic = net::connect_quic(to, pin, flow, timeout).await?;
+            let quic = net::connect_quic(to, pin, config.cc, flow, timeout).await?;
+            register(Probe::Quic(quic.conn.clone()));
             let (send, recv) = quic
                 .conn
                 .open_bi()
@@ -234,22 +323,36 @@ async fn transfer(
                     .await
                     .map(|o| (o.completion, o.peak_streams))
             };
+            let stats = quic_stats(&quic.conn);
             quic.conn.close(0u32.into(), b"done");
             let (completion, peak_streams) = result?;
-            // Let the close reach the receiver; it does not count in the transfer time.
-            let seconds = t0.elapsed().as_secs_f64();
+            // Let the close reach the receiver (after the clock stopped for this connection).
             let _ = tokio::time::timeout(Duration::from_secs(1), quic.endpoint.wait_idle()).await;
-            return Ok(Measured {
+            Ok(ConnOutcome {
                 completion,
-                seconds,
-                connections: 1,
                 sndbuf: quic.udp_sndbuf,
                 peak_streams,
-            });
+                cc: Cc::quinn_name(config.cc).to_string(),
+                stats,
+            })
         }
-    };
-    measured.seconds = t0.elapsed().as_secs_f64();
-    Ok(measured)
+    }
+}
+
+/// A live handle on a connection's statistics.
+#[derive(Clone)]
+pub(crate) enum Probe {
+    Tcp(Arc<OwnedFd>),
+    Quic(quinn::Connection),
+}
+
+impl Probe {
+    pub(crate) fn stats(&self) -> ConnStats {
+        match self {
+            Probe::Tcp(fd) => tcp_stats(&**fd).unwrap_or_default(),
+            Probe::Quic(conn) => quic_stats(conn),
+        }
+    }
 }
 
 /// How long to wait for the receiver's reason after a write fails.

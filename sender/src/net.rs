@@ -7,8 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
-use shoal_common::config::FlowConfig;
+use shoal_common::config::{Cc, FlowConfig};
 use shoal_common::identity::{self, Pin};
+use shoal_common::stats::set_tcp_cc;
 use shoal_common::transport::{quic_transport, udp_socket};
 use socket2::SockRef;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -20,18 +21,23 @@ pub(crate) trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
 pub(crate) type BoxIo = Box<dyn Io>;
 
-/// A handle on a TCP socket for reading its settings back (a duplicate descriptor).
-#[derive(Debug)]
-pub(crate) struct SocketProbe(OwnedFd);
+/// A handle on a TCP socket for reading its settings and statistics back (a duplicate
+/// descriptor, so it stays valid whoever owns the stream).
+#[derive(Debug, Clone)]
+pub(crate) struct SocketProbe(Arc<OwnedFd>);
 
 impl SocketProbe {
     fn of(tcp: &TcpStream) -> Result<Self> {
-        Ok(Self(tcp.as_fd().try_clone_to_owned()?))
+        Ok(Self(Arc::new(tcp.as_fd().try_clone_to_owned()?)))
+    }
+
+    pub(crate) fn shared(&self) -> Arc<OwnedFd> {
+        self.0.clone()
     }
 
     /// `SO_SNDBUF` as the kernel reports it now (autotuning changes it during a run).
     pub(crate) fn sndbuf(&self) -> u64 {
-        SockRef::from(&self.0).send_buffer_size().unwrap_or(0) as u64
+        SockRef::from(&*self.0).send_buffer_size().unwrap_or(0) as u64
     }
 }
 
@@ -49,6 +55,7 @@ pub(crate) async fn connect_tcp(
     to: &str,
     pin: Pin,
     plain: bool,
+    cc: Option<Cc>,
     flow: &FlowConfig,
     timeout: Duration,
 ) -> Result<(BoxIo, SocketProbe)> {
@@ -65,6 +72,12 @@ pub(crate) async fn connect_tcp(
         }
         if let Some(b) = flow.rcvbuf {
             socket.set_recv_buffer_size(b as u32)?;
+        }
+        // The controller is set before connecting, so the handshake already uses it; the
+        // name in effect is read back afterwards.
+        if let Some(cc) = cc {
+            set_tcp_cc(&socket, cc)
+                .with_context(|| format!("cannot set congestion controller {cc}"))?;
         }
         let tcp = socket
             .connect(addr)
@@ -99,6 +112,7 @@ pub(crate) struct QuicConn {
 pub(crate) async fn connect_quic(
     to: &str,
     pin: Pin,
+    cc: Option<Cc>,
     flow: &FlowConfig,
     timeout: Duration,
 ) -> Result<QuicConn> {
@@ -120,7 +134,7 @@ pub(crate) async fn connect_quic(
     let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(identity::client_config(pin)?)
         .context("TLS configuration unusable for QUIC")?;
     let mut client = quinn::ClientConfig::new(Arc::new(crypto));
-    client.transport_config(Arc::new(quic_transport(flow)?));
+    client.transport_config(Arc::new(quic_transport(flow, cc)?));
     endpoint.set_default_client_config(client);
     let connecting = endpoint
         .connect(addr, "shoal")

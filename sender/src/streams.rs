@@ -210,7 +210,9 @@ async fn send_files<W: AsyncWrite + Unpin>(
             done.context("file stream task failed")??;
         }
     }
-    tally.check_complete(hello)?;
+    // The reader's channel closed: it read everything, or it failed (and then no end
+    // marker goes out, so the receiver cannot mistake a partial run for a whole one).
+    reader.finish()?;
     let mut end = BytesMut::new();
     codec::encode_end(&tally.end(), &mut end);
     control

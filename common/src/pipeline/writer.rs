@@ -288,6 +288,9 @@ pub enum WriteOp {
         id: FileId,
     },
     Dir(RelPath),
+    /// Signals the sender once every op before it is done (the stop-and-wait arm acknowledges
+    /// each file this way).
+    Signal(mpsc::UnboundedSender<()>),
 }
 
 /// A batch of ops holding receive-budget room until written.
@@ -324,9 +327,6 @@ impl WriterReport {
     }
 }
 
-/// Event the writer sends as files become ready (used by the stop-and-wait arm).
-pub type ReadyCount = u64;
-
 /// A writer running on its own thread, fed by batches from the network tasks.
 #[derive(Debug)]
 pub struct WriterThread {
@@ -336,13 +336,9 @@ pub struct WriterThread {
 
 impl WriterThread {
     /// Starts a writer for `dest`. With `fsync`, the file system is synced once the channel
-    /// closes without error. `ready` receives the running count of ready files after each
+    /// closes without error.
     /// batch, if given.
-    pub fn spawn(
-        dest: PathBuf,
-        fsync: bool,
-        ready: Option<mpsc::UnboundedSender<ReadyCount>>,
-    ) -> Result<Self> {
+    pub fn spawn(dest: PathBuf, fsync: bool) -> Result<Self> {
         let (tx, mut rx) = mpsc::channel::<WriteBatch>(256);
         let thread = std::thread::Builder::new()
             .name("shoal-writer".into())
@@ -358,9 +354,6 @@ impl WriterThread {
                             error = Some(e);
                             break 'outer;
                         }
-                    }
-                    if let Some(ready) = &ready {
-                        let _ = ready.send(writer.files_ready());
                     }
                 }
                 // Partial files are those still open: at a clean end there are none.
@@ -417,6 +410,10 @@ fn apply(writer: &mut DestWriter, op: WriteOp) -> Result<()> {
         WriteOp::Data { id, bytes } => writer.write(id, &bytes),
         WriteOp::Close { id } => writer.close_file(id),
         WriteOp::Dir(path) => writer.make_dir(&path),
+        WriteOp::Signal(tx) => {
+            let _ = tx.send(());
+            Ok(())
+        }
     }
 }
 

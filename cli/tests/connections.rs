@@ -1,0 +1,221 @@
+//! Congestion controllers, several connections per run, and transport statistics, with real
+//! sender and receiver processes over loopback.
+
+mod support;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use support::*;
+
+fn json(out: &std::process::Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", text(out)))
+}
+
+/// Every controller × {1, 4} connections for one mode: the tree verifies and the row shows
+/// what was in effect.
+fn every_cc_and_connection_count(mode: &str) {
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("src");
+    gen(&src, 2000, "4KiB", 20, 21);
+
+    let mut run = 0;
+    for cc in ["cubic", "bbr", "reno"] {
+        for conns in ["1", "4"] {
+            run += 1;
+            // A fresh destination per run, by a receiver of its own.
+            let dst = t.path().join(format!("dst-{run}"));
+            let rx_run = ReceiverProc::start(&t.path().join("id"), &dst, &[]);
+            let out = rx_run.send(
+                &src,
+                &["--mode", mode, "--cc", cc, "--connections", conns, "--json"],
+            );
+            assert!(out.status.success(), "{mode} {cc} ×{conns}: {}", text(&out));
+            let row = json(&out);
+            let expect_cc = if mode.starts_with("quic") {
+                format!("quinn-{}", if cc == "reno" { "newreno" } else { cc })
+            } else {
+                cc.to_string()
+            };
+            assert_eq!(
+                row["cc"],
+                expect_cc.as_str(),
+                "{mode} {cc}: controller read back"
+            );
+            assert_eq!(row["cc_requested"], cc);
+            assert_eq!(row["connections"].as_u64(), Some(conns.parse().unwrap()));
+            assert_eq!(
+                row["receiver_connections"].as_u64(),
+                Some(conns.parse().unwrap())
+            );
+            assert!(
+                row["rtt_ms"].as_f64().unwrap() > 0.0,
+                "{mode} {cc}: RTT on every connection"
+            );
+            assert!(row["min_rtt_ms"].as_f64().unwrap() > 0.0);
+            assert!(row["cwnd_bytes"].as_u64().unwrap() > 0, "{mode} {cc}: cwnd");
+            assert!(
+                row["sent_packets"].as_u64().unwrap() > 0,
+                "{mode} {cc}: packets"
+            );
+            assert!(row["retransmits"].is_u64(), "retransmit count present");
+            assert!(trees_identical(&src, &dst), "{mode} {cc} ×{conns}");
+        }
+    }
+}
+
+#[test]
+fn tcp_bundle_every_cc_and_connections() {
+    every_cc_and_connection_count("tcp-bundle");
+}
+
+#[test]
+fn tcp_streams_every_cc_and_connections() {
+    every_cc_and_connection_count("tcp-streams");
+}
+
+#[test]
+fn quic_bundle_every_cc_and_connections() {
+    every_cc_and_connection_count("quic-bundle");
+}
+
+#[test]
+fn quic_streams_every_cc_and_connections() {
+    every_cc_and_connection_count("quic-streams");
+}
+
+#[test]
+fn tcp_wait_every_cc_and_connections() {
+    every_cc_and_connection_count("tcp-wait");
+}
+
+#[test]
+fn unknown_cc_fails_before_connecting_naming_the_available_ones() {
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("src");
+    gen(&src, 3, "1KiB", 1, 1);
+    // Nothing listens there: an error about connecting would mean it tried.
+    let out = shoal()
+        .args(["send", "--to", "127.0.0.1:9", "--src"])
+        .arg(&src)
+        .args([
+            "--cc",
+            "nosuch",
+            "--pin",
+            &format!("sha256:{}", "00".repeat(32)),
+            "--token-file",
+        ])
+        .arg(t.path().join("missing-token"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("unknown congestion controller 'nosuch'"),
+        "{err}"
+    );
+    let offered =
+        std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control").unwrap();
+    for cc in offered.split_whitespace() {
+        assert!(err.contains(cc), "names {cc}: {err}");
+    }
+    assert!(!err.contains("cannot connect"), "{err}");
+}
+
+/// Receiver-side TCP sockets in state ESTABLISHED on `port`, from /proc/net/tcp{,6}.
+fn established_on(port: u16) -> usize {
+    let mut n = 0;
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let Ok(text) = std::fs::read_to_string(table) else {
+            continue;
+        };
+        for line in text.lines().skip(1) {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let (Some(local), Some(state)) = (fields.get(1), fields.get(3)) else {
+                continue;
+            };
+            let local_port = local
+                .rsplit(':')
+                .next()
+                .and_then(|p| u16::from_str_radix(p, 16).ok());
+            if local_port == Some(port) && *state == "01" {
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+#[test]
+fn four_connections_are_really_open() {
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("src");
+    gen(&src, 4000, "4KiB", 40, 8);
+    let dst = t.path().join("dst");
+    let rx = ReceiverProc::start(&t.path().join("id"), &dst, &[]);
+    let port: u16 = rx.addr.rsplit(':').next().unwrap().parse().unwrap();
+    let before = established_on(port);
+    // The stop-and-wait arm keeps the run going long enough to sample it many times.
+    let mut child = shoal()
+        .args(["send", "--to", &rx.addr, "--src"])
+        .arg(&src)
+        .arg("--identity")
+        .arg(&rx.identity)
+        .args(["--mode", "tcp-wait", "--connections", "4", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut peak = 0;
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() && started.elapsed() < Duration::from_secs(120) {
+        peak = peak.max(established_on(port).saturating_sub(before));
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        peak, 4,
+        "receiver-side ESTABLISHED sockets seen during the run"
+    );
+    assert_eq!(json(&out)["connections"], 4);
+    assert!(trees_identical(&src, &dst));
+}
+
+#[test]
+fn stats_time_series_samples_every_connection() {
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("src");
+    gen(&src, 3000, "4KiB", 30, 9);
+    let rx = ReceiverProc::start(&t.path().join("id"), &t.path().join("dst"), &[]);
+    let series = t.path().join("stats.csv");
+    let out = rx.send(
+        &src,
+        &[
+            "--mode",
+            "tcp-wait",
+            "--connections",
+            "2",
+            "--stats-interval",
+            "20ms",
+            "--stats-out",
+            series.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    check_series(&series);
+}
+
+fn check_series(series: &Path) {
+    let mut r = csv::Reader::from_path(series).unwrap();
+    let headers = r.headers().unwrap().clone();
+    assert_eq!(&headers[0], "t_s");
+    assert!(headers.iter().any(|h| h == "cwnd_bytes"));
+    let rows: Vec<csv::StringRecord> = r.records().map(Result::unwrap).collect();
+    assert!(rows.len() >= 4, "{} samples", rows.len());
+    let conns: std::collections::BTreeSet<String> = rows.iter().map(|r| r[1].to_string()).collect();
+    assert_eq!(conns.len(), 2, "both connections sampled");
+    let rtt_col = headers.iter().position(|h| h == "rtt_ms").unwrap();
+    assert!(rows
+        .iter()
+        .any(|r| r[rtt_col].parse::<f64>().unwrap() > 0.0));
+}

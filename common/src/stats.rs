@@ -1,0 +1,216 @@
+//! Transport statistics of a connection: `TCP_INFO` for TCP, quinn's `ConnectionStats` for
+//! QUIC, in one shape so rows and time series treat both alike. Also the congestion-control
+//! socket option, set before connecting and read back after.
+
+use std::io;
+use std::os::fd::{AsFd, AsRawFd};
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use serde::Serialize;
+use socket2::SockRef;
+
+use crate::config::Cc;
+
+/// One connection's figures at one moment.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct ConnStats {
+    /// Smoothed RTT.
+    pub rtt_ms: f64,
+    /// Lowest RTT seen.
+    pub min_rtt_ms: f64,
+    /// Congestion window in bytes (TCP: `snd_cwnd × snd_mss`).
+    pub cwnd_bytes: u64,
+    /// TCP: segments retransmitted (`total_retrans`); QUIC: packets lost.
+    pub retransmits: u64,
+    /// TCP: bytes retransmitted; QUIC: bytes lost.
+    pub lost_bytes: u64,
+    /// QUIC congestion events (TCP: 0, not exposed).
+    pub congestion_events: u64,
+    /// TCP: data segments sent; QUIC: packets sent.
+    pub sent_packets: u64,
+    /// TCP `delivery_rate` (bytes/s; QUIC: 0, not exposed).
+    pub delivery_rate: u64,
+    pub bytes_sent: u64,
+    /// TCP: bytes acknowledged by the peer (QUIC: 0, not exposed).
+    pub bytes_acked: u64,
+    /// TCP: time limited by the peer's receive window / our send buffer (ms).
+    pub rwnd_limited_ms: f64,
+    pub sndbuf_limited_ms: f64,
+}
+
+/// Reads `TCP_INFO` of a TCP socket.
+pub fn tcp_stats(socket: &impl AsFd) -> io::Result<ConnStats> {
+    // SAFETY: tcp_info is plain old data; getsockopt writes at most `len` bytes into it.
+    let info = unsafe {
+        let mut info: libc::tcp_info = std::mem::zeroed();
+        let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+        let rc = libc::getsockopt(
+            socket.as_fd().as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast(),
+            &mut len,
+        );
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        info
+    };
+    Ok(ConnStats {
+        rtt_ms: f64::from(info.tcpi_rtt) / 1000.0,
+        min_rtt_ms: f64::from(info.tcpi_min_rtt) / 1000.0,
+        cwnd_bytes: u64::from(info.tcpi_snd_cwnd) * u64::from(info.tcpi_snd_mss),
+        retransmits: u64::from(info.tcpi_total_retrans),
+        lost_bytes: info.tcpi_bytes_retrans,
+        congestion_events: 0,
+        sent_packets: u64::from(info.tcpi_data_segs_out),
+        delivery_rate: info.tcpi_delivery_rate,
+        bytes_sent: info.tcpi_bytes_sent,
+        bytes_acked: info.tcpi_bytes_acked,
+        rwnd_limited_ms: info.tcpi_rwnd_limited as f64 / 1000.0,
+        sndbuf_limited_ms: info.tcpi_sndbuf_limited as f64 / 1000.0,
+    })
+}
+
+/// Reads quinn's statistics of a QUIC connection.
+pub fn quic_stats(conn: &quinn::Connection) -> ConnStats {
+    let s = conn.stats();
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    ConnStats {
+        rtt_ms: ms(s.path.rtt),
+        min_rtt_ms: ms(s.path.min_rtt),
+        cwnd_bytes: s.path.cwnd,
+        retransmits: s.path.lost_packets,
+        lost_bytes: s.path.lost_bytes,
+        congestion_events: s.path.congestion_events,
+        sent_packets: s.path.sent_packets,
+        delivery_rate: 0,
+        bytes_sent: s.udp_tx.bytes,
+        bytes_acked: 0,
+        rwnd_limited_ms: 0.0,
+        sndbuf_limited_ms: 0.0,
+    }
+}
+
+/// Figures over all connections of a run: RTTs and windows averaged, counts summed, the
+/// lowest min-RTT.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct RunStats {
+    pub rtt_ms: f64,
+    pub min_rtt_ms: f64,
+    pub cwnd_bytes: u64,
+    pub retransmits: u64,
+    pub lost_bytes: u64,
+    pub congestion_events: u64,
+    pub sent_packets: u64,
+    pub delivery_rate: u64,
+    pub bytes_sent: u64,
+    pub bytes_acked: u64,
+    pub rwnd_limited_ms: f64,
+    pub sndbuf_limited_ms: f64,
+}
+
+impl RunStats {
+    pub fn of(conns: &[ConnStats]) -> Self {
+        if conns.is_empty() {
+            return Self::default();
+        }
+        let n = conns.len() as f64;
+        let sum = |f: fn(&ConnStats) -> u64| conns.iter().map(f).sum::<u64>();
+        Self {
+            rtt_ms: conns.iter().map(|c| c.rtt_ms).sum::<f64>() / n,
+            min_rtt_ms: conns
+                .iter()
+                .map(|c| c.min_rtt_ms)
+                .fold(f64::INFINITY, f64::min),
+            cwnd_bytes: (sum(|c| c.cwnd_bytes) as f64 / n) as u64,
+            retransmits: sum(|c| c.retransmits),
+            lost_bytes: sum(|c| c.lost_bytes),
+            congestion_events: sum(|c| c.congestion_events),
+            sent_packets: sum(|c| c.sent_packets),
+            delivery_rate: sum(|c| c.delivery_rate),
+            bytes_sent: sum(|c| c.bytes_sent),
+            bytes_acked: sum(|c| c.bytes_acked),
+            rwnd_limited_ms: conns.iter().map(|c| c.rwnd_limited_ms).sum(),
+            sndbuf_limited_ms: conns.iter().map(|c| c.sndbuf_limited_ms).sum(),
+        }
+    }
+}
+
+/// Controllers the kernel offers (`tcp_available_congestion_control`).
+pub fn available_tcp_cc() -> Vec<String> {
+    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Refuses a controller the kernel does not offer, naming the ones it does.
+pub fn check_tcp_cc(cc: Cc) -> Result<()> {
+    let available = available_tcp_cc();
+    if !available.iter().any(|a| a == cc.linux_name()) {
+        bail!(
+            "congestion controller '{}' is not available; this kernel offers: {}",
+            cc.linux_name(),
+            available.join(" ")
+        );
+    }
+    Ok(())
+}
+
+/// Sets `TCP_CONGESTION` on a socket.
+pub fn set_tcp_cc(socket: &impl AsFd, cc: Cc) -> io::Result<()> {
+    SockRef::from(socket).set_tcp_congestion(cc.linux_name().as_bytes())
+}
+
+/// The controller a TCP socket really uses, as the kernel reports it.
+pub fn tcp_cc(socket: &impl AsFd) -> String {
+    SockRef::from(socket)
+        .tcp_congestion()
+        .map(|name| {
+            String::from_utf8_lossy(&name)
+                .trim_end_matches('\0')
+                .to_string()
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_tcp_info_and_cc_from_a_loopback_socket() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let _server = listener.accept().unwrap();
+        set_tcp_cc(&client, Cc::Reno).unwrap();
+        assert_eq!(tcp_cc(&client), "reno");
+        let s = tcp_stats(&client).unwrap();
+        assert!(s.rtt_ms > 0.0, "{s:?}");
+        assert!(s.cwnd_bytes > 0, "{s:?}");
+        assert!(check_tcp_cc(Cc::Cubic).is_ok());
+    }
+
+    #[test]
+    fn aggregates() {
+        let a = ConnStats {
+            rtt_ms: 10.0,
+            min_rtt_ms: 8.0,
+            retransmits: 2,
+            ..Default::default()
+        };
+        let b = ConnStats {
+            rtt_ms: 20.0,
+            min_rtt_ms: 9.0,
+            retransmits: 3,
+            ..Default::default()
+        };
+        let r = RunStats::of(&[a, b]);
+        assert_eq!(r.rtt_ms, 15.0);
+        assert_eq!(r.min_rtt_ms, 8.0);
+        assert_eq!(r.retransmits, 5);
+    }
+}

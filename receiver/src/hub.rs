@@ -1,0 +1,250 @@
+//! Runs that span several connections. The first connection of a run (by run id) creates it:
+//! one writer thread, one receive budget, one tally of claimed files for the whole run. Later
+//! connections join it. Each connection ends with its own end marker; when the last one has
+//! ended, whichever connection ended last finishes the writer and publishes one completion,
+//! which every connection sends to its sender. A failed connection cancels the others; a
+//! connection that never arrives is given up after the idle timeout.
+
+use std::collections::HashMap;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Result};
+use shoal_common::codec::{Completion, Hello};
+use shoal_common::metrics;
+use shoal_common::pipeline::writer::{WriteBatch, WriterThread};
+use tokio::sync::{mpsc, watch, Semaphore};
+use tokio_util::sync::CancellationToken;
+
+use crate::bundle::Claims;
+use crate::run::{self, TransportFacts};
+use crate::ReceiverConfig;
+
+/// Every run in progress, by run id.
+#[derive(Default)]
+pub(crate) struct Hub {
+    runs: Mutex<HashMap<[u8; 16], Arc<Run>>>,
+}
+
+/// One run, shared by its connections.
+pub(crate) struct Run {
+    pub hello: Hello,
+    pub first_byte: Instant,
+    pub budget: Arc<Semaphore>,
+    pub claims: Mutex<Claims>,
+    /// Cancelled when the run fails: every connection stops reading.
+    pub cancel: CancellationToken,
+    /// Writer ids are unique across the run's connections.
+    pub next_file_id: AtomicU64,
+    writer: Mutex<Option<WriterThread>>,
+    state: Mutex<State>,
+    done: watch::Sender<Option<Completion>>,
+}
+
+#[derive(Default)]
+struct State {
+    joined: u16,
+    finished: u16,
+    seen_index: Vec<bool>,
+    /// No more connections may join (the run failed or gave up waiting).
+    closed: bool,
+    finalizing: bool,
+    errors: Vec<String>,
+    peak_streams: u64,
+    facts: TransportFacts,
+}
+
+/// What one connection reports when it is done with its share.
+pub(crate) struct ConnEnd {
+    pub errors: Vec<String>,
+    /// The connection stopped early without an error of its own (the writer failed; its
+    /// report carries the cause).
+    pub stopped: bool,
+    pub peak_streams: u64,
+    pub facts: TransportFacts,
+}
+
+/// A connection's place in a run: the run and its own handle on the writer.
+pub(crate) struct Membership {
+    pub run: Arc<Run>,
+    pub batches: mpsc::Sender<WriteBatch>,
+}
+
+impl Hub {
+    /// Creates the run of `hello`, or joins it; refuses a hello that does not match the run.
+    pub(crate) fn join(&self, config: &ReceiverConfig, hello: &Hello) -> Result<Membership> {
+        let mut runs = self.runs.lock().expect("hub lock");
+        let run = match runs.get(&hello.run_id) {
+            Some(run) => {
+                let first = &run.hello;
+                if (
+                    first.mode,
+                    first.file_count,
+                    first.total_bytes,
+                    first.conn_count,
+                ) != (
+                    hello.mode,
+                    hello.file_count,
+                    hello.total_bytes,
+                    hello.conn_count,
+                ) {
+                    bail!(
+                        "connection {} does not match its run's first hello",
+                        hello.conn_index
+                    );
+                }
+                run.clone()
+            }
+            None => {
+                metrics::reset_peak_rss();
+                let writer = WriterThread::spawn(config.dest.clone(), config.fsync)?;
+                let run = Arc::new(Run {
+                    hello: hello.clone(),
+                    first_byte: Instant::now(),
+                    budget: Arc::new(Semaphore::new(config.write_budget)),
+                    claims: Mutex::new(Claims::default()),
+                    cancel: CancellationToken::new(),
+                    next_file_id: AtomicU64::new(0),
+                    writer: Mutex::new(Some(writer)),
+                    state: Mutex::new(State {
+                        seen_index: vec![false; hello.conn_count as usize],
+                        ..Default::default()
+                    }),
+                    done: watch::channel(None).0,
+                });
+                runs.insert(hello.run_id, run.clone());
+                run
+            }
+        };
+        let mut st = run.state.lock().expect("run lock");
+        if st.closed {
+            bail!("the run has already ended or failed");
+        }
+        let index = hello.conn_index as usize;
+        if st.seen_index[index] {
+            bail!("connection index {index} joined the run twice");
+        }
+        st.seen_index[index] = true;
+        st.joined += 1;
+        let batches = run
+            .writer
+            .lock()
+            .expect("writer lock")
+            .as_ref()
+            .expect("a joinable run has its writer")
+            .batches
+            .clone();
+        drop(st);
+        Ok(Membership { run, batches })
+    }
+
+    fn remove(&self, run_id: &[u8; 16]) {
+        self.runs.lock().expect("hub lock").remove(run_id);
+    }
+}
+
+impl Membership {
+    /// Ends this connection's part; returns the run's completion once every connection has
+    /// ended (or the run failed or gave up waiting).
+    pub(crate) async fn finish(self, hub: &Hub, end: ConnEnd, idle: Duration) -> Completion {
+        let Membership { run, batches } = self;
+        // This connection's writer handle must go before the writer can finish.
+        drop(batches);
+        let finalize = {
+            let mut st = run.state.lock().expect("run lock");
+            st.finished += 1;
+            st.peak_streams = st.peak_streams.max(end.peak_streams);
+            merge_facts(&mut st.facts, end.facts);
+            if !end.errors.is_empty() || end.stopped {
+                st.errors.extend(end.errors);
+                st.closed = true;
+                run.cancel.cancel();
+            }
+            run.take_finalize(&mut st)
+        };
+        if finalize {
+            return run.finalize(hub).await;
+        }
+        let mut done = run.done.subscribe();
+        if let Ok(Ok(c)) = tokio::time::timeout(idle, done.wait_for(Option::is_some)).await {
+            return c.clone().expect("waited for Some");
+        }
+        // The other connections did not all arrive or finish in time: give up on them.
+        let finalize = {
+            let mut st = run.state.lock().expect("run lock");
+            if !st.closed {
+                let missing = run.hello.conn_count - st.joined;
+                let message = format!(
+                    "gave up after {} s: {} of {} connections arrived, {} finished",
+                    idle.as_secs(),
+                    st.joined,
+                    run.hello.conn_count,
+                    st.finished
+                );
+                st.errors.push(message);
+                if missing == 0 {
+                    st.errors.push("a connection stalled".into());
+                }
+                st.closed = true;
+            }
+            run.cancel.cancel();
+            run.take_finalize(&mut st)
+        };
+        if finalize {
+            return run.finalize(hub).await;
+        }
+        // Someone else finalizes once the cancelled connections have ended.
+        let c = done.wait_for(Option::is_some).await;
+        match c {
+            Ok(c) => c.clone().expect("waited for Some"),
+            Err(_) => Completion {
+                errors: vec!["the run ended without a completion".into()],
+                ..Default::default()
+            },
+        }
+    }
+}
+
+impl Run {
+    /// Whether the caller is the one to finish the run now (at most one caller ever is).
+    fn take_finalize(&self, st: &mut State) -> bool {
+        let all_in = st.joined == self.hello.conn_count || st.closed;
+        if all_in && st.finished == st.joined && !st.finalizing {
+            st.finalizing = true;
+            st.closed = true;
+            return true;
+        }
+        false
+    }
+
+    async fn finalize(self: &Arc<Self>, hub: &Hub) -> Completion {
+        let writer = self.writer.lock().expect("writer lock").take();
+        let report = match writer {
+            Some(w) => w.finish().await,
+            None => unreachable!("finalize runs once"),
+        };
+        let (errors, peak, joined, facts) = {
+            let st = self.state.lock().expect("run lock");
+            (
+                st.errors.clone(),
+                st.peak_streams,
+                st.joined,
+                st.facts.clone(),
+            )
+        };
+        let mut completion = run::completion(&self.hello, &report, errors, self.first_byte, &facts);
+        completion.peak_streams = peak;
+        completion.connections = u64::from(joined);
+        hub.remove(&self.hello.run_id);
+        self.done.send_replace(Some(completion.clone()));
+        completion
+    }
+}
+
+/// Keeps the largest figures any connection reported.
+fn merge_facts(into: &mut TransportFacts, from: TransportFacts) {
+    into.stream_window = into.stream_window.max(from.stream_window);
+    into.conn_window = into.conn_window.max(from.conn_window);
+    into.rcvbuf = into.rcvbuf.max(from.rcvbuf_now());
+}
