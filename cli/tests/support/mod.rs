@@ -64,16 +64,30 @@ pub struct ReceiverProc {
 
 impl ReceiverProc {
     pub fn start(identity: &Path, dest: &Path, extra: &[&str]) -> Self {
-        let mut child = shoal()
-            .args(["recv", "--listen", "127.0.0.1:0", "--dest"])
+        Self::start_at("127.0.0.1:0", None, identity, dest, extra)
+    }
+
+    /// A receiver listening on `listen`, inside network namespace `netns` if given.
+    pub fn start_at(
+        listen: &str,
+        netns: Option<&str>,
+        identity: &Path,
+        dest: &Path,
+        extra: &[&str],
+    ) -> Self {
+        let mut cmd = shoal();
+        cmd.args(["recv", "--listen", listen, "--dest"])
             .arg(dest)
             .arg("--identity")
             .arg(identity)
             .args(extra)
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start receiver");
+            .stderr(Stdio::inherit());
+        let mut child = match netns {
+            Some(ns) => shoal_link::spawn_in_netns(ns, &mut cmd),
+            None => cmd.spawn(),
+        }
+        .expect("start receiver");
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
