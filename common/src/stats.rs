@@ -93,37 +93,19 @@ pub fn quic_stats(conn: &quinn::Connection) -> ConnStats {
     }
 }
 
-/// Figures over all connections of a run: RTTs and windows averaged, counts summed, the
-/// lowest min-RTT.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
-pub struct RunStats {
-    pub rtt_ms: f64,
-    pub min_rtt_ms: f64,
-    pub cwnd_bytes: u64,
-    pub retransmits: u64,
-    pub lost_bytes: u64,
-    pub congestion_events: u64,
-    pub sent_packets: u64,
-    pub delivery_rate: u64,
-    pub bytes_sent: u64,
-    pub bytes_acked: u64,
-    pub rwnd_limited_ms: f64,
-    pub sndbuf_limited_ms: f64,
-}
-
-impl RunStats {
-    pub fn of(conns: &[ConnStats]) -> Self {
+impl ConnStats {
+    /// Figures over all connections of a run: RTTs and windows averaged, counts and times
+    /// summed, the lowest min-RTT.
+    pub fn aggregate(conns: &[ConnStats]) -> ConnStats {
         if conns.is_empty() {
-            return Self::default();
+            return ConnStats::default();
         }
         let n = conns.len() as f64;
         let sum = |f: fn(&ConnStats) -> u64| conns.iter().map(f).sum::<u64>();
-        Self {
-            rtt_ms: conns.iter().map(|c| c.rtt_ms).sum::<f64>() / n,
-            min_rtt_ms: conns
-                .iter()
-                .map(|c| c.min_rtt_ms)
-                .fold(f64::INFINITY, f64::min),
+        let sum_f = |f: fn(&ConnStats) -> f64| conns.iter().map(f).sum::<f64>();
+        ConnStats {
+            rtt_ms: sum_f(|c| c.rtt_ms) / n,
+            min_rtt_ms: conns.iter().map(|c| c.min_rtt_ms).fold(f64::INFINITY, f64::min),
             cwnd_bytes: (sum(|c| c.cwnd_bytes) as f64 / n) as u64,
             retransmits: sum(|c| c.retransmits),
             lost_bytes: sum(|c| c.lost_bytes),
@@ -132,8 +114,8 @@ impl RunStats {
             delivery_rate: sum(|c| c.delivery_rate),
             bytes_sent: sum(|c| c.bytes_sent),
             bytes_acked: sum(|c| c.bytes_acked),
-            rwnd_limited_ms: conns.iter().map(|c| c.rwnd_limited_ms).sum(),
-            sndbuf_limited_ms: conns.iter().map(|c| c.sndbuf_limited_ms).sum(),
+            rwnd_limited_ms: sum_f(|c| c.rwnd_limited_ms),
+            sndbuf_limited_ms: sum_f(|c| c.sndbuf_limited_ms),
         }
     }
 }
@@ -208,7 +190,7 @@ mod tests {
             retransmits: 3,
             ..Default::default()
         };
-        let r = RunStats::of(&[a, b]);
+        let r = ConnStats::aggregate(&[a, b]);
         assert_eq!(r.rtt_ms, 15.0);
         assert_eq!(r.min_rtt_ms, 8.0);
         assert_eq!(r.retransmits, 5);

@@ -21,7 +21,7 @@ use shoal_common::latency::LatencyHistogram;
 use shoal_common::metrics;
 use shoal_common::pipeline::reader::{Chunk, ChunkKind, Reader, ReaderConfig, WorkQueue};
 use shoal_common::row::RunRow;
-use shoal_common::stats::{check_tcp_cc, quic_stats, tcp_cc, tcp_stats, ConnStats, RunStats};
+use shoal_common::stats::{check_tcp_cc, quic_stats, tcp_cc, tcp_stats, ConnStats};
 use shoal_common::tree::SourceTree;
 use tokio::io::AsyncWriteExt;
 
@@ -81,7 +81,8 @@ struct Measured {
     sndbuf: u64,
     peak_streams: u64,
     cc: String,
-    stats: RunStats,
+    /// Over all connections (see `ConnStats::aggregate`).
+    stats: ConnStats,
 }
 
 /// What one connection measured.
@@ -250,7 +251,7 @@ async fn transfer(
         sndbuf: outcomes.iter().map(|o| o.sndbuf).max().unwrap_or(0),
         peak_streams: outcomes.iter().map(|o| o.peak_streams).max().unwrap_or(0),
         cc: first.cc.clone(),
-        stats: RunStats::of(&stats),
+        stats: ConnStats::aggregate(&stats),
     })
 }
 
