@@ -8,12 +8,21 @@ command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v tc >/dev/null 2>&1 || need+=(iproute2)
 command -v tar >/dev/null 2>&1 || need+=(tar)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
+# Sweep baselines (tar|ssh, rsync -e ssh, sftp) against an sshd in the receiver namespace.
+command -v ssh >/dev/null 2>&1 || need+=(openssh-client)
+command -v ssh-keygen >/dev/null 2>&1 || need+=(openssh-client)
+[ -x /usr/sbin/sshd ] || need+=(openssh-server)
+[ -x /usr/lib/openssh/sftp-server ] || need+=(openssh-sftp-server)
+command -v rsync >/dev/null 2>&1 || need+=(rsync)
+command -v bash >/dev/null 2>&1 || need+=(bash)
 
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ]; then
     echo "setup: installing ${need[*]}"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
+    # sort -u: several checks can name the same package.
+    mapfile -t need < <(printf '%s\n' "${need[@]}" | sort -u)
     apt-get install -y -qq "${need[@]}" >/dev/null
   else
     echo "setup: missing ${need[*]} (run as root to install); tests that need them will skip"

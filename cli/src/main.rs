@@ -41,6 +41,11 @@ enum Command {
     Verify(VerifyArgs),
     /// Loopback demo: generate a small tree, transfer it, verify it, print the figures.
     Demo(demo::DemoArgs),
+    /// Run a parameter matrix: every configuration N times, shuffled, each run verified;
+    /// writes runs.csv, medians.csv and charts (see docs/sweep.md).
+    Sweep(shoal_sweep::cli::SweepArgs),
+    /// Regenerate medians.csv and the charts of a sweep folder from its runs.csv.
+    Report(shoal_sweep::cli::ReportArgs),
     /// Emulated long link between two network namespaces (needs root).
     Link {
         #[command(subcommand)]
@@ -263,6 +268,8 @@ fn run(command: Command) -> Result<ExitCode> {
         Command::Send(a) => runtime()?.block_on(send(a)),
         Command::Verify(a) => verify_trees(a),
         Command::Demo(a) => runtime()?.block_on(demo::run(a)),
+        Command::Sweep(a) => shoal_sweep::cli::run_sweep(a),
+        Command::Report(a) => shoal_sweep::cli::run_report(a),
         Command::Link { cmd } => {
             let code = shoal_link::cli::run(cmd)?;
             Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))

@@ -1,0 +1,166 @@
+//! `shoal sweep` and `shoal report`: clap arguments and their entry points.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::Args;
+
+use crate::engine::{self, Options};
+use crate::matrix::Matrix;
+
+/// Run a parameter matrix: every configuration N times in shuffled order, every run verified.
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// The matrix (TOML): payloads, link, axes, exclusions (see docs/sweep.md and
+    /// scripts/matrices/).
+    #[arg(long)]
+    pub matrix: PathBuf,
+    /// Output folder [default: results/<UTC timestamp>/].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Runs per configuration [default: the matrix's [sweep] runs, else 5].
+    #[arg(long)]
+    pub runs: Option<u32>,
+    /// Seed of the run order; the same seed gives the same order [default: the matrix's, else
+    /// random; recorded in runs.csv and meta.json].
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Time limit per run, e.g. 15m; a timed-out run is a failure row [default: the
+    /// matrix's, else 15m].
+    #[arg(long, value_parser = shoal_common::units::parse_duration)]
+    pub timeout: Option<Duration>,
+    /// Before each run, wait until the 1-minute load is below --quiet-load (at most
+    /// --quiet-max).
+    #[arg(long)]
+    pub quiet_wait: bool,
+    /// Load threshold for --quiet-wait [default: the matrix's [sweep] quiet_load, else 1.0].
+    #[arg(long)]
+    pub quiet_load: Option<f64>,
+    /// Longest --quiet-wait before a run starts anyway (the row records the wait and the load).
+    #[arg(long, default_value = "10m", value_parser = shoal_common::units::parse_duration)]
+    pub quiet_max: Duration,
+    /// Work folder: payload cache and this sweep's destinations (deleted in bulk at the end).
+    #[arg(long, default_value = "/var/tmp/shoal-sweep")]
+    pub work: PathBuf,
+    /// Keep every run's destination instead of deleting them at the end.
+    #[arg(long)]
+    pub keep: bool,
+    /// Pause after destinations were deleted in bulk (by this or an earlier sweep in the same
+    /// work folder) before new files are written: on journal-less ext4, new files avoid
+    /// recently freed inodes and are created far slower for a while.
+    #[arg(long, default_value = "60s", value_parser = shoal_common::units::parse_duration)]
+    pub settle: Duration,
+    /// Skip the link check before the first run.
+    #[arg(long)]
+    pub no_check: bool,
+    /// Exit 1 when any run failed (by default failures are results: exit 0 once every run is
+    /// recorded).
+    #[arg(long)]
+    pub strict: bool,
+    /// The shoal binary for recv, send and the link forwarder [default: this program].
+    #[arg(long, hide = true)]
+    pub shoal_bin: Option<PathBuf>,
+}
+
+/// Regenerate medians.csv and the charts of a sweep folder from its runs.csv alone.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The sweep's output folder (holding runs.csv).
+    pub dir: PathBuf,
+    /// Reference configuration for the ratio column, e.g. mode=tcp-bundle,cc=cubic (one per
+    /// payload) [default: the rows marked reference in runs.csv].
+    #[arg(long)]
+    pub reference: Option<String>,
+}
+
+fn default_out() -> PathBuf {
+    let ts = shoal_common::metrics::utc_timestamp();
+    // 2026-11-30T05:01:02.345Z → 2026-11-30T05-01-02Z
+    let ts: String = ts.split('.').next().unwrap_or(&ts).replace(':', "-") + "Z";
+    PathBuf::from("results").join(ts)
+}
+
+/// `shoal sweep`.
+pub fn run_sweep(a: SweepArgs) -> Result<ExitCode> {
+    let matrix = Matrix::load(&a.matrix)?;
+    let a_strict = a.strict;
+    let matrix_remote = matrix.is_remote();
+    let shoal_bin = match a.shoal_bin {
+        Some(p) => p,
+        None => std::env::current_exe().context("locating the shoal program")?,
+    };
+    let opts = Options {
+        matrix_path: a.matrix.clone(),
+        out: a.out.unwrap_or_else(default_out),
+        runs: a.runs.or(matrix.runs).unwrap_or(5),
+        seed: a.seed.or(matrix.seed).unwrap_or_else(engine::random_seed),
+        timeout: a
+            .timeout
+            .or(matrix.timeout)
+            .unwrap_or(Duration::from_secs(15 * 60)),
+        quiet_wait: a.quiet_wait,
+        quiet_load: a.quiet_load.or(matrix.quiet_load).unwrap_or(1.0),
+        quiet_max: a.quiet_max,
+        work: a.work,
+        shoal_bin,
+        keep: a.keep,
+        check: a.no_check.then_some(false),
+        settle: a.settle,
+    };
+    if !matrix.is_remote() && !is_root() {
+        anyhow::bail!("a sweep on an emulated link needs root (network namespaces)");
+    }
+    let summary = engine::run(&opts, &matrix)?;
+    let files = crate::write_report(&summary.out, None)?;
+    if let Ok(t) = crate::medians_table(&summary.out) {
+        println!("\nmedians of the verified runs (MB = 10^6 bytes; × ref = reference median seconds / this one's):\n{t}");
+    }
+    println!(
+        "{} of {} runs done, {} ok{}{}",
+        summary.done,
+        summary.total,
+        summary.ok,
+        if matrix_remote {
+            " (remote receiver: not hash-verified, see docs/two-hosts.md)"
+        } else {
+            " (every ok run verified by SHA-256 of every file)"
+        },
+        if summary.interrupted {
+            " (interrupted)"
+        } else {
+            ""
+        }
+    );
+    println!("runs:    {}", summary.out.join("runs.csv").display());
+    for f in files {
+        println!("report:  {}", f.display());
+    }
+    Ok(if summary.interrupted {
+        ExitCode::from(130)
+    } else if a_strict && summary.ok < summary.done {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// `shoal report`.
+pub fn run_report(a: ReportArgs) -> Result<ExitCode> {
+    let sel = a
+        .reference
+        .as_deref()
+        .map(crate::report::parse_selector)
+        .transpose()?;
+    let files = crate::write_report(&a.dir, sel.as_deref())?;
+    for f in files {
+        println!("{}", f.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}

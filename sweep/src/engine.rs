@@ -1,0 +1,1270 @@
+//! The sweep engine: expands the plan, shuffles it with a recorded seed, brings the link (and
+//! sshd) up, runs every run into a fresh destination, verifies it from disk against the
+//! source manifest, and writes one row per run.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{bail, Context, Result};
+use shoal_common::metrics;
+
+use crate::baseline::{self, Sshd};
+use crate::columns::{self, Row, RunsCsv};
+use crate::matrix::{AxisValue, Config, LinkSpec, Matrix};
+use crate::payload::{self, Payload};
+use crate::proc::{self, Proc};
+use crate::progress::{fmt_duration, Progress};
+
+/// What `shoal sweep` was asked to do, with every default resolved.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub matrix_path: PathBuf,
+    pub out: PathBuf,
+    pub runs: u32,
+    pub seed: u64,
+    pub timeout: Duration,
+    pub quiet_wait: bool,
+    pub quiet_load: f64,
+    pub quiet_max: Duration,
+    /// Payload cache and this sweep's destinations live under here.
+    pub work: PathBuf,
+    /// The `shoal` binary that runs `recv`, `send` and the link forwarder.
+    pub shoal_bin: PathBuf,
+    /// Keep the destinations (default: deleted in bulk at the end).
+    pub keep: bool,
+    /// Override the matrix's `[link] check`.
+    pub check: Option<bool>,
+    /// Pause after a bulk delete of destinations before new files are written.
+    pub settle: Duration,
+}
+
+/// How the sweep went.
+#[derive(Debug)]
+pub struct Summary {
+    pub out: PathBuf,
+    pub total: usize,
+    pub done: usize,
+    pub ok: usize,
+    pub interrupted: bool,
+}
+
+/// One run of the plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Planned {
+    /// Index into `Matrix::configs`.
+    pub config: usize,
+    /// 1-based run number within its configuration.
+    pub run: u32,
+}
+
+/// SplitMix64: a tiny, fixed generator, so a seed reproduces the order in every version.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        // Rejection sampling: no modulo bias.
+        let zone = u64::MAX - (u64::MAX % n);
+        loop {
+            let x = self.next();
+            if x < zone {
+                return x % n;
+            }
+        }
+    }
+}
+
+/// Every run of every configuration, shuffled (Fisher–Yates) with `seed`.
+pub fn plan(configs: usize, runs: u32, seed: u64) -> Vec<Planned> {
+    let mut v: Vec<Planned> = (0..configs)
+        .flat_map(|c| (1..=runs).map(move |r| Planned { config: c, run: r }))
+        .collect();
+    let mut rng = SplitMix(seed);
+    for i in (1..v.len()).rev() {
+        let j = rng.below(i as u64 + 1) as usize;
+        v.swap(i, j);
+    }
+    v
+}
+
+/// A random seed when none was given (recorded in runs.csv and meta.json).
+pub fn random_seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    h.finish() % 1_000_000_000
+}
+
+/// Test hooks, read from the environment only by the sweep (documented in docs/sweep.md):
+/// `SHOAL_SWEEP_TEST_TAMPER=all|1,3` changes a destination file of those runs (by order)
+/// after the transfer and before hashing; `SHOAL_SWEEP_TEST_KILL=2s@all|2s@1,3` kills the
+/// sender of those runs that long after it started.
+#[derive(Clone, Debug, Default)]
+struct Hooks {
+    tamper: Option<Vec<usize>>,
+    kill: Option<(Duration, Option<Vec<usize>>)>,
+}
+
+fn parse_orders(s: &str) -> Option<Vec<usize>> {
+    if s.trim() == "all" {
+        None
+    } else {
+        Some(s.split(',').filter_map(|x| x.trim().parse().ok()).collect())
+    }
+}
+
+impl Hooks {
+    fn from_env() -> Hooks {
+        let mut h = Hooks::default();
+        if let Ok(v) = std::env::var("SHOAL_SWEEP_TEST_TAMPER") {
+            h.tamper = Some(parse_orders(&v).unwrap_or_default());
+            if v.trim() == "all" {
+                h.tamper = Some(Vec::new());
+            }
+        }
+        if let Ok(v) = std::env::var("SHOAL_SWEEP_TEST_KILL") {
+            let (d, which) = v.split_once('@').unwrap_or((v.as_str(), "all"));
+            if let Ok(d) = shoal_common::units::parse_duration(d) {
+                h.kill = Some((d, parse_orders(which)));
+            }
+        }
+        h
+    }
+
+    fn tamper(&self, order: usize) -> bool {
+        match &self.tamper {
+            Some(v) => v.is_empty() || v.contains(&order),
+            None => false,
+        }
+    }
+
+    fn kill_after(&self, order: usize) -> Option<Duration> {
+        match &self.kill {
+            Some((d, None)) => Some(*d),
+            Some((d, Some(v))) if v.contains(&order) => Some(*d),
+            _ => None,
+        }
+    }
+}
+
+/// Changes the destination after a transfer (test hook): flips the first byte of the first
+/// file, or creates a stray file when there is none.
+fn tamper(dest: &Path) -> String {
+    let mut files: Vec<PathBuf> = Vec::new();
+    let mut stack = vec![dest.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        if let Ok(rd) = std::fs::read_dir(&d) {
+            for e in rd.flatten() {
+                let p = e.path();
+                match e.file_type() {
+                    Ok(t) if t.is_dir() => stack.push(p),
+                    Ok(t) if t.is_file() => files.push(p),
+                    _ => {}
+                }
+            }
+        }
+    }
+    files.sort();
+    match files.first() {
+        Some(f) => {
+            let mut b = std::fs::read(f).unwrap_or_default();
+            if b.is_empty() {
+                b.push(0);
+            } else {
+                b[0] ^= 0xff;
+            }
+            let _ = std::fs::write(f, b);
+            format!("tampered {}", f.display())
+        }
+        None => {
+            let _ = std::fs::create_dir_all(dest);
+            let _ = std::fs::write(dest.join("tampered"), b"x");
+            "tampered: added a stray file".into()
+        }
+    }
+}
+
+/// The local emulated link, as the runs use it.
+struct LinkCtx {
+    name: String,
+    snd_ns: String,
+    rcv_ns: String,
+    rcv_addr: String,
+    /// Static link columns of every row.
+    cols: Row,
+}
+
+#[derive(Default, Clone, Copy)]
+struct Counters {
+    forwarder_alive: bool,
+    tx_dropped_snd: u64,
+    tx_dropped_rcv: u64,
+    dropped_queue: u64,
+    dropped_loss: u64,
+    late_over_1ms: u64,
+    late_max_us: u64,
+}
+
+fn counters(name: &str) -> Counters {
+    let Ok(i) = shoal_link::link_info(name) else {
+        return Counters::default();
+    };
+    let mut c = Counters {
+        forwarder_alive: i.forwarder_alive || i.state.backend == shoal_link::Backend::Netem,
+        tx_dropped_snd: i.tun_tx_dropped.snd.unwrap_or(0),
+        tx_dropped_rcv: i.tun_tx_dropped.rcv.unwrap_or(0),
+        ..Default::default()
+    };
+    if let Some(s) = i.counters {
+        c.dropped_queue = s.up.dropped_queue + s.down.dropped_queue;
+        c.dropped_loss = s.up.dropped_loss + s.down.dropped_loss;
+        c.late_over_1ms = s.up.late_over_1ms + s.down.late_over_1ms;
+        c.late_max_us = s.up.late_max_us.max(s.down.late_max_us);
+    }
+    c
+}
+
+fn link_columns(i: &shoal_link::LinkInfo) -> Row {
+    let s = &i.state;
+    let mut r = Row::new();
+    let mut put = |k: &str, v: String| {
+        r.insert(k.to_string(), v);
+    };
+    put("link_name", s.name.clone());
+    put("link_backend", s.backend.to_string());
+    put("link_rtt_ms", format!("{}", s.rtt_ns as f64 / 1e6));
+    put("link_rate_bps", s.rate_bps.to_string());
+    put("link_down_rate_bps", s.down_rate_bps.to_string());
+    put("link_queue_bytes", s.queue_bytes.to_string());
+    put("link_loss", s.loss.to_string());
+    put("link_mtu", s.mtu.to_string());
+    put("link_offload", s.offload.describe());
+    put("link_snd_tcp_wmem", s.sysctls.snd_tcp_wmem.clone());
+    put("link_snd_tcp_rmem", s.sysctls.snd_tcp_rmem.clone());
+    put("link_rcv_tcp_rmem", s.sysctls.rcv_tcp_rmem.clone());
+    put("link_rcv_tcp_wmem", s.sysctls.rcv_tcp_wmem.clone());
+    put("link_rmem_max", s.sysctls.rmem_max.clone());
+    put("link_wmem_max", s.sysctls.wmem_max.clone());
+    r
+}
+
+/// Flags for `shoal send` and `shoal recv` from a configuration's axes.
+pub fn flags(cfg: &Config, receiver_flags: &[String]) -> (Vec<String>, Vec<String>) {
+    let (mut send, mut recv) = (Vec::new(), Vec::new());
+    for (k, v) in &cfg.params {
+        if k == "payload" || k == "kind" || k == "timeout" {
+            continue;
+        }
+        let (name, to_send, to_recv) = match k.strip_prefix("recv.") {
+            Some(n) => (n, false, true),
+            None => (k.as_str(), true, receiver_flags.iter().any(|f| f == k)),
+        };
+        let args: Vec<String> = match v {
+            AxisValue::Bool(true) => vec![format!("--{name}")],
+            AxisValue::Bool(false) => vec![],
+            other => vec![format!("--{name}"), other.text()],
+        };
+        if to_send {
+            send.extend(args.iter().cloned());
+        }
+        if to_recv {
+            recv.extend(args);
+        }
+        if k == "plain"
+            && matches!(v, AxisValue::Bool(true))
+            && !recv.contains(&"--allow-plain".into())
+        {
+            recv.push("--allow-plain".into());
+        }
+    }
+    (send, recv)
+}
+
+/// The per-run result before it becomes a row.
+#[derive(Default)]
+struct Outcome {
+    /// shoal send's JSON row, when it printed one.
+    json: Option<serde_json::Value>,
+    exit: Option<proc::Exit>,
+    wall_seconds: f64,
+    timed_out: bool,
+    /// Why the transfer itself failed (empty when it reported ok).
+    error: String,
+    receiver_report: String,
+    command: String,
+}
+
+struct Sweep<'a> {
+    opts: &'a Options,
+    matrix: &'a Matrix,
+    sweep_id: String,
+    payloads: BTreeMap<String, Payload>,
+    link: Option<LinkCtx>,
+    sshd: Option<Sshd>,
+    identity: PathBuf,
+    dest_root: PathBuf,
+    logs: PathBuf,
+    hooks: Hooks,
+    /// When destinations were last deleted in bulk (this sweep or an earlier one, from
+    /// `WORK/.last-bulk-delete`).
+    last_bulk_delete: std::cell::Cell<Option<SystemTime>>,
+}
+
+/// Runs a whole sweep; see docs/sweep.md.
+pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
+    proc::install_interrupt_handler();
+    std::fs::create_dir_all(&opts.out)
+        .with_context(|| format!("cannot create {}", opts.out.display()))?;
+    std::fs::copy(&opts.matrix_path, opts.out.join("matrix.toml")).context("copying the matrix")?;
+    let sweep_id = opts
+        .out
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "sweep".into());
+    let started_at = metrics::utc_timestamp();
+    let the_plan = plan(matrix.configs.len(), opts.runs, opts.seed);
+    let total = the_plan.len();
+    println!(
+        "sweep {sweep_id}: {} configurations × {} runs = {total} runs, order seed {}",
+        matrix.configs.len(),
+        opts.runs,
+        opts.seed
+    );
+
+    // Work area: payload cache (kept) and this sweep's destinations (deleted at the end).
+    let work_run = opts
+        .work
+        .join(format!("run-{sweep_id}-{}", std::process::id()));
+    let dest_root = work_run.join("dest");
+    let logs = opts.out.join("logs");
+    for d in [&dest_root, &logs] {
+        std::fs::create_dir_all(d).with_context(|| format!("cannot create {}", d.display()))?;
+    }
+
+    // Payloads: generated once, hashed once.
+    let mut payloads = BTreeMap::new();
+    for name in matrix
+        .configs
+        .iter()
+        .map(|c| c.payload().to_string())
+        .collect::<std::collections::BTreeSet<_>>()
+    {
+        let spec = matrix.payload(&name).expect("checked by the matrix");
+        let t0 = Instant::now();
+        let p = payload::prepare(spec, &opts.work.join("payloads"))?;
+        println!(
+            "payload {name}: {} files, {} bytes at {} ({}; hashed in {:.1} s)",
+            p.files,
+            p.bytes,
+            p.root.display(),
+            p.origin,
+            t0.elapsed().as_secs_f64()
+        );
+        payloads.insert(name, p);
+    }
+
+    // Settle: files deleted less than `settle` ago (e.g. the previous sweep's destinations)
+    // slow new-inode allocation on journal-less ext4; wait out the rest before the first run.
+    let last_delete = last_bulk_delete(&opts.work);
+    if let Some(age) = last_delete.and_then(|t| t.elapsed().ok()) {
+        if age < opts.settle {
+            let wait = opts.settle - age;
+            println!(
+                "settle: destinations were deleted in bulk {} s ago; waiting {} s before the first run",
+                age.as_secs(),
+                wait.as_secs()
+            );
+            std::thread::sleep(wait);
+        }
+    }
+
+    let mut meta = serde_json::json!({
+        "sweep_id": sweep_id,
+        "started": started_at,
+        "shoal_version": env!("CARGO_PKG_VERSION"),
+        "git": git_info(),
+        "kernel": metrics::kernel_release(),
+        "host": metrics::host_name(),
+        "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+        "matrix": opts.matrix_path.display().to_string(),
+        "runs_per_config": opts.runs,
+        "order_seed": opts.seed,
+        "timeout_s": opts.timeout.as_secs_f64(),
+        "quiet_wait": opts.quiet_wait,
+        "quiet_load": opts.quiet_load,
+        "work": work_run.display().to_string(),
+        "shoal_bin": opts.shoal_bin.display().to_string(),
+        "configs": matrix.configs.iter().map(|c| serde_json::json!({"id": c.id, "config": c.label()})).collect::<Vec<_>>(),
+        "payloads": payloads.values().map(|p| serde_json::json!({
+            "name": p.name, "files": p.files, "bytes": p.bytes, "root": p.root.display().to_string(), "origin": p.origin,
+        })).collect::<Vec<_>>(),
+        "link_spec": matrix.link,
+        "order": the_plan.iter().map(|p| format!("{}#{}", matrix.configs[p.config].id, p.run)).collect::<Vec<_>>(),
+        "preread": "every source file read in full right before each run (after the source manifest was built once per payload)",
+        "destinations": "a new folder per run under the work area; none deleted during the sweep unless free space ran low (then in bulk, with a settle pause); all deleted in bulk at the end unless --keep, then sync",
+        "settle_s": opts.settle.as_secs_f64(),
+    });
+    write_meta(&opts.out, &meta)?;
+
+    // The link (local) or the remote receiver.
+    let mut guard = None;
+    let link = match &matrix.link {
+        LinkSpec::Emulated {
+            name,
+            rtt,
+            rate,
+            down_rate,
+            queue,
+            loss,
+            backend,
+            seed,
+            offload,
+            check,
+        } => {
+            let mut cfg = shoal_link::UpConfig::new(
+                name,
+                shoal_link::parse::parse_duration(rtt)?,
+                shoal_link::parse::parse_rate(rate)?,
+            );
+            cfg.down_rate_bps = down_rate
+                .as_deref()
+                .map(shoal_link::parse::parse_rate)
+                .transpose()?;
+            cfg.queue = shoal_link::parse::parse_queue(queue)?;
+            cfg.loss = shoal_link::parse::parse_loss(loss)?;
+            cfg.backend = match backend.as_str() {
+                "netem" => shoal_link::BackendChoice::Netem,
+                "auto" => shoal_link::BackendChoice::Auto,
+                _ => shoal_link::BackendChoice::Tun,
+            };
+            cfg.seed = *seed;
+            cfg.offload = *offload;
+            let launcher = shoal_link::Launcher {
+                exe: opts.shoal_bin.clone(),
+                prefix: vec!["link".into(), "forward".into()],
+            };
+            let g = shoal_link::LinkGuard::up_with(&cfg, &launcher)
+                .with_context(|| format!("bringing link {name} up (needs root)"))?;
+            let info = shoal_link::link_info(name)?;
+            println!(
+                "link {name}: {} RTT, {} up, {} down, queue {} B, loss {}, backend {}",
+                info.rtt,
+                info.rate,
+                info.down_rate,
+                info.state.queue_bytes,
+                info.state.loss,
+                info.state.backend
+            );
+            meta["link"] = serde_json::to_value(&info)?;
+            if opts.check.unwrap_or(*check) {
+                println!("checking link {name} (shoal link check; 12–20 s at 141 ms)…");
+                match shoal_link::check(name, &shoal_link::CheckOptions::default()) {
+                    Ok(rep) => {
+                        println!(
+                            "link check: {}",
+                            if rep.pass {
+                                "pass"
+                            } else {
+                                "FAIL (see meta.json)"
+                            }
+                        );
+                        meta["link_check"] = serde_json::to_value(&rep)?;
+                    }
+                    Err(e) => {
+                        println!("link check could not run: {e:#}");
+                        meta["link_check"] = serde_json::json!({ "error": format!("{e:#}") });
+                    }
+                }
+            } else {
+                meta["link_check"] =
+                    serde_json::json!("not run ([link] check = false or --no-check)");
+            }
+            let st = g.state().clone();
+            guard = Some(g);
+            Some(LinkCtx {
+                name: name.clone(),
+                snd_ns: st.snd_ns.clone(),
+                rcv_ns: st.rcv_ns.clone(),
+                rcv_addr: st.rcv_addr.clone(),
+                cols: link_columns(&info),
+            })
+        }
+        LinkSpec::Remote { receiver, .. } => {
+            println!("remote receiver {receiver}: destinations and verification are up to the receiving host (docs/two-hosts.md)");
+            None
+        }
+    };
+
+    let needs_ssh = matrix.configs.iter().any(|c| c.kind() != "shoal");
+    let sshd = match (&link, needs_ssh) {
+        (Some(l), true) => {
+            let s = Sshd::start(&work_run.join("ssh"), &l.rcv_ns, &l.snd_ns, &l.rcv_addr)?;
+            meta["baseline_tools"] = serde_json::to_value(
+                baseline::tool_versions()
+                    .into_iter()
+                    .collect::<BTreeMap<_, _>>(),
+            )?;
+            Some(s)
+        }
+        _ => None,
+    };
+    write_meta(&opts.out, &meta)?;
+
+    let identity = work_run.join("identity");
+    shoal_common::identity::Identity::load_or_create(&identity)?;
+
+    let mut sw = Sweep {
+        opts,
+        matrix,
+        sweep_id,
+        payloads,
+        link,
+        sshd,
+        identity,
+        dest_root,
+        logs,
+        hooks: Hooks::from_env(),
+        last_bulk_delete: std::cell::Cell::new(last_delete),
+    };
+
+    // Reference configuration per payload (ratio columns).
+    let mut reference: BTreeMap<String, String> = BTreeMap::new();
+    if !matrix.reference.is_empty() {
+        for c in &matrix.configs {
+            if c.matches(&matrix.reference) {
+                reference
+                    .entry(c.payload().to_string())
+                    .or_insert_with(|| c.id.clone());
+            }
+        }
+    }
+
+    let header = columns::header(&matrix.axes);
+    let mut csv = RunsCsv::create(&opts.out.join("runs.csv"), header)?;
+    let mut progress = Progress::new(total);
+    let (mut done, mut ok) = (0, 0);
+    for (i, p) in the_plan.iter().enumerate() {
+        if proc::interrupted() {
+            break;
+        }
+        let order = i + 1;
+        let cfg = &matrix.configs[p.config];
+        progress.start(order, &format!("{} {}", cfg.id, cfg.label()));
+        let mut row = sw.one_run(order, *p, &mut progress)?;
+        if proc::interrupted() && row.get("status").map(String::as_str) != Some("ok") {
+            // The run was cut short by the user, not by the transfer: don't count it.
+            progress.note("interrupted: the current run is not recorded");
+            break;
+        }
+        row.insert(
+            "reference".into(),
+            (reference.get(cfg.payload()) == Some(&cfg.id)).to_string(),
+        );
+        csv.write(&row)?;
+        done += 1;
+        let is_ok = row.get("status").map(String::as_str) == Some("ok");
+        if is_ok {
+            ok += 1;
+        }
+        progress.finish(is_ok, &result_line(cfg, &row));
+    }
+    progress.close();
+    let interrupted = proc::interrupted();
+
+    // Tear down: sshd, link, destinations (in bulk, after the last run).
+    if let Some(s) = sw.sshd.take() {
+        s.stop();
+    }
+    if let Some(g) = guard.take() {
+        if let Err(e) = g.down() {
+            eprintln!("shoal sweep: tearing the link down: {e:#}");
+        }
+    }
+    if !opts.keep {
+        if let Err(e) = bulk_delete(&work_run, &opts.work) {
+            eprintln!(
+                "shoal sweep: could not delete {}: {e:#}",
+                work_run.display()
+            );
+        }
+    } else {
+        println!("destinations kept under {}", sw.dest_root.display());
+    }
+
+    meta["finished"] = serde_json::json!(metrics::utc_timestamp());
+    meta["runs_done"] = serde_json::json!(done);
+    meta["runs_ok"] = serde_json::json!(ok);
+    meta["interrupted"] = serde_json::json!(interrupted);
+    write_meta(&opts.out, &meta)?;
+    Ok(Summary {
+        out: opts.out.clone(),
+        total,
+        done,
+        ok,
+        interrupted,
+    })
+}
+
+const LAST_DELETE: &str = ".last-bulk-delete";
+
+/// Deletes a tree of destinations in one go, syncs (so the freed inodes' table blocks are not
+/// left dirty, which on journal-less ext4 extends the time new files avoid them), and records
+/// the time in `WORK/.last-bulk-delete` for the next sweep's settle wait.
+fn bulk_delete(dir: &Path, work: &Path) -> Result<()> {
+    std::fs::remove_dir_all(dir).with_context(|| format!("deleting {}", dir.display()))?;
+    // SAFETY: sync(2) has no preconditions.
+    unsafe { libc::sync() };
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    std::fs::write(work.join(LAST_DELETE), now.to_string())?;
+    Ok(())
+}
+
+fn last_bulk_delete(work: &Path) -> Option<SystemTime> {
+    let secs: u64 = std::fs::read_to_string(work.join(LAST_DELETE))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(UNIX_EPOCH + Duration::from_secs(secs))
+}
+
+fn write_meta(out: &Path, meta: &serde_json::Value) -> Result<()> {
+    std::fs::write(out.join("meta.json"), serde_json::to_vec_pretty(meta)?)
+        .context("writing meta.json")
+}
+
+fn git_info() -> serde_json::Value {
+    let git = |args: &[&str]| -> Option<String> {
+        let o = Command::new("git")
+            .args(args)
+            .stderr(Stdio::null())
+            .output()
+            .ok()?;
+        o.status
+            .success()
+            .then(|| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    serde_json::json!({
+        "commit": git(&["rev-parse", "HEAD"]),
+        "dirty": git(&["status", "--porcelain", "--untracked-files=no"]).map(|s| !s.is_empty()),
+    })
+}
+
+fn result_line(cfg: &Config, row: &Row) -> String {
+    let g = |k: &str| row.get(k).cloned().unwrap_or_default();
+    if g("status") == "ok" {
+        format!(
+            "{} {}: ok {} MB/s in {} s ({})",
+            cfg.id,
+            cfg.label(),
+            g("mb_per_s"),
+            g("seconds"),
+            if g("verified") == "true" {
+                "verified"
+            } else {
+                "NOT verified: remote receiver"
+            }
+        )
+    } else {
+        format!(
+            "{} {}: FAILED after {} s ({} of {} files verified): {}",
+            cfg.id,
+            cfg.label(),
+            g("seconds"),
+            g("files_verified"),
+            g("payload_files"),
+            g("error")
+        )
+    }
+}
+
+fn f3(x: f64) -> String {
+    format!("{x:.3}")
+}
+
+impl Sweep<'_> {
+    fn one_run(&self, order: usize, p: Planned, progress: &mut Progress) -> Result<Row> {
+        let cfg = &self.matrix.configs[p.config];
+        let payload = &self.payloads[cfg.payload()];
+        let timeout = match cfg.get("timeout") {
+            Some(v) => shoal_common::units::parse_duration(&v.text())
+                .map_err(|e| anyhow::anyhow!("timeout: {e}"))?,
+            None => self.opts.timeout,
+        };
+
+        let mut row = Row::new();
+        let mut put = |k: &str, v: String| {
+            row.insert(k.to_string(), v);
+        };
+        put("sweep_id", self.sweep_id.clone());
+        put("config_id", cfg.id.clone());
+        put("config", cfg.label());
+        put("run", p.run.to_string());
+        put("order", order.to_string());
+        put("order_seed", self.opts.seed.to_string());
+        put("kind", cfg.kind().to_string());
+        put("payload", payload.name.clone());
+        put("payload_files", payload.files.to_string());
+        put("payload_bytes", payload.bytes.to_string());
+        for (k, v) in &cfg.params {
+            if k != "payload" && k != "kind" {
+                put(&columns::param_column(k), v.text());
+            }
+        }
+        put("timeout_s", timeout.as_secs_f64().to_string());
+        if let Some(l) = &self.link {
+            row.extend(l.cols.clone());
+        }
+
+        // A fresh destination: a new folder nobody wrote or deleted before.
+        let dest = self
+            .dest_root
+            .join(format!("{order:05}-{}-r{}", cfg.id, p.run));
+        self.make_room(payload.bytes, progress)?;
+        row.insert(
+            "dest_prepared".into(),
+            match self.last_bulk_delete.get() {
+                None => "new folder; no bulk delete recorded in the work folder".into(),
+                Some(t) => format!(
+                    "new folder; last bulk delete in the work folder {:.0} s before this run",
+                    t.elapsed().unwrap_or_default().as_secs_f64()
+                ),
+            },
+        );
+        row.insert("dest_fs".into(), payload::fs_type(&self.dest_root));
+
+        // Quiet wait, then pre-read the source into the page cache.
+        let waited = self.quiet_wait(progress);
+        row.insert("quiet_wait_seconds".into(), format!("{waited:.1}"));
+        let pre = payload::preread(payload)?;
+        row.insert("preread_seconds".into(), f3(pre));
+
+        let before = self.link.as_ref().map(|l| counters(&l.name));
+        let load = metrics::load_avg_1m();
+        row.insert("sweep_load_1m_start".into(), format!("{load:.2}"));
+        let timestamp = metrics::utc_timestamp();
+
+        let started = Instant::now();
+        let out = if cfg.kind() == "shoal" {
+            self.shoal_transfer(order, cfg, payload, &dest, timeout)
+        } else {
+            self.baseline_transfer(order, cfg, payload, &dest, timeout)
+        };
+        // A run that could not even start (e.g. the receiver did not come up) is a failure
+        // row too, and the sweep goes on.
+        let out = out.unwrap_or_else(|e| Outcome {
+            error: format!("{e:#}"),
+            wall_seconds: started.elapsed().as_secs_f64(),
+            ..Default::default()
+        });
+
+        if let (Some(l), Some(b)) = (&self.link, before) {
+            let a = counters(&l.name);
+            row.insert(
+                "tun_tx_dropped_snd".into(),
+                (a.tx_dropped_snd.saturating_sub(b.tx_dropped_snd)).to_string(),
+            );
+            row.insert(
+                "tun_tx_dropped_rcv".into(),
+                (a.tx_dropped_rcv.saturating_sub(b.tx_dropped_rcv)).to_string(),
+            );
+            row.insert(
+                "link_dropped_queue".into(),
+                (a.dropped_queue.saturating_sub(b.dropped_queue)).to_string(),
+            );
+            row.insert(
+                "link_dropped_loss".into(),
+                (a.dropped_loss.saturating_sub(b.dropped_loss)).to_string(),
+            );
+            row.insert(
+                "link_late_over_1ms".into(),
+                (a.late_over_1ms.saturating_sub(b.late_over_1ms)).to_string(),
+            );
+            row.insert("link_late_max_us".into(), a.late_max_us.to_string());
+            row.insert("link_up_after".into(), a.forwarder_alive.to_string());
+        }
+
+        // Test hook: change the destination between the transfer and the hashing.
+        if self.hooks.tamper(order) {
+            let what = tamper(&dest);
+            progress.note(&format!("test hook: {what}"));
+        }
+
+        // The RunRow fields: from shoal send's JSON, or filled here for baselines and for
+        // runs that printed nothing (killed).
+        let seconds = match &out.json {
+            Some(j) => {
+                columns::put_send_json(&mut row, j);
+                j["seconds"].as_f64().unwrap_or(out.wall_seconds)
+            }
+            None => {
+                row.insert("timestamp".into(), timestamp);
+                row.insert(
+                    "run_id".into(),
+                    format!("{:016x}{:016x}", random_u64(), random_u64()),
+                );
+                row.insert(
+                    "mode".into(),
+                    match cfg.kind() {
+                        "shoal" => cfg
+                            .get("mode")
+                            .map(|v| v.text())
+                            .unwrap_or("tcp-bundle".into()),
+                        k => k.to_string(),
+                    },
+                );
+                row.insert(
+                    "tls".into(),
+                    (cfg.kind() != "shoal"
+                        || !matches!(cfg.get("plain"), Some(AxisValue::Bool(true))))
+                    .to_string(),
+                );
+                row.insert("files".into(), payload.files.to_string());
+                row.insert("bytes".into(), payload.bytes.to_string());
+                row.insert("load_1m_start".into(), format!("{load:.2}"));
+                row.insert("kernel".into(), metrics::kernel_release());
+                row.insert("host".into(), metrics::host_name());
+                if let Some(e) = &out.exit {
+                    if e.max_rss_bytes > 0 {
+                        row.insert("sender_peak_rss_bytes".into(), e.max_rss_bytes.to_string());
+                        row.insert("sender_cpu_seconds".into(), f3(e.cpu_seconds));
+                    }
+                }
+                if let Some(l) = &self.link {
+                    row.insert(
+                        "receiver".into(),
+                        if cfg.kind() == "shoal" {
+                            l.rcv_addr.clone()
+                        } else {
+                            format!("{}:22", l.rcv_addr)
+                        },
+                    );
+                }
+                out.wall_seconds
+            }
+        };
+        row.insert("seconds".into(), format!("{seconds:.6}"));
+        row.insert(
+            "send_status".into(),
+            row.get("status")
+                .cloned()
+                .unwrap_or_else(|| if out.error.is_empty() { "ok" } else { "failed" }.into()),
+        );
+        row.insert("send_error".into(), out.error.clone());
+        row.insert(
+            "exit_code".into(),
+            out.exit.as_ref().map(|e| e.describe()).unwrap_or_default(),
+        );
+        row.insert("timed_out".into(), out.timed_out.to_string());
+        row.insert("receiver_report".into(), out.receiver_report.clone());
+        row.insert("command".into(), out.command.clone());
+
+        // Verification: hash the destination from disk, compare with the source manifest.
+        let (verified_ok, verify_note) = if self.link.is_some() {
+            let v = payload::verify(&payload.manifest, &dest);
+            row.insert("verified".into(), v.identical.to_string());
+            row.insert("verify_result".into(), v.summary.clone());
+            row.insert("verify_seconds".into(), f3(v.seconds));
+            row.insert("files_verified".into(), v.files_ok.to_string());
+            row.insert("bytes_verified".into(), v.bytes_ok.to_string());
+            if !out.error.is_empty() || !v.identical {
+                row.insert(
+                    "partial_mb_per_s".into(),
+                    f3(if seconds > 0.0 {
+                        v.bytes_ok as f64 / 1e6 / seconds
+                    } else {
+                        0.0
+                    }),
+                );
+            }
+            (v.identical, v.summary)
+        } else {
+            row.insert("verified".into(), "remote-unverified".into());
+            row.insert(
+                "verify_result".into(),
+                "remote receiver: verify on the receiving host (docs/two-hosts.md)".into(),
+            );
+            (true, String::new())
+        };
+
+        let ok = out.error.is_empty() && verified_ok;
+        row.insert("status".into(), if ok { "ok" } else { "failed" }.into());
+        let error = if !out.error.is_empty() {
+            if verified_ok {
+                out.error.clone()
+            } else {
+                format!("{}; destination: {verify_note}", out.error)
+            }
+        } else if !verified_ok {
+            format!("verification failed: {verify_note}")
+        } else {
+            String::new()
+        };
+        row.insert("error".into(), error);
+        if ok {
+            let f = payload.files as f64;
+            if out.json.is_none() {
+                row.insert("files_ready".into(), payload.files.to_string());
+                row.insert("bytes_ready".into(), payload.bytes.to_string());
+            }
+            row.insert("mb_per_s".into(), f3(payload.bytes as f64 / 1e6 / seconds));
+            row.insert("files_per_s".into(), format!("{:.1}", f / seconds));
+        } else {
+            // A failed run never carries a speed.
+            row.insert("mb_per_s".into(), "0".into());
+            row.insert("files_per_s".into(), "0".into());
+        }
+        Ok(row)
+    }
+
+    /// When the work file system is low on space, deletes earlier destinations in bulk and
+    /// pauses (freshly freed inodes slow the next writes on journal-less ext4).
+    fn make_room(&self, need: u64, progress: &Progress) -> Result<()> {
+        let free = payload::free_bytes(&self.dest_root).unwrap_or(u64::MAX);
+        if free > need.saturating_mul(2) + (1 << 30) {
+            return Ok(());
+        }
+        progress.note(&format!(
+            "low on space ({} MB free): deleting earlier destinations in bulk, then a {} s pause",
+            free / 1_000_000,
+            self.opts.settle.as_secs()
+        ));
+        let old = self.dest_root.with_extension("old");
+        std::fs::rename(&self.dest_root, &old)?;
+        std::fs::create_dir_all(&self.dest_root)?;
+        bulk_delete(&old, &self.opts.work)?;
+        self.last_bulk_delete.set(Some(SystemTime::now()));
+        std::thread::sleep(self.opts.settle);
+        Ok(())
+    }
+
+    fn quiet_wait(&self, progress: &Progress) -> f64 {
+        if !self.opts.quiet_wait {
+            return 0.0;
+        }
+        let t0 = Instant::now();
+        let mut said = false;
+        loop {
+            let load = metrics::load_avg_1m();
+            if load < self.opts.quiet_load || proc::interrupted() {
+                break;
+            }
+            if t0.elapsed() >= self.opts.quiet_max {
+                progress.note(&format!(
+                    "quiet wait: load {load:.2} still ≥ {} after {}; running anyway",
+                    self.opts.quiet_load,
+                    fmt_duration(self.opts.quiet_max)
+                ));
+                break;
+            }
+            if !said {
+                progress.note(&format!(
+                    "quiet wait: 1-minute load {load:.2} ≥ {}; waiting",
+                    self.opts.quiet_load
+                ));
+                said = true;
+            }
+            std::thread::sleep(Duration::from_secs(2));
+        }
+        t0.elapsed().as_secs_f64()
+    }
+
+    fn log(&self, order: usize, what: &str) -> PathBuf {
+        self.logs.join(format!("{order:05}-{what}.log"))
+    }
+
+    fn shoal_transfer(
+        &self,
+        order: usize,
+        cfg: &Config,
+        payload: &Payload,
+        dest: &Path,
+        timeout: Duration,
+    ) -> Result<Outcome> {
+        let (send_flags, recv_flags) = flags(cfg, &self.matrix.receiver_flags);
+        let mut out = Outcome::default();
+
+        // Receiver: one run, into this run's fresh destination, in the receiver namespace.
+        let mut receiver = None;
+        let to = match (&self.link, &self.matrix.link) {
+            (Some(l), _) => {
+                let mut cmd = Command::new(&self.opts.shoal_bin);
+                cmd.args(["recv", "--listen", &format!("{}:0", l.rcv_addr), "--dest"])
+                    .arg(dest)
+                    .arg("--identity")
+                    .arg(&self.identity)
+                    .arg("--once")
+                    .args(&recv_flags)
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::piped())
+                    .stderr(std::fs::File::create(self.log(order, "recv"))?);
+                let mut p = Proc::spawn(&mut cmd, Some(&l.rcv_ns), "shoal recv")?;
+                let rx = proc::lines(p.child.stdout.take().expect("piped"));
+                let first = rx.recv_timeout(Duration::from_secs(15)).unwrap_or_default();
+                let Some(addr) = first.strip_prefix("listening on ") else {
+                    let e = p.kill(Duration::from_secs(1));
+                    bail!(
+                        "shoal recv did not start ({}): {first:?} {}",
+                        e.describe(),
+                        proc::tail_of(&self.log(order, "recv"), 400)
+                    );
+                };
+                let addr = addr.trim().to_string();
+                receiver = Some((p, rx));
+                addr
+            }
+            (None, LinkSpec::Remote { receiver, .. }) => receiver.clone(),
+            (None, _) => unreachable!("an emulated link always has a context"),
+        };
+
+        let mut cmd = Command::new(&self.opts.shoal_bin);
+        cmd.args(["send", "--to", &to, "--src"])
+            .arg(&payload.root)
+            .args(["--json", "--timeout"])
+            .arg(format!("{}s", timeout.as_secs_f64()));
+        match &self.matrix.link {
+            LinkSpec::Remote {
+                pin: Some(pin),
+                token_file: Some(tf),
+                ..
+            } => {
+                cmd.args(["--pin", pin]).arg("--token-file").arg(tf);
+            }
+            LinkSpec::Remote { .. } => {}
+            LinkSpec::Emulated { .. } => {
+                cmd.arg("--identity").arg(&self.identity);
+            }
+        }
+        cmd.args(&send_flags)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(self.log(order, "send"))?);
+        out.command = command_line(&cmd);
+        let t0 = Instant::now();
+        let mut sender = Proc::spawn(
+            &mut cmd,
+            self.link.as_ref().map(|l| l.snd_ns.as_str()),
+            "shoal send",
+        )?;
+        let srx = proc::lines(sender.child.stdout.take().expect("piped"));
+        // shoal send enforces --timeout itself; the sweep's own limit is a backstop.
+        let hard = t0 + timeout + Duration::from_secs(30);
+        let kill_at = self.hooks.kill_after(order).map(|d| t0 + d);
+        let exit = match sender.wait_until(kill_at.unwrap_or(hard).min(hard)) {
+            Some(e) => e,
+            None => {
+                let e = sender.kill(Duration::from_millis(500));
+                out.timed_out = true;
+                out.error = if proc::interrupted() {
+                    "interrupted".into()
+                } else if kill_at.is_some() {
+                    format!(
+                        "killed after {:.1} s (test hook SHOAL_SWEEP_TEST_KILL)",
+                        t0.elapsed().as_secs_f64()
+                    )
+                } else {
+                    format!(
+                        "killed: no result within the {} timeout",
+                        fmt_duration(timeout)
+                    )
+                };
+                e
+            }
+        };
+        out.wall_seconds = t0.elapsed().as_secs_f64();
+        let stdout: Vec<String> = srx.try_iter().collect();
+        out.json = stdout
+            .iter()
+            .rev()
+            .find(|l| l.trim_start().starts_with('{'))
+            .and_then(|l| serde_json::from_str(l).ok());
+        if out.error.is_empty() {
+            match &out.json {
+                Some(j) if j["status"] == "ok" && exit.success() => {}
+                Some(j) => {
+                    out.error = j["error"].as_str().unwrap_or("failed").to_string();
+                    if out.error.is_empty() {
+                        out.error = format!("shoal send: {}", exit.describe());
+                    }
+                    if j["error"]
+                        .as_str()
+                        .is_some_and(|e| e.contains("timed out") || e.contains("timeout"))
+                    {
+                        out.timed_out = true;
+                    }
+                }
+                None => {
+                    out.error = format!(
+                        "shoal send printed no result ({}): {}",
+                        exit.describe(),
+                        proc::tail_of(&self.log(order, "send"), 300)
+                    );
+                }
+            }
+        }
+        out.exit = Some(exit);
+
+        // The receiver ends by itself after its one run; give it a moment, then end it.
+        if let Some((mut p, rx)) = receiver {
+            let grace = if out.error.is_empty() { 20 } else { 2 };
+            if p.wait_until(Instant::now() + Duration::from_secs(grace))
+                .is_none()
+            {
+                p.kill(Duration::from_secs(1));
+            }
+            out.receiver_report = rx
+                .try_iter()
+                .filter(|l| l.starts_with("run "))
+                .collect::<Vec<_>>()
+                .join(" | ");
+        }
+        Ok(out)
+    }
+
+    fn baseline_transfer(
+        &self,
+        order: usize,
+        cfg: &Config,
+        payload: &Payload,
+        dest: &Path,
+        timeout: Duration,
+    ) -> Result<Outcome> {
+        let sshd = self.sshd.as_ref().context("baseline arm without sshd")?;
+        let l = self
+            .link
+            .as_ref()
+            .context("baseline arm without a local link")?;
+        std::fs::create_dir_all(dest)?;
+        let batch = self.logs.join(format!("{order:05}-sftp-batch"));
+        let pipeline = sshd.command(cfg.kind(), &payload.root, dest, &batch)?;
+        let mut out = Outcome {
+            command: pipeline.clone(),
+            ..Default::default()
+        };
+        let mut cmd = Command::new("bash");
+        cmd.args(["-o", "pipefail", "-c", &pipeline])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(self.log(order, cfg.kind()))?);
+        let t0 = Instant::now();
+        let mut p = Proc::spawn(&mut cmd, Some(&l.snd_ns), cfg.kind())?;
+        let kill_at = self.hooks.kill_after(order).map(|d| t0 + d);
+        let deadline = kill_at.unwrap_or(t0 + timeout).min(t0 + timeout);
+        let exit = match p.wait_until(deadline) {
+            Some(e) => e,
+            None => {
+                let e = p.kill(Duration::from_millis(500));
+                out.timed_out = true;
+                out.error = if proc::interrupted() {
+                    "interrupted".into()
+                } else {
+                    format!(
+                        "killed at the {} limit",
+                        fmt_duration(t0.elapsed().min(timeout))
+                    )
+                };
+                e
+            }
+        };
+        out.wall_seconds = t0.elapsed().as_secs_f64();
+        if out.timed_out {
+            // Let the receiving side finish the writes already under way before counting.
+            std::thread::sleep(Duration::from_secs(1));
+        }
+        if out.error.is_empty() && !exit.success() {
+            out.error = format!(
+                "{} {}: {}",
+                cfg.kind(),
+                exit.describe(),
+                proc::tail_of(&self.log(order, cfg.kind()), 300)
+            );
+        }
+        out.exit = Some(exit);
+        Ok(out)
+    }
+}
+
+fn random_u64() -> u64 {
+    random_seed().wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ random_seed()
+}
+
+fn command_line(cmd: &Command) -> String {
+    std::iter::once(cmd.get_program())
+        .chain(cmd.get_args())
+        .map(|s| baseline::shell_quote(&s.to_string_lossy()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plan_is_a_seeded_permutation() {
+        let a = plan(2, 3, 42);
+        let b = plan(2, 3, 42);
+        assert_eq!(a, b);
+        assert_eq!(a.len(), 6);
+        let in_order: Vec<Planned> = (0..2)
+            .flat_map(|c| (1..=3).map(move |r| Planned { config: c, run: r }))
+            .collect();
+        let mut sorted = a.clone();
+        sorted.sort_by_key(|p| (p.config, p.run));
+        assert_eq!(sorted, in_order, "every run exactly once");
+        assert_ne!(a, in_order);
+        assert_ne!(plan(2, 3, 43), a);
+    }
+
+    #[test]
+    fn axes_become_flags() {
+        let m = crate::matrix::Matrix::parse(
+            r#"
+[link]
+rtt = "20ms"
+rate = "100mbit"
+[payload.p]
+files = 1
+size = 1
+[axes]
+mode = ["tcp-streams"]
+max-streams = [64]
+plain = [true]
+"recv.fsync" = [true]
+cc = ["bbr"]
+"#,
+        )
+        .unwrap();
+        let (s, r) = flags(&m.configs[0], &m.receiver_flags);
+        assert_eq!(
+            s,
+            vec![
+                "--mode",
+                "tcp-streams",
+                "--max-streams",
+                "64",
+                "--plain",
+                "--cc",
+                "bbr"
+            ]
+        );
+        assert_eq!(r, vec!["--max-streams", "64", "--allow-plain", "--fsync"]);
+    }
+}

@@ -1,0 +1,92 @@
+//! Shoal's sweep engine: expands a parameter matrix (TOML), runs every configuration N times in
+//! shuffled order over an emulated link (or against a remote receiver), verifies every run from
+//! disk before its time counts, and writes `runs.csv`, `medians.csv` and charts. `shoal report`
+//! regenerates the medians and charts from `runs.csv` alone. See docs/sweep.md.
+
+pub mod baseline;
+pub mod chart;
+pub mod cli;
+pub mod columns;
+pub mod engine;
+pub mod matrix;
+pub mod payload;
+pub mod proc;
+pub mod progress;
+pub mod report;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+
+/// Writes `medians.csv`, `throughput.svg` and `throughput.png` into `dir` from `dir/runs.csv`;
+/// returns the files written.
+pub fn write_report(dir: &Path, reference: Option<&[(String, String)]>) -> Result<Vec<PathBuf>> {
+    let rep = report::load(&dir.join("runs.csv"), reference)?;
+    let medians = dir.join("medians.csv");
+    report::write_medians(&rep, &medians)?;
+    let mut files = vec![medians];
+    if !rep.configs.is_empty() {
+        files.extend(chart::write_charts(&rep, dir, "throughput")?);
+    }
+    Ok(files)
+}
+
+/// A short table of the medians in `dir/medians.csv`, for the terminal.
+pub fn medians_table(dir: &Path) -> Result<String> {
+    let mut r = csv::Reader::from_path(dir.join("medians.csv"))?;
+    let h = r.headers()?.clone();
+    let idx = |name: &str| h.iter().position(|c| c == name);
+    let cols = [
+        ("config", "configuration"),
+        ("runs_ok", "ok"),
+        ("runs", "runs"),
+        ("median_mb_per_s", "MB/s"),
+        ("min_mb_per_s", "min"),
+        ("max_mb_per_s", "max"),
+        ("median_seconds", "s"),
+        ("failed_median_partial_mb_per_s", "failed: partial MB/s"),
+        ("speedup_vs_reference", "× ref"),
+    ];
+    let mut table: Vec<Vec<String>> = vec![cols.iter().map(|(_, t)| t.to_string()).collect()];
+    for rec in r.records() {
+        let rec = rec?;
+        table.push(
+            cols.iter()
+                .map(|(c, _)| {
+                    idx(c)
+                        .and_then(|i| rec.get(i))
+                        .unwrap_or("")
+                        .trim_start_matches("payload=")
+                        .replace(" kind=shoal", "")
+                        .to_string()
+                })
+                .collect(),
+        );
+    }
+    let widths: Vec<usize> = (0..cols.len())
+        .map(|i| {
+            table
+                .iter()
+                .map(|r| r[i].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in &table {
+        let line: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                if i == 0 {
+                    format!("{c:<w$}", w = widths[i])
+                } else {
+                    format!("{c:>w$}", w = widths[i])
+                }
+            })
+            .collect();
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+    }
+    Ok(out)
+}

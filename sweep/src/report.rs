@@ -1,0 +1,373 @@
+//! `medians.csv` from `runs.csv` alone: per configuration, runs ok/total, median/min/max MB/s
+//! and seconds over the verified runs, median peak RSS of each side, the completion-rate upper
+//! bound of failed runs, and the ratio of median seconds against a reference configuration.
+//! Deterministic: the same runs.csv always gives the same bytes.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+
+/// One run as the report sees it.
+#[derive(Clone, Debug)]
+pub struct RunPoint {
+    pub run: String,
+    pub ok: bool,
+    pub mb_per_s: f64,
+    pub seconds: f64,
+    /// Failed runs: verified bytes / seconds (an upper bound on the rate at which the whole
+    /// payload would have completed).
+    pub partial_mb_per_s: Option<f64>,
+    pub error: String,
+}
+
+/// One configuration's runs and summary.
+#[derive(Clone, Debug)]
+pub struct ConfigSummary {
+    pub id: String,
+    pub config: String,
+    pub kind: String,
+    pub payload: String,
+    pub payload_files: String,
+    pub payload_bytes: String,
+    /// Parameter columns (`param_…`) → value.
+    pub params: Vec<(String, String)>,
+    pub runs: Vec<RunPoint>,
+    pub median_mb_per_s: Option<f64>,
+    pub is_reference: bool,
+    /// A few link settings, for chart subtitles.
+    pub link: String,
+}
+
+/// Everything the report produced.
+pub struct Report {
+    pub configs: Vec<ConfigSummary>,
+    /// Parameter column names, in runs.csv order.
+    pub param_columns: Vec<String>,
+    pub runs_per_config_max: usize,
+    /// Every row of runs.csv, column → cell.
+    pub raw: Vec<BTreeMap<String, String>>,
+}
+
+pub fn median(v: &[f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(|a, b| a.total_cmp(b));
+    let n = s.len();
+    Some(if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    })
+}
+
+fn minmax(v: &[f64]) -> Option<(f64, f64)> {
+    let min = v.iter().copied().reduce(f64::min)?;
+    let max = v.iter().copied().reduce(f64::max)?;
+    Some((min, max))
+}
+
+fn f3(x: Option<f64>) -> String {
+    x.map(|x| format!("{x:.3}")).unwrap_or_default()
+}
+
+fn int(x: Option<f64>) -> String {
+    x.map(|x| format!("{:.0}", x.round())).unwrap_or_default()
+}
+
+/// A `k=v,k=v` selector (axis names as in the matrix, or column names).
+pub fn parse_selector(s: &str) -> Result<Vec<(String, String)>> {
+    s.split(',')
+        .filter(|p| !p.trim().is_empty())
+        .map(|p| {
+            let (k, v) = p
+                .split_once('=')
+                .with_context(|| format!("reference selector {p:?}: expected name=value"))?;
+            Ok((k.trim().to_string(), v.trim().to_string()))
+        })
+        .collect()
+}
+
+/// Reads runs.csv and groups it by configuration.
+pub fn load(runs_csv: &Path, reference: Option<&[(String, String)]>) -> Result<Report> {
+    let mut r = csv::Reader::from_path(runs_csv)
+        .with_context(|| format!("cannot read {}", runs_csv.display()))?;
+    let headers = r.headers()?.clone();
+    for need in [
+        "config_id",
+        "config",
+        "status",
+        "seconds",
+        "mb_per_s",
+        "payload",
+    ] {
+        if !headers.iter().any(|h| h == need) {
+            bail!(
+                "{} has no {need} column: not a sweep runs.csv",
+                runs_csv.display()
+            );
+        }
+    }
+    let param_columns: Vec<String> = headers
+        .iter()
+        .filter(|h| h.starts_with("param_"))
+        .map(str::to_string)
+        .collect();
+    let mut by_id: BTreeMap<String, ConfigSummary> = BTreeMap::new();
+    let mut extra: BTreeMap<String, Vec<BTreeMap<String, String>>> = BTreeMap::new();
+    let mut raw = Vec::new();
+    for rec in r.records() {
+        let rec = rec?;
+        let row: BTreeMap<String, String> = headers
+            .iter()
+            .zip(rec.iter())
+            .map(|(h, v)| (h.to_string(), v.to_string()))
+            .collect();
+        let g = |k: &str| row.get(k).cloned().unwrap_or_default();
+        let num = |k: &str| g(k).parse::<f64>().ok();
+        let id = g("config_id");
+        let entry = by_id.entry(id.clone()).or_insert_with(|| ConfigSummary {
+            id: id.clone(),
+            config: g("config"),
+            kind: g("kind"),
+            payload: g("payload"),
+            payload_files: g("payload_files"),
+            payload_bytes: g("payload_bytes"),
+            params: param_columns.iter().map(|c| (c.clone(), g(c))).collect(),
+            runs: Vec::new(),
+            median_mb_per_s: None,
+            is_reference: g("reference") == "true",
+            link: link_text(&row),
+        });
+        let ok = g("status") == "ok";
+        entry.runs.push(RunPoint {
+            run: g("run"),
+            ok,
+            mb_per_s: num("mb_per_s").unwrap_or(0.0),
+            seconds: num("seconds").unwrap_or(f64::NAN),
+            partial_mb_per_s: if ok { None } else { num("partial_mb_per_s") },
+            error: g("error"),
+        });
+        extra.entry(id).or_default().push(row.clone());
+        raw.push(row);
+    }
+    if let Some(sel) = reference {
+        for c in by_id.values_mut() {
+            let row = &extra[&c.id][0];
+            c.is_reference = sel.iter().all(|(k, v)| {
+                let col = if row.contains_key(k) {
+                    k.clone()
+                } else {
+                    crate::columns::param_column(k)
+                };
+                match row.get(&col) {
+                    Some(x) => x == v,
+                    None => k == "kind" && v == "shoal",
+                }
+            });
+        }
+        // At most one reference per payload: the first in matrix order.
+        let mut seen = std::collections::BTreeSet::new();
+        for c in by_id.values_mut() {
+            if c.is_reference && !seen.insert(c.payload.clone()) {
+                c.is_reference = false;
+            }
+        }
+    }
+    let mut configs: Vec<ConfigSummary> = by_id.into_values().collect();
+    let mut max_runs = 0;
+    for c in &mut configs {
+        let ok: Vec<f64> = c.runs.iter().filter(|r| r.ok).map(|r| r.mb_per_s).collect();
+        c.median_mb_per_s = median(&ok);
+        max_runs = max_runs.max(c.runs.len());
+    }
+    Ok(Report {
+        configs,
+        param_columns,
+        runs_per_config_max: max_runs,
+        raw,
+    })
+}
+
+fn link_text(row: &BTreeMap<String, String>) -> String {
+    let g = |k: &str| row.get(k).cloned().unwrap_or_default();
+    if g("link_rtt_ms").is_empty() {
+        return String::new();
+    }
+    let rate: f64 = g("link_rate_bps").parse().unwrap_or(0.0);
+    let rate = if rate >= 1e9 {
+        format!("{} Gbit/s", rate / 1e9)
+    } else {
+        format!("{} Mbit/s", rate / 1e6)
+    };
+    let loss = g("link_loss");
+    format!(
+        "link {} ms RTT, {rate}, queue {} B{}",
+        g("link_rtt_ms"),
+        g("link_queue_bytes"),
+        if loss.is_empty() || loss == "0" {
+            String::new()
+        } else {
+            format!(", loss {loss}")
+        }
+    )
+}
+
+/// Writes medians.csv.
+pub fn write_medians(rep: &Report, path: &Path) -> Result<()> {
+    let mut header: Vec<String> = ["config_id", "config", "kind", "payload"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    header.extend(rep.param_columns.iter().cloned());
+    header.extend(
+        [
+            "runs",
+            "runs_ok",
+            "runs_failed",
+            "runs_timed_out",
+            "runs_verified",
+            "median_mb_per_s",
+            "min_mb_per_s",
+            "max_mb_per_s",
+            "median_seconds",
+            "min_seconds",
+            "max_seconds",
+            "median_files_per_s",
+            "median_sender_peak_rss_bytes",
+            "median_receiver_peak_rss_bytes",
+            "median_sender_cpu_seconds",
+            "min_load_1m_start",
+            "max_load_1m_start",
+            "tun_tx_dropped",
+            "failed_median_partial_mb_per_s",
+            "failures",
+            "reference_config",
+            "speedup_vs_reference",
+        ]
+        .iter()
+        .map(|s| s.to_string()),
+    );
+    let mut w =
+        csv::Writer::from_path(path).with_context(|| format!("cannot write {}", path.display()))?;
+    w.write_record(&header)?;
+    let raw = &rep.raw;
+    let reference: BTreeMap<&str, &ConfigSummary> = rep
+        .configs
+        .iter()
+        .filter(|c| c.is_reference)
+        .map(|c| (c.payload.as_str(), c))
+        .collect();
+    let median_seconds = |c: &ConfigSummary| {
+        median(
+            &c.runs
+                .iter()
+                .filter(|r| r.ok)
+                .map(|r| r.seconds)
+                .collect::<Vec<_>>(),
+        )
+    };
+    for c in &rep.configs {
+        let rows: Vec<&BTreeMap<String, String>> = raw
+            .iter()
+            .filter(|r| r.get("config_id") == Some(&c.id))
+            .collect();
+        let ok_rows: Vec<&&BTreeMap<String, String>> = rows
+            .iter()
+            .filter(|r| r.get("status").map(String::as_str) == Some("ok"))
+            .collect();
+        let col = |rs: &[&&BTreeMap<String, String>], k: &str| -> Vec<f64> {
+            rs.iter()
+                .filter_map(|r| r.get(k)?.parse::<f64>().ok())
+                .filter(|x| x.is_finite())
+                .collect()
+        };
+        let all_rows: Vec<&&BTreeMap<String, String>> = rows.iter().collect();
+        let ok_mb: Vec<f64> = c.runs.iter().filter(|r| r.ok).map(|r| r.mb_per_s).collect();
+        let ok_s: Vec<f64> = c.runs.iter().filter(|r| r.ok).map(|r| r.seconds).collect();
+        let n_ok = ok_mb.len();
+        let partial: Vec<f64> = c.runs.iter().filter_map(|r| r.partial_mb_per_s).collect();
+        let loads = col(&all_rows, "sweep_load_1m_start");
+        let dropped: f64 = col(&all_rows, "tun_tx_dropped_snd")
+            .iter()
+            .chain(col(&all_rows, "tun_tx_dropped_rcv").iter())
+            .sum();
+        let timed_out = rows
+            .iter()
+            .filter(|r| r.get("timed_out").map(String::as_str) == Some("true"))
+            .count();
+        let mut failures: Vec<String> = Vec::new();
+        for r in c.runs.iter().filter(|r| !r.ok) {
+            let e: String = r.error.chars().take(160).collect();
+            if !failures.contains(&e) {
+                failures.push(e);
+            }
+        }
+        let refc = reference.get(c.payload.as_str());
+        let speedup = match (refc.and_then(|r| median_seconds(r)), median_seconds(c)) {
+            (Some(rs), Some(s)) if s > 0.0 => Some(rs / s),
+            _ => None,
+        };
+        let mut rec: Vec<String> = vec![
+            c.id.clone(),
+            c.config.clone(),
+            c.kind.clone(),
+            c.payload.clone(),
+        ];
+        rec.extend(c.params.iter().map(|(_, v)| v.clone()));
+        let (mn, mx) = minmax(&ok_mb).unzip();
+        let (smn, smx) = minmax(&ok_s).unzip();
+        let (lmn, lmx) = minmax(&loads).unzip();
+        rec.extend([
+            c.runs.len().to_string(),
+            n_ok.to_string(),
+            (c.runs.len() - n_ok).to_string(),
+            timed_out.to_string(),
+            rows.iter()
+                .filter(|r| r.get("verified").map(String::as_str) == Some("true"))
+                .count()
+                .to_string(),
+            f3(median(&ok_mb)),
+            f3(mn),
+            f3(mx),
+            f3(median(&ok_s)),
+            f3(smn),
+            f3(smx),
+            f3(median(&col(&ok_rows, "files_per_s"))),
+            int(median(&col(&ok_rows, "sender_peak_rss_bytes"))),
+            int(median(&col(&ok_rows, "receiver_peak_rss_bytes"))),
+            f3(median(&col(&ok_rows, "sender_cpu_seconds"))),
+            lmn.map(|x| format!("{x:.2}")).unwrap_or_default(),
+            lmx.map(|x| format!("{x:.2}")).unwrap_or_default(),
+            format!("{dropped:.0}"),
+            f3(median(&partial)),
+            failures.join(" || "),
+            refc.map(|r| r.id.clone()).unwrap_or_default(),
+            f3(speedup),
+        ]);
+        w.write_record(&rec)?;
+    }
+    w.flush()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
+    }
+
+    #[test]
+    fn selector() {
+        let s = parse_selector("mode=tcp-bundle, cc=cubic").unwrap();
+        assert_eq!(s[1], ("cc".to_string(), "cubic".to_string()));
+        assert!(parse_selector("mode").is_err());
+    }
+}

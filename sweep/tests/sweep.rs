@@ -1,0 +1,422 @@
+//! End-to-end sweeps through the `shoal` binary on emulated links (root) and `shoal report` on
+//! the committed sample (no root).
+//!
+//! The binary: `$SHOAL_BIN` when set; otherwise these tests run `cargo build -p shoal` (with
+//! `--release` when the tests themselves are a release build) into the same target folder as
+//! the test executable (`target/<profile>/shoal`), so the binary carries the sweep code under
+//! test. The build is a no-op when it is up to date (e.g. after `cargo test --workspace`).
+//!
+//! Tests that need root print "skipped: needs root" and return. Root tests run one at a time
+//! (a lock), each with its own link name, work folder and output folder; the sweep tears its
+//! link down itself, and the test runs `shoal link down` afterwards as a backstop.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("sweep/ is inside the workspace")
+        .to_path_buf()
+}
+
+fn shoal_bin() -> PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        if let Ok(p) = std::env::var("SHOAL_BIN") {
+            return PathBuf::from(p);
+        }
+        // target/<profile>/deps/sweep-HASH → target/<profile>
+        let exe = std::env::current_exe().expect("test executable");
+        let profile_dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("target/<profile>/deps")
+            .to_path_buf();
+        let target_dir = profile_dir.parent().expect("target dir").to_path_buf();
+        let release = profile_dir.file_name().is_some_and(|n| n == "release");
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut cmd = Command::new(cargo);
+        cmd.args(["build", "-q", "-p", "shoal", "--target-dir"])
+            .arg(&target_dir)
+            .current_dir(workspace_root());
+        if release {
+            cmd.arg("--release");
+        }
+        let st = cmd.status().expect("running cargo build -p shoal");
+        assert!(st.success(), "cargo build -p shoal failed");
+        let bin = profile_dir.join("shoal");
+        assert!(bin.exists(), "{} not built", bin.display());
+        bin
+    })
+    .clone()
+}
+
+/// Root tests share two cores: one sweep at a time.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+struct Sweep {
+    out: PathBuf,
+    stdout: String,
+    stderr: String,
+    ok: bool,
+}
+
+/// Runs `shoal sweep` with a time limit; brings the link down afterwards whatever happened.
+fn sweep(
+    dir: &Path,
+    name: &str,
+    matrix: &str,
+    link: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> Sweep {
+    let mpath = dir.join(format!("{name}.toml"));
+    std::fs::write(&mpath, matrix).unwrap();
+    let out = dir.join(name);
+    let mut cmd = Command::new(shoal_bin());
+    cmd.arg("sweep")
+        .arg("--matrix")
+        .arg(&mpath)
+        .arg("--out")
+        .arg(&out)
+        .arg("--work")
+        .arg(dir.join("work"))
+        .args(["--settle", "0s"])
+        .args(extra)
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = cmd.spawn().expect("starting shoal sweep");
+    let pid = child.id();
+    // A watchdog ends the sweep (by its PID) if it hangs; the sweep cleans up on SIGTERM.
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let d2 = done.clone();
+    let watchdog = std::thread::spawn(move || {
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_secs(400) {
+            if d2.load(std::sync::atomic::Ordering::SeqCst) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        // SAFETY: kill(2) on the sweep process this test started.
+        unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    });
+    let output = child.wait_with_output().expect("waiting for shoal sweep");
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    let _ = watchdog.join();
+    let _ = Command::new(shoal_bin())
+        .args(["link", "down", "--name", link])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    let s = Sweep {
+        out,
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        ok: output.status.success(),
+    };
+    assert!(
+        s.ok,
+        "shoal sweep failed\nstdout:\n{}\nstderr:\n{}",
+        s.stdout, s.stderr
+    );
+    s
+}
+
+fn rows(path: &Path) -> Vec<BTreeMap<String, String>> {
+    let mut r = csv::Reader::from_path(path).unwrap();
+    let h = r.headers().unwrap().clone();
+    r.records()
+        .map(|rec| {
+            let rec = rec.unwrap();
+            h.iter()
+                .zip(rec.iter())
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect()
+        })
+        .collect()
+}
+
+fn matrix(link: &str, rtt: &str, rate: &str, payload: &str, axes: &str) -> String {
+    format!(
+        "[sweep]\ntimeout = \"2m\"\nreference = {{ mode = \"tcp-bundle\" }}\n\
+         [link]\nname = \"{link}\"\nrtt = \"{rtt}\"\nrate = \"{rate}\"\ncheck = false\n\
+         {payload}\n{axes}\n"
+    )
+}
+
+#[test]
+fn two_configs_three_runs_verified_with_seeded_order() {
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let _l = serial();
+    let t = tempfile::tempdir().unwrap();
+    let m = matrix(
+        "swt1",
+        "30ms",
+        "200mbit",
+        "[payload.p]\nfiles = 300\nsize = \"4KiB\"\ndirs = 3\nseed = 5",
+        "[axes]\nmode = [\"tcp-bundle\", \"quic-bundle\"]",
+    );
+    let a = sweep(
+        t.path(),
+        "a",
+        &m,
+        "swt1",
+        &["--runs", "3", "--seed", "11"],
+        &[],
+    );
+    let ra = rows(&a.out.join("runs.csv"));
+    assert_eq!(ra.len(), 6, "{}", a.stderr);
+    for r in &ra {
+        assert_eq!(r["status"], "ok", "{r:?}");
+        assert_eq!(r["verified"], "true");
+        assert_eq!(r["verify_result"], "identical");
+        assert_eq!(r["files_verified"], "300");
+        assert_eq!(r["order_seed"], "11");
+        assert!(r["mb_per_s"].parse::<f64>().unwrap() > 0.0);
+        assert_eq!(r["link_rtt_ms"], "30");
+        assert_eq!(r["link_rate_bps"], "200000000");
+        assert_eq!(r["tun_tx_dropped_rcv"], "0");
+        assert!(!r["kernel"].is_empty() && !r["host"].is_empty());
+        assert!(!r["sweep_load_1m_start"].is_empty());
+    }
+    let order: Vec<(String, String)> = ra
+        .iter()
+        .map(|r| (r["config_id"].clone(), r["run"].clone()))
+        .collect();
+    let mut matrix_order = order.clone();
+    matrix_order.sort();
+    assert_ne!(order, matrix_order, "runs must be shuffled");
+    // medians, charts, copies.
+    let med = rows(&a.out.join("medians.csv"));
+    assert_eq!(med.len(), 2);
+    for m in &med {
+        assert_eq!(m["runs_ok"], "3");
+        assert_eq!(m["reference_config"], "c01");
+        assert!(m["median_mb_per_s"].parse::<f64>().unwrap() > 0.0);
+    }
+    assert_eq!(med[0]["speedup_vs_reference"], "1.000");
+    for f in [
+        "throughput.svg",
+        "throughput.png",
+        "matrix.toml",
+        "meta.json",
+    ] {
+        let p = a.out.join(f);
+        assert!(
+            p.metadata().map(|m| m.len() > 100).unwrap_or(false),
+            "{f} missing"
+        );
+    }
+    let meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(a.out.join("meta.json")).unwrap()).unwrap();
+    assert_eq!(meta["order_seed"], 11);
+    assert_eq!(meta["runs_ok"], 6);
+    // The same seed reproduces the order.
+    let b = sweep(
+        t.path(),
+        "b",
+        &m,
+        "swt1",
+        &["--runs", "3", "--seed", "11"],
+        &[],
+    );
+    let rb = rows(&b.out.join("runs.csv"));
+    let order_b: Vec<(String, String)> = rb
+        .iter()
+        .map(|r| (r["config_id"].clone(), r["run"].clone()))
+        .collect();
+    assert_eq!(order, order_b);
+    // Destinations were deleted at the end; the payload cache stays.
+    let work: Vec<_> = std::fs::read_dir(t.path().join("work"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    let mut work = work;
+    work.sort();
+    assert_eq!(work, [".last-bulk-delete", "payloads"], "{work:?}");
+}
+
+#[test]
+fn tampered_destination_and_killed_run_are_failures() {
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let _l = serial();
+    let t = tempfile::tempdir().unwrap();
+    // Tampered: the transfer succeeds, a file is changed before hashing.
+    let m = matrix(
+        "swt2",
+        "20ms",
+        "200mbit",
+        "[payload.p]\nfiles = 100\nsize = \"4KiB\"\ndirs = 2",
+        "[axes]\nmode = [\"tcp-bundle\"]",
+    );
+    let s = sweep(
+        t.path(),
+        "tamper",
+        &m,
+        "swt2",
+        &["--runs", "2", "--seed", "1"],
+        &[("SHOAL_SWEEP_TEST_TAMPER", "2")],
+    );
+    let r = rows(&s.out.join("runs.csv"));
+    assert_eq!(r.len(), 2);
+    let (good, bad) = if r[0]["order"] == "2" {
+        (&r[1], &r[0])
+    } else {
+        (&r[0], &r[1])
+    };
+    assert_eq!(good["status"], "ok");
+    assert_eq!(bad["status"], "failed", "{bad:?}");
+    assert_eq!(bad["send_status"], "ok", "the transfer itself reported ok");
+    assert_eq!(bad["verified"], "false");
+    assert_eq!(bad["mb_per_s"], "0", "a failure never carries a speed");
+    assert!(
+        bad["error"].contains("verification failed"),
+        "{}",
+        bad["error"]
+    );
+    assert!(
+        bad["verify_result"].contains("1 differing"),
+        "{}",
+        bad["verify_result"]
+    );
+    assert_eq!(bad["files_verified"], "99");
+    let med = rows(&s.out.join("medians.csv"));
+    assert_eq!(med[0]["runs_ok"], "1");
+    assert_eq!(med[0]["runs_failed"], "1");
+    assert_eq!(med[0]["median_mb_per_s"], good["mb_per_s"]);
+
+    // Killed mid-transfer: 600 × 16 KiB (9.8 MB) over 10 Mbit/s takes ~8 s; kill at 2.5 s.
+    let m = matrix(
+        "swt3",
+        "20ms",
+        "10mbit",
+        "[payload.q]\nfiles = 600\nsize = \"16KiB\"\ndirs = 4",
+        "[axes]\nmode = [\"tcp-bundle\"]\n[[also]]\nkind = [\"tar-ssh\"]",
+    );
+    let s = sweep(
+        t.path(),
+        "kill",
+        &m,
+        "swt3",
+        &["--runs", "1", "--seed", "1"],
+        &[("SHOAL_SWEEP_TEST_KILL", "2500ms@all")],
+    );
+    let r = rows(&s.out.join("runs.csv"));
+    assert_eq!(r.len(), 2);
+    for row in &r {
+        assert_eq!(row["status"], "failed", "{row:?}");
+        assert_eq!(row["timed_out"], "true");
+        assert_eq!(row["mb_per_s"], "0");
+        let files: u64 = row["files_verified"].parse().unwrap();
+        let bytes: u64 = row["bytes_verified"].parse().unwrap();
+        assert!(files > 0 && files < 600, "{} files completed", files);
+        assert_eq!(bytes, files * 16384);
+        let secs: f64 = row["seconds"].parse().unwrap();
+        assert!((2.0..10.0).contains(&secs), "{secs}");
+        let partial: f64 = row["partial_mb_per_s"].parse().unwrap();
+        // Positive, and of the order of the 10 Mbit/s link (1.2 MB/s of goodput at most).
+        assert!(partial > 0.0 && partial < 2.0, "{partial}: {row:?}");
+        assert!(row["error"].contains("killed"), "{}", row["error"]);
+    }
+    let med = rows(&s.out.join("medians.csv"));
+    assert!(med.iter().all(|m| m["runs_ok"] == "0"
+        && m["median_mb_per_s"].is_empty()
+        && !m["failed_median_partial_mb_per_s"].is_empty()));
+}
+
+#[test]
+fn baseline_arms_run_and_verify() {
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    for tool in ["sshd", "rsync", "sftp"] {
+        let found = ["/usr/sbin", "/usr/bin", "/sbin", "/bin"]
+            .iter()
+            .any(|d| Path::new(d).join(tool).exists());
+        if !found {
+            eprintln!("skipped: {tool} not installed (scripts/setup.sh installs it)");
+            return;
+        }
+    }
+    let _l = serial();
+    let t = tempfile::tempdir().unwrap();
+    let m = matrix(
+        "swt4",
+        "20ms",
+        "100mbit",
+        "[payload.p]\nfiles = 60\nsize = \"4KiB\"\ndirs = 3",
+        "[axes]\nkind = [\"tar-ssh\", \"rsync-ssh\", \"sftp\"]\nmode = [\"ignored-for-baselines\"]",
+    );
+    let s = sweep(t.path(), "base", &m, "swt4", &["--runs", "1"], &[]);
+    let r = rows(&s.out.join("runs.csv"));
+    assert_eq!(r.len(), 3, "{}", s.stderr);
+    let mut kinds: Vec<&str> = r.iter().map(|x| x["kind"].as_str()).collect();
+    kinds.sort();
+    assert_eq!(kinds, ["rsync-ssh", "sftp", "tar-ssh"]);
+    for row in &r {
+        assert_eq!(row["status"], "ok", "{row:?}");
+        assert_eq!(row["verified"], "true");
+        assert_eq!(row["mode"], row["kind"]);
+        assert_eq!(row["receiver"], "198.18.0.2:22");
+        assert!(row["sender_peak_rss_bytes"].parse::<u64>().unwrap() > 0);
+        assert!(
+            row["param_mode"].is_empty(),
+            "Shoal axes don't apply to baselines"
+        );
+    }
+    let meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(s.out.join("meta.json")).unwrap()).unwrap();
+    assert!(meta["baseline_tools"]["ssh"]
+        .as_str()
+        .unwrap()
+        .contains("OpenSSH"));
+}
+
+#[test]
+fn report_regenerates_the_committed_sample() {
+    let sample = workspace_root().join("results/samples/quick");
+    let t = tempfile::tempdir().unwrap();
+    std::fs::copy(sample.join("runs.csv"), t.path().join("runs.csv")).unwrap();
+    let out = Command::new(shoal_bin())
+        .arg("report")
+        .arg(t.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let want = std::fs::read_to_string(sample.join("medians.csv")).unwrap();
+    let got = std::fs::read_to_string(t.path().join("medians.csv")).unwrap();
+    assert_eq!(got, want, "medians.csv regenerated from runs.csv differs");
+    for f in ["throughput.svg", "throughput.png"] {
+        assert!(t.path().join(f).metadata().unwrap().len() > 1000, "{f}");
+    }
+    let svg = std::fs::read_to_string(t.path().join("throughput.svg")).unwrap();
+    assert!(svg.contains("MB/s"), "axis with units");
+    assert!(svg.contains("Transfer speed"), "title");
+}
