@@ -40,10 +40,17 @@ pub fn yamux_streams(max_streams: u32) -> usize {
     2 * max_streams as usize + 16
 }
 
-/// The connection receive window yamux gets for `streams` streams: at least 256 KiB per
-/// stream (yamux's own rule), at least its 1 GiB default.
+/// Receive window yamux streams may grow into beyond their guaranteed 256 KiB each: enough
+/// for one stream to reach a 1 Gbit/s × 150 ms bandwidth-delay product (18.75 MB).
+pub const YAMUX_GROWTH: usize = 32 << 20;
+
+/// The connection receive window yamux gets for `streams` streams. yamux guarantees every
+/// stream 256 KiB and lets a stream auto-tune its window (doubling while the sender uses it up
+/// within two round trips) only into what the connection window has *beyond* those guarantees,
+/// so the window is the guarantees plus [`YAMUX_GROWTH`]. (With exactly 256 KiB × streams, as
+/// yamux's own minimum, no stream can ever grow: one stream then crawls at 256 KiB per RTT.)
 pub fn yamux_window(streams: usize) -> usize {
-    ((256usize << 10) * streams.max(1)).max(1 << 30)
+    (256usize << 10) * streams.max(1) + YAMUX_GROWTH
 }
 
 /// yamux settings for `streams` concurrent streams. yamux requires the connection window to be
