@@ -144,6 +144,25 @@ struct RecvArgs {
     /// Accept unencrypted TCP transfers (`send --plain`); the token is still required.
     #[arg(long)]
     allow_plain: bool,
+    /// Connections (TCP and QUIC) served at once; past it new ones are refused and logged.
+    #[arg(long, default_value_t = shoal_receiver::DEFAULT_MAX_CONNECTIONS as u32, value_parser = clap::value_parser!(u32).range(1..))]
+    max_connections: u32,
+    /// Most files one run may announce (refused before anything is created).
+    #[arg(long, default_value_t = shoal_receiver::DEFAULT_MAX_FILES)]
+    max_files: u64,
+    /// Most content bytes one run may announce: 4096, 4KiB, 1TiB…
+    #[arg(long, default_value = "4TiB", value_parser = parse_size)]
+    max_bytes: u64,
+    /// Longest path a peer may send, in bytes (each component stays ≤ 255).
+    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u16).range(1..))]
+    max_path_len: u16,
+    /// Most components a path may have.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u16).range(1..))]
+    max_depth: u16,
+    /// Deadline from connecting to a complete hello (TLS handshake included): bounds a peer
+    /// that trickles bytes.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    hello_timeout: Duration,
     #[command(flatten)]
     flow: FlowArgs,
 }
@@ -323,7 +342,17 @@ async fn recv(a: RecvArgs) -> Result<ExitCode> {
         flow: a.flow.config(),
         idle_timeout: a.idle_timeout,
         write_budget: usize::try_from(a.write_budget).unwrap_or(usize::MAX),
-        ..Default::default()
+        max_connections: a.max_connections as usize,
+        max_files: a.max_files,
+        max_bytes: a.max_bytes,
+        hello_timeout: a.hello_timeout,
+        limits: shoal_common::codec::DecodeLimits {
+            path: shoal_common::relpath::PathLimits {
+                max_len: usize::from(a.max_path_len),
+                max_depth: usize::from(a.max_depth),
+            },
+            ..Default::default()
+        },
     };
     let receiver = shoal_receiver::Receiver::bind(a.listen, identity, config).await?;
     println!("listening on {}", receiver.local_addr()?);

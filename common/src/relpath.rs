@@ -161,6 +161,86 @@ fn validate(bytes: &[u8], limits: &PathLimits) -> Result<(), PathError> {
     Ok(())
 }
 
+/// Fuzz target bodies for the path rules, shared by the coverage-guided fuzzer (`fuzz/`) and
+/// the normal test suite (which runs them over the seed corpus and seeded mutations).
+pub mod fuzzing {
+    use super::*;
+    use std::path::Component;
+
+    /// Limits chosen by a control byte: 0 is the default; anything else gives small limits so
+    /// the fuzzer reaches the length and depth checks with short inputs.
+    pub fn limits_for(ctl: u8) -> PathLimits {
+        if ctl == 0 {
+            PathLimits::default()
+        } else {
+            PathLimits {
+                max_len: 1 + ctl as usize * 17,
+                max_depth: 1 + (ctl % 16) as usize,
+            }
+        }
+    }
+
+    /// The confinement property: panics if `path` could name anything outside a root it is
+    /// joined under, or breaks a rule it was validated against.
+    pub fn assert_confined(path: &RelPath, limits: &PathLimits) {
+        let bytes = path.as_bytes();
+        assert!(!bytes.is_empty(), "accepted an empty path");
+        assert!(
+            bytes.len() <= limits.max_len,
+            "accepted a path past max_len"
+        );
+        assert_ne!(bytes[0], b'/', "accepted an absolute path");
+        assert!(!bytes.contains(&0), "accepted a NUL byte");
+        let mut depth = 0;
+        for c in path.components() {
+            depth += 1;
+            assert!(
+                !c.is_empty() && c != b"." && c != b"..",
+                "accepted component {:?}",
+                display_raw(c)
+            );
+            assert!(c.len() <= NAME_MAX, "accepted a component past NAME_MAX");
+        }
+        assert!(depth <= limits.max_depth, "accepted a path past max_depth");
+        // Joined under a root, it stays under the root: only plain names follow the root.
+        let root = Path::new("/srv/shoal-root");
+        let joined = path.under(root);
+        assert!(joined.starts_with(root), "escaped the root");
+        let rest: Vec<_> = joined
+            .strip_prefix(root)
+            .expect("under root")
+            .components()
+            .collect();
+        assert_eq!(rest.len(), depth, "components changed when joined");
+        for c in rest {
+            assert!(matches!(c, Component::Normal(_)), "joined to {c:?}");
+        }
+        // The parent/name split agrees with the components.
+        let (parent, name) = path.split_parent();
+        assert!(!name.is_empty());
+        assert_eq!(parent.is_empty(), depth == 1);
+    }
+
+    /// Fuzz body: the first byte picks the limits, the rest is the candidate path.
+    pub fn relpath(data: &[u8]) {
+        let Some((&ctl, raw)) = data.split_first() else {
+            return;
+        };
+        let limits = limits_for(ctl);
+        match RelPath::from_bytes(raw, &limits) {
+            Ok(p) => {
+                assert_eq!(p.as_bytes(), raw, "path not kept byte-exact");
+                assert_confined(&p, &limits);
+            }
+            Err(e) => {
+                // Refusals name a cause and never panic when shown.
+                let _ = e.to_string();
+                let _ = display_raw(raw);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 
 use crate::run::{self, TransportFacts, Wire};
 use crate::streams::{self, InboundFile};
-use crate::{bundle, read_hello, ReceiverConfig, RunOutcome, Shared, READ_SIZE};
+use crate::{bundle, read_hello_by, ReceiverConfig, RunOutcome, Shared, READ_SIZE};
 
 /// Binds the QUIC endpoint on UDP `addr`; returns it and the UDP receive buffer it got.
 pub(crate) fn bind(
@@ -44,7 +44,10 @@ pub(crate) fn bind(
 pub(crate) async fn handle(ctx: Arc<Shared>, incoming: quinn::Incoming, rcvbuf: u64) {
     let peer = incoming.remote_address();
     let config = &ctx.config;
-    let conn = match tokio::time::timeout(config.idle_timeout, incoming).await {
+    // The handshake, the control stream and the hello together have until the deadline.
+    let deadline = tokio::time::Instant::now() + config.hello_timeout;
+    let wait = config.idle_timeout.min(config.hello_timeout);
+    let conn = match tokio::time::timeout(wait, incoming).await {
         Ok(Ok(c)) => c,
         Ok(Err(e)) => {
             eprintln!("{peer}: QUIC handshake failed: {e}");
@@ -55,16 +58,18 @@ pub(crate) async fn handle(ctx: Arc<Shared>, incoming: quinn::Incoming, rcvbuf: 
             return;
         }
     };
-    let (mut wr, mut rd) = match tokio::time::timeout(config.idle_timeout, conn.accept_bi()).await {
-        Ok(Ok(s)) => s,
+    let accept = tokio::time::timeout(config.idle_timeout, conn.accept_bi());
+    let (mut wr, mut rd) = match tokio::time::timeout_at(deadline, accept).await {
+        Ok(Ok(Ok(s))) => s,
         _ => {
+            eprintln!("{peer}: no QUIC control stream in time; dropped");
             conn.close(1u32.into(), b"no control stream");
             return;
         }
     };
     let mut buf = BytesMut::with_capacity(READ_SIZE);
     let mut decoder = RecordDecoder::new(config.limits);
-    let hello = match read_hello(&mut rd, &mut buf, &mut decoder, config.idle_timeout).await {
+    let hello = match read_hello_by(&mut rd, &mut buf, &mut decoder, config, deadline).await {
         Ok(h) => h,
         Err(e) => {
             eprintln!("{peer}: refused: {e:#}");

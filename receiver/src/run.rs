@@ -75,6 +75,22 @@ pub(crate) fn admit(
             config.flow.max_streams
         );
     }
+    // Run size against this receiver's limits, before anything is created; nothing is
+    // allocated per announced file, so a large announcement costs nothing until refused.
+    if hello.file_count > config.max_files {
+        bail!(
+            "the run announces {} files; this receiver accepts at most {} per run (recv --max-files)",
+            hello.file_count,
+            config.max_files
+        );
+    }
+    if hello.total_bytes > config.max_bytes {
+        bail!(
+            "the run announces {} bytes; this receiver accepts at most {} per run (recv --max-bytes)",
+            hello.total_bytes,
+            config.max_bytes
+        );
+    }
     if hello.conn_count > MAX_CONNECTIONS {
         bail!(
             "the sender asks for {} connections; at most {MAX_CONNECTIONS} per run",

@@ -266,7 +266,7 @@ async fn read_one_file<R: AsyncRead + Unpin>(shared: &Shared, rd: &mut R) -> Res
         // A header and a small file fit in 4 KiB + a bit; larger files read in 64 KiB steps.
         let want = (decoder.pending_data() as usize).clamp(4 << 10, 64 << 10) + 512;
         if read_sized(rd, &mut buf, want, shared.config.idle_timeout).await? == 0 {
-            decoder.finish_file_stream()?;
+            decoder.finish_file_stream(&buf)?;
             if !seen_file {
                 return Err(anyhow!("an empty file stream").into());
             }

@@ -17,7 +17,7 @@ use tokio::net::TcpStream;
 use crate::prefixed::Prefixed;
 use crate::run::{self, TransportFacts, Wire};
 use crate::streams;
-use crate::{bundle, read_hello, RunOutcome, Shared, READ_SIZE};
+use crate::{bundle, read_hello_by, RunOutcome, Shared, READ_SIZE};
 
 /// First byte of a TLS handshake record.
 const TLS_HANDSHAKE: u8 = 0x16;
@@ -26,32 +26,98 @@ pub(crate) async fn handle(ctx: Arc<Shared>, tcp: TcpStream, peer: SocketAddr) {
     let _ = tcp.set_nodelay(true);
     // A duplicate descriptor, to read the receive buffer back after autotuning at the end.
     let probe = tcp.as_fd().try_clone_to_owned().ok();
+    // Idle gaps and the whole way to a decoded hello are both bounded.
+    let deadline = tokio::time::Instant::now() + ctx.config.hello_timeout;
     let timeout = ctx.config.idle_timeout;
     let mut first = [0u8; 1];
-    let plain = match tokio::time::timeout(timeout, tcp.peek(&mut first)).await {
-        Ok(Ok(1)) => first[0] != TLS_HANDSHAKE,
-        _ => return, // closed or silent before saying anything
+    let first_byte = tokio::time::timeout_at(
+        deadline,
+        tokio::time::timeout(timeout, tcp.peek(&mut first)),
+    );
+    let plain = match first_byte.await {
+        Ok(Ok(Ok(1))) => first[0] != TLS_HANDSHAKE,
+        Ok(Ok(_)) => return, // closed before saying anything
+        Ok(Err(_)) => {
+            eprintln!(
+                "{peer}: silent for {:.1} s after connecting (recv --idle-timeout); dropped",
+                timeout.as_secs_f64()
+            );
+            return;
+        }
+        Err(_) => {
+            eprintln!("{peer}: {}", crate::hello_late(&ctx.config));
+            return;
+        }
     };
     if plain {
-        serve(ctx, tcp, peer, Wire::Tcp { plain: true }, probe).await;
+        serve(ctx, tcp, peer, Wire::Tcp { plain: true }, probe, deadline).await;
         return;
     }
-    match tokio::time::timeout(timeout, ctx.tls.accept(tcp)).await {
-        Ok(Ok(tls)) => serve(ctx.clone(), tls, peer, Wire::Tcp { plain: false }, probe).await,
-        Ok(Err(e)) => eprintln!("{peer}: TLS handshake failed: {e}"),
-        Err(_) => eprintln!("{peer}: TLS handshake timed out"),
+    let handshake = tokio::time::timeout(timeout, ctx.tls.accept(tcp));
+    match tokio::time::timeout_at(deadline, handshake).await {
+        Ok(Ok(Ok(tls))) => {
+            serve(
+                ctx.clone(),
+                tls,
+                peer,
+                Wire::Tcp { plain: false },
+                probe,
+                deadline,
+            )
+            .await
+        }
+        Ok(Ok(Err(e))) => eprintln!("{peer}: TLS handshake failed: {e}"),
+        Ok(Err(_)) => eprintln!("{peer}: TLS handshake timed out (recv --idle-timeout)"),
+        Err(_) => {
+            eprintln!("{peer}: TLS handshake not done by the hello deadline (recv --hello-timeout)")
+        }
     }
 }
 
-async fn serve<S>(ctx: Arc<Shared>, stream: S, peer: SocketAddr, wire: Wire, probe: Option<OwnedFd>)
-where
+/// A connection over `max_connections`: told so where that is cheap (a bounded number at a
+/// time, each within a few seconds), otherwise closed at once; logged either way.
+pub(crate) fn refuse_busy(ctx: Arc<Shared>, tcp: TcpStream, peer: SocketAddr) {
+    let message = crate::busy_message(&ctx.config);
+    eprintln!("{peer}: refused: {message}");
+    let Ok(permit) = ctx.refusals.clone().try_acquire_owned() else {
+        return; // dropping the socket closes it
+    };
+    tokio::spawn(async move {
+        let _ = tokio::time::timeout(Duration::from_secs(5), async {
+            let mut first = [0u8; 1];
+            if !matches!(tcp.peek(&mut first).await, Ok(1)) {
+                return;
+            }
+            if first[0] == TLS_HANDSHAKE {
+                if let Ok(tls) = ctx.tls.accept(tcp).await {
+                    let (_rd, mut wr) = tokio::io::split(tls);
+                    run::send_error(&mut wr, &message).await;
+                }
+            } else {
+                let (_rd, mut wr) = tokio::io::split(tcp);
+                run::send_error(&mut wr, &message).await;
+            }
+        })
+        .await;
+        drop(permit);
+    });
+}
+
+async fn serve<S>(
+    ctx: Arc<Shared>,
+    stream: S,
+    peer: SocketAddr,
+    wire: Wire,
+    probe: Option<OwnedFd>,
+    deadline: tokio::time::Instant,
+) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let config = &ctx.config;
     let (mut rd, mut wr) = tokio::io::split(stream);
     let mut buf = BytesMut::with_capacity(READ_SIZE);
     let mut decoder = RecordDecoder::new(config.limits);
-    let hello = match read_hello(&mut rd, &mut buf, &mut decoder, config.idle_timeout).await {
+    let hello = match read_hello_by(&mut rd, &mut buf, &mut decoder, config, deadline).await {
         Ok(h) => h,
         Err(e) => {
             eprintln!("{peer}: refused: {e:#}");
@@ -93,8 +159,21 @@ where
             let io = Prefixed::new(buf, rd.unsplit(wr));
             let streams_allowed = shoal_common::transport::yamux_streams(config.flow.max_streams);
             let (control, files, driver) = streams::spawn_yamux_server(io, streams_allowed);
-            let control = match tokio::time::timeout(config.idle_timeout, control).await {
-                Ok(Ok(c)) => c,
+            // A refused peer (wrong token, limits) still gets its refusal on the control
+            // stream, but the file streams it opens meanwhile are dropped as they arrive, so
+            // yamux buffers nothing for them before the token has matched.
+            let files = if admitted.is_ok() {
+                Some(files)
+            } else {
+                let mut files = files;
+                tokio::spawn(async move { while files.recv().await.is_some() {} });
+                None
+            };
+            // The control stream and its hello have a fresh hello deadline.
+            let control_deadline = tokio::time::Instant::now() + config.hello_timeout;
+            let control = tokio::time::timeout(config.idle_timeout, control);
+            let control = match tokio::time::timeout_at(control_deadline, control).await {
+                Ok(Ok(Ok(c))) => c,
                 _ => {
                     driver.abort();
                     eprintln!("{peer}: no yamux control stream");
@@ -105,14 +184,15 @@ where
             // The control stream repeats the hello; it must be the same run's.
             let mut cbuf = BytesMut::new();
             let mut cdec = RecordDecoder::new(config.limits);
-            let joined = match read_hello(&mut crd, &mut cbuf, &mut cdec, config.idle_timeout).await
-            {
-                Ok(h) if h.run_id != hello.run_id => {
-                    Err(anyhow::anyhow!("control stream hello is for another run"))
-                }
-                Ok(_) => admitted.and_then(|()| ctx.hub.join(config, &hello)),
-                Err(e) => Err(e),
-            };
+            let joined =
+                match read_hello_by(&mut crd, &mut cbuf, &mut cdec, config, control_deadline).await
+                {
+                    Ok(h) if h.run_id != hello.run_id => {
+                        Err(anyhow::anyhow!("control stream hello is for another run"))
+                    }
+                    Ok(_) => admitted.and_then(|()| ctx.hub.join(config, &hello)),
+                    Err(e) => Err(e),
+                };
             let member = match joined {
                 Ok(m) => m,
                 Err(e) => {
@@ -129,6 +209,7 @@ where
                 rcvbuf: 0,
                 tcp_socket,
             };
+            let files = files.expect("an admitted connection keeps its file streams");
             let end = streams::receive(config, &member, &mut crd, cbuf, cdec, files, facts).await;
             let mut completion = member.finish(&ctx.hub, end, config.idle_timeout).await;
             run::reply(&mut cwr, &mut completion).await;

@@ -1,0 +1,200 @@
+//! Faults (issue 7): a full disk, a sender that vanishes mid-file, a receiver killed
+//! mid-transfer. Each is reported with its cause, leaves no partial file, and the receiver
+//! (where it survives) serves the next run.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::{BufMut, BytesMut};
+use shoal_common::codec::{self, Hello};
+use shoal_common::config::Mode;
+use shoal_common::identity::{self, Identity};
+use support::*;
+use tokio::io::AsyncWriteExt;
+
+/// A small tmpfs mounted for the test's life (needs root; `None` without it).
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(at: &Path, size: &str) -> Option<Self> {
+        std::fs::create_dir_all(at).unwrap();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(at)
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        ok.then(|| Tmpfs(at.to_path_buf()))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_full_disk_is_reported_and_partial_files_removed() {
+    let t = tempfile::tempdir().unwrap();
+    let dst = t.path().join("dst");
+    let Some(_fs) = Tmpfs::mount(&dst, "2m") else {
+        eprintln!("skipped: cannot mount a tmpfs (needs root)");
+        return;
+    };
+    let id = t.path().join("id");
+    let rx = ReceiverProc::start(&id, &dst, &[]);
+    let src = t.path().join("src");
+    gen(&src, 10, "512KiB", 1, 21);
+    let out = rx.send(&src, &[]);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("No space left on device"),
+        "{}",
+        text(&out)
+    );
+    // Every file left in the destination is complete: partial ones were removed.
+    for e in entries(&dst) {
+        if e.is_file() {
+            let len = std::fs::metadata(&e).unwrap().len();
+            assert_eq!(len, 512 << 10, "partial file left: {e:?}");
+        }
+    }
+    // Room again: the same receiver takes the next run.
+    for e in std::fs::read_dir(&dst).unwrap().flatten() {
+        std::fs::remove_dir_all(e.path()).unwrap();
+    }
+    let small = t.path().join("small");
+    gen(&small, 20, "4KiB", 2, 22);
+    let out = rx.send(&small, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(trees_identical(&small, &dst));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sender_that_vanishes_mid_file_fails_the_run_cleanly() {
+    let t = tempfile::tempdir().unwrap();
+    let id = t.path().join("id");
+    let dst = t.path().join("dst");
+    let rx = ReceiverProc::start(&id, &dst, &[]);
+    let (pin, token) = Identity::read_credentials(&id).unwrap();
+
+    let mut s = BytesMut::new();
+    codec::encode_hello(
+        &Hello {
+            run_id: rand::random(),
+            token: token.clone(),
+            mode: Mode::TcpBundle,
+            file_count: 2,
+            total_bytes: 2000,
+            conn_index: 0,
+            conn_count: 1,
+            max_streams: 0,
+            cc: None,
+        },
+        &mut s,
+    );
+    let path = shoal_common::relpath::RelPath::from_bytes(b"done", &Default::default()).unwrap();
+    codec::encode_file_header(&path, 1000, &mut s);
+    s.put_slice(&[b'd'; 1000]);
+    let path = shoal_common::relpath::RelPath::from_bytes(b"half", &Default::default()).unwrap();
+    codec::encode_file_header(&path, 1000, &mut s);
+    s.put_slice(&[b'h'; 500]);
+
+    let connector =
+        tokio_rustls::TlsConnector::from(Arc::new(identity::client_config(pin).unwrap()));
+    let tcp = tokio::net::TcpStream::connect(&rx.addr).await.unwrap();
+    let mut tls = connector
+        .connect(identity::server_name(), tcp)
+        .await
+        .unwrap();
+    tls.write_all(&s).await.unwrap();
+    tls.flush().await.unwrap();
+    // Vanish as a killed process does: no TLS close, and a reset rather than a FIN.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (tcp, _) = tls.into_inner();
+    tcp.set_zero_linger().unwrap();
+    drop(tcp);
+
+    let line = tokio::task::spawn_blocking(move || {
+        let line = rx.next_run_line();
+        (line, rx)
+    })
+    .await
+    .unwrap();
+    let (line, rx) = line;
+    assert!(line.contains("FAILED"), "{line}");
+    assert!(dst.join("done").is_file(), "the completed file stays");
+    assert!(!dst.join("half").exists(), "the partial file is removed");
+    assert!(line.contains("removed 1 partial file"), "{line}");
+
+    std::fs::remove_file(dst.join("done")).unwrap();
+    let src = t.path().join("src");
+    gen(&src, 20, "4KiB", 2, 23);
+    let out = rx.send(&src, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(trees_identical(&src, &dst));
+}
+
+#[test]
+fn a_receiver_killed_mid_transfer_fails_the_sender_promptly() {
+    let t = tempfile::tempdir().unwrap();
+    let id = t.path().join("id");
+    let src = t.path().join("src");
+    // The stop-and-wait arm keeps the run going long enough to kill the receiver inside it.
+    gen(&src, 4000, "16KiB", 8, 24);
+    // QUIC modes notice only after QUIC's 60 s idle timeout (no reset on UDP): see
+    // docs/security.md; not repeated here to keep the suite fast.
+    for mode in ["tcp-wait", "tcp-streams"] {
+        let dst = t.path().join(format!("dst-{mode}"));
+        let mut rx = ReceiverProc::start(&id, &dst, &[]);
+        let mut child = shoal()
+            .args(["send", "--to", &rx.addr, "--src"])
+            .arg(&src)
+            .arg("--identity")
+            .arg(&id)
+            .args(["--mode", mode])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Kill the receiver once files are arriving.
+        let started = Instant::now();
+        while entries(&dst).len() < 20 && started.elapsed() < Duration::from_secs(60) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        rx.child.kill().unwrap();
+        let killed = Instant::now();
+        let mut status = None;
+        while killed.elapsed() < Duration::from_secs(30) {
+            if let Some(s) = child.try_wait().unwrap() {
+                status = Some(s);
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let Some(status) = status else {
+            let _ = child.kill();
+            panic!("{mode}: the sender did not end within 30 s of the receiver's death");
+        };
+        let out = child.wait_with_output().unwrap();
+        if entries(&dst).len() >= 4000 + 8 && status.success() {
+            eprintln!("{mode}: the run finished before the kill; nothing to check");
+            continue;
+        }
+        assert!(!status.success(), "{mode}: {}", text(&out));
+        eprintln!(
+            "{mode}: sender ended {:.1} s after the receiver was killed: {}",
+            killed.elapsed().as_secs_f64(),
+            text(&out)
+        );
+        assert!(
+            killed.elapsed() < Duration::from_secs(10),
+            "{mode}: slow to notice"
+        );
+    }
+}

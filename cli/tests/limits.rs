@@ -1,0 +1,216 @@
+//! Receiver resource limits (issue 7): each one exceeded gives the sender a clear error that
+//! names the option, nothing is created, and the receiver serves the next run.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use shoal_common::identity::{self, Identity};
+use support::*;
+use tokio::io::AsyncReadExt;
+
+fn refused(out: &std::process::Output, cause: &str) {
+    assert!(!out.status.success(), "expected a refusal: {}", text(out));
+    let all = text(out);
+    assert!(all.contains(cause), "expected {cause:?} in:\n{all}");
+}
+
+#[test]
+fn run_size_and_path_limits_refuse_with_the_option_named() {
+    let t = tempfile::tempdir().unwrap();
+    let id = t.path().join("id");
+    let dst = t.path().join("dst");
+    let rx = ReceiverProc::start(
+        &id,
+        &dst,
+        &[
+            "--max-files",
+            "20",
+            "--max-bytes",
+            "64KiB",
+            "--max-path-len",
+            "40",
+            "--max-depth",
+            "3",
+        ],
+    );
+
+    // Too many files: refused from the hello, before anything is created.
+    let many = t.path().join("many");
+    gen(&many, 21, "1KiB", 2, 1);
+    refused(
+        &rx.send(&many, &[]),
+        "announces 21 files; this receiver accepts at most 20 per run (recv --max-files)",
+    );
+    assert!(entries(&dst).is_empty());
+
+    // Too many bytes: 5 × 16 KiB = 80 KiB > 64 KiB.
+    let big = t.path().join("big");
+    gen(&big, 5, "16KiB", 1, 2);
+    refused(
+        &rx.send(&big, &[]),
+        "announces 81920 bytes; this receiver accepts at most 65536 per run (recv --max-bytes)",
+    );
+    assert!(entries(&dst).is_empty());
+
+    // A path past --max-path-len.
+    let long = t.path().join("long");
+    std::fs::create_dir_all(&long).unwrap();
+    std::fs::write(long.join("n".repeat(41)), b"x").unwrap();
+    refused(
+        &rx.send(&long, &[]),
+        "path is 41 bytes, longer than the limit of 40",
+    );
+    // A path past --max-depth.
+    let deep = t.path().join("deep");
+    std::fs::create_dir_all(deep.join("a/b/c")).unwrap();
+    std::fs::write(deep.join("a/b/c/d"), b"x").unwrap();
+    refused(
+        &rx.send(&deep, &[]),
+        "path is 4 levels deep, deeper than the limit of 3",
+    );
+    assert!(entries(&dst).is_empty(), "{:?}", entries(&dst));
+
+    // Within every limit: 20 files, 20 KiB, depth 2.
+    let ok = t.path().join("ok");
+    gen(&ok, 20, "1KiB", 2, 3);
+    let out = rx.send(&ok, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(trees_identical(&ok, &dst));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_over_the_limit_are_refused_and_served_once_one_leaves() {
+    let t = tempfile::tempdir().unwrap();
+    let id = t.path().join("id");
+    let dst = t.path().join("dst");
+    let rx = ReceiverProc::start(&id, &dst, &["--max-connections", "1"]);
+    let src = t.path().join("src");
+    gen(&src, 10, "1KiB", 1, 4);
+
+    // One connection holds the only slot (TLS up, no hello yet).
+    let (pin, _) = Identity::read_credentials(&id).unwrap();
+    let connector =
+        tokio_rustls::TlsConnector::from(Arc::new(identity::client_config(pin).unwrap()));
+    let tcp = tokio::net::TcpStream::connect(&rx.addr).await.unwrap();
+    let holder = connector
+        .connect(identity::server_name(), tcp)
+        .await
+        .unwrap();
+
+    let send = |rx_addr: String, id: std::path::PathBuf, src: std::path::PathBuf| {
+        tokio::task::spawn_blocking(move || {
+            shoal()
+                .args(["send", "--to", &rx_addr, "--src"])
+                .arg(&src)
+                .arg("--identity")
+                .arg(&id)
+                .output()
+                .unwrap()
+        })
+    };
+    let out = send(rx.addr.clone(), id.clone(), src.clone())
+        .await
+        .unwrap();
+    refused(
+        &out,
+        "too many connections: this receiver serves at most 1 at once (recv --max-connections)",
+    );
+    assert!(entries(&dst).is_empty());
+
+    // The holder leaves; its slot frees and the next run goes through.
+    drop(holder);
+    let mut ok = None;
+    for _ in 0..20 {
+        let out = send(rx.addr.clone(), id.clone(), src.clone())
+            .await
+            .unwrap();
+        if out.status.success() {
+            ok = Some(out);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert!(ok.is_some(), "the freed slot was never reused");
+    assert!(trees_identical(&src, &dst));
+
+    // A plain TCP client over the limit is closed too (the slot is free now, so take it
+    // with one client and check a second one is closed promptly).
+    let first = tokio::net::TcpStream::connect(&rx.addr).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut second = tokio::net::TcpStream::connect(&rx.addr).await.unwrap();
+    let mut sink = Vec::new();
+    let closed = tokio::time::timeout(Duration::from_secs(10), second.read_to_end(&mut sink)).await;
+    assert!(closed.is_ok(), "a connection over the limit was kept open");
+    drop(first);
+}
+
+/// The same refusals in every other mode: per-file streams (the refusal travels on the control
+/// stream) and QUIC.
+#[test]
+fn limits_hold_in_every_mode() {
+    let t = tempfile::tempdir().unwrap();
+    let id = t.path().join("id");
+    let dst = t.path().join("dst");
+    let rx = ReceiverProc::start(&id, &dst, &["--max-files", "20", "--max-depth", "3"]);
+    let many = t.path().join("many");
+    gen(&many, 21, "1KiB", 2, 1);
+    let deep = t.path().join("deep");
+    std::fs::create_dir_all(deep.join("a/b/c")).unwrap();
+    std::fs::write(deep.join("a/b/c/d"), b"x").unwrap();
+    let ok = t.path().join("ok");
+    gen(&ok, 20, "1KiB", 2, 3);
+    for mode in ["tcp-streams", "quic-bundle", "quic-streams", "tcp-wait"] {
+        let args = ["--mode", mode];
+        refused(&rx.send(&many, &args), "(recv --max-files)");
+        refused(
+            &rx.send(&deep, &args),
+            "path is 4 levels deep, deeper than the limit of 3",
+        );
+        assert!(entries(&dst).is_empty(), "{mode}: {:?}", entries(&dst));
+        let out = rx.send(&ok, &args);
+        assert!(out.status.success(), "{mode}: {}", text(&out));
+        assert!(trees_identical(&ok, &dst), "{mode}");
+        std::fs::remove_dir_all(&dst).unwrap();
+        std::fs::create_dir(&dst).unwrap();
+    }
+}
+
+/// A wrong token in every mode: refused by name before anything is created. In tcp-streams
+/// the sender's file streams are dropped unread while the refusal travels on the control
+/// stream.
+#[test]
+fn wrong_token_is_refused_in_every_mode() {
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("src");
+    gen(&src, 300, "16KiB", 4, 9);
+    let dst = t.path().join("dst");
+    let rx = ReceiverProc::start(&t.path().join("id"), &dst, &[]);
+    let pin = std::fs::read_to_string(t.path().join("id/pin")).unwrap();
+    let wrong = t.path().join("wrong-token");
+    std::fs::write(&wrong, "not-the-token\n").unwrap();
+    for mode in [
+        "tcp-bundle",
+        "tcp-streams",
+        "quic-bundle",
+        "quic-streams",
+        "tcp-wait",
+    ] {
+        let out = shoal()
+            .args(["send", "--to", &rx.addr, "--mode", mode, "--src"])
+            .arg(&src)
+            .args(["--pin", pin.trim(), "--token-file"])
+            .arg(&wrong)
+            .output()
+            .unwrap();
+        refused(&out, "authentication failed: wrong token");
+        assert!(
+            entries(&dst).is_empty(),
+            "{mode}: destination must stay empty"
+        );
+    }
+    let ok = rx.send(&src, &["--mode", "tcp-streams"]);
+    assert!(ok.status.success(), "{}", text(&ok));
+    assert!(trees_identical(&src, &dst));
+}

@@ -1,0 +1,5 @@
+//! `RecordDecoder` on arbitrary bytes at arbitrary split points (body in `shoal_common::codec::fuzzing`).
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| shoal_common::codec::fuzzing::record_stream(data));

@@ -1,0 +1,5 @@
+//! `RelPath::from_bytes` and the confinement property (body in `shoal_common::relpath::fuzzing`).
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| shoal_common::relpath::fuzzing::relpath(data));
