@@ -150,7 +150,8 @@ fn established_on(port: u16) -> usize {
 fn four_connections_are_really_open() {
     let t = tempfile::tempdir().unwrap();
     let src = t.path().join("src");
-    gen(&src, 4000, "4KiB", 40, 8);
+    // Enough files that the run lasts well beyond the sampling interval even on a busy machine.
+    gen(&src, 10_000, "1KiB", 40, 8);
     let dst = t.path().join("dst");
     let rx = ReceiverProc::start(&t.path().join("id"), &dst, &[]);
     let port: u16 = rx.addr.rsplit(':').next().unwrap().parse().unwrap();
@@ -169,7 +170,7 @@ fn four_connections_are_really_open() {
     let started = Instant::now();
     while child.try_wait().unwrap().is_none() && started.elapsed() < Duration::from_secs(120) {
         peak = peak.max(established_on(port).saturating_sub(before));
-        std::thread::sleep(Duration::from_millis(5));
+        std::thread::sleep(Duration::from_millis(2));
     }
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", text(&out));
@@ -218,4 +219,21 @@ fn check_series(series: &Path) {
     assert!(rows
         .iter()
         .any(|r| r[rtt_col].parse::<f64>().unwrap() > 0.0));
+}
+
+#[test]
+fn a_once_receiver_lets_every_connection_get_its_reply() {
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("src");
+    gen(&src, 512, "4KiB", 8, 10);
+    for mode in ["tcp-bundle", "quic-streams"] {
+        let dst = t.path().join(format!("dst-{mode}"));
+        let mut rx = ReceiverProc::start(&t.path().join("id"), &dst, &["--once"]);
+        let out = rx.send(&src, &["--mode", mode, "--connections", "8", "--json"]);
+        assert!(out.status.success(), "{mode}: {}", text(&out));
+        assert_eq!(json(&out)["connections"], 8);
+        let status = rx.child.wait().unwrap();
+        assert!(status.success(), "{mode}: --once receiver exit {status:?}");
+        assert!(trees_identical(&src, &dst));
+    }
 }

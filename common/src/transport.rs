@@ -19,10 +19,12 @@ pub fn quic_transport(flow: &FlowConfig, cc: Option<Cc>) -> Result<quinn::Transp
     t.send_window(flow.send_window);
     t.max_concurrent_uni_streams(varint(u64::from(flow.max_streams))?);
     t.max_concurrent_bidi_streams(varint(4)?);
+    // A peer that vanishes (a killed process sends no reset over UDP) is noticed after this;
+    // keep-alives every 2 s keep a quiet but live connection well inside it.
     t.max_idle_timeout(Some(
-        quinn::IdleTimeout::try_from(Duration::from_secs(60)).expect("valid idle timeout"),
+        quinn::IdleTimeout::try_from(Duration::from_secs(10)).expect("valid idle timeout"),
     ));
-    t.keep_alive_interval(Some(Duration::from_secs(5)));
+    t.keep_alive_interval(Some(Duration::from_secs(2)));
     use quinn::congestion::{BbrConfig, CubicConfig, NewRenoConfig};
     match cc {
         None | Some(Cc::Cubic) => t.congestion_controller_factory(Arc::new(CubicConfig::default())),

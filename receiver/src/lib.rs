@@ -25,7 +25,7 @@ use shoal_common::config::FlowConfig;
 use shoal_common::identity::Identity;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::net::TcpListener;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Semaphore};
 
 pub use shoal_common::codec::Completion;
 
@@ -46,7 +46,25 @@ pub struct ReceiverConfig {
     pub idle_timeout: Duration,
     /// Bytes received but not yet written that a run may hold.
     pub write_budget: usize,
+    /// Connections (TCP and QUIC) served at once; past it a new one is refused at once.
+    pub max_connections: usize,
+    /// Most files one run may announce in its hello (refused before anything is created).
+    pub max_files: u64,
+    /// Most content bytes one run may announce in its hello.
+    pub max_bytes: u64,
+    /// Deadline from accepting a connection to its decoded hello (TLS handshake included),
+    /// whatever the peer sends meanwhile: bounds a slow-loris peer.
+    pub hello_timeout: Duration,
 }
+
+/// Default for [`ReceiverConfig::max_connections`].
+pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
+/// Default for [`ReceiverConfig::max_files`].
+pub const DEFAULT_MAX_FILES: u64 = 10_000_000;
+/// Default for [`ReceiverConfig::max_bytes`]: 4 TiB.
+pub const DEFAULT_MAX_BYTES: u64 = 4 << 40;
+/// Default for [`ReceiverConfig::hello_timeout`].
+pub const DEFAULT_HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl Default for ReceiverConfig {
     fn default() -> Self {
@@ -59,6 +77,10 @@ impl Default for ReceiverConfig {
             flow: FlowConfig::default(),
             idle_timeout: Duration::from_secs(60),
             write_budget: 16 << 20,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_files: DEFAULT_MAX_FILES,
+            max_bytes: DEFAULT_MAX_BYTES,
+            hello_timeout: DEFAULT_HELLO_TIMEOUT,
         }
     }
 }
@@ -85,7 +107,17 @@ pub(crate) struct Shared {
     pub tls: tokio_rustls::TlsAcceptor,
     pub hub: hub::Hub,
     pub done: mpsc::UnboundedSender<RunOutcome>,
+    /// One permit per connection being served (`max_connections`).
+    pub slots: Arc<Semaphore>,
+    /// Connections over the limit that are being told so (bounded: past it they are dropped).
+    pub refusals: Arc<Semaphore>,
 }
+
+/// Connections over the limit that may be in the middle of receiving their refusal.
+const MAX_REFUSALS: usize = 16;
+
+/// With `--once`: how long the other connections of the run get to finish their replies.
+const ONCE_GRACE: Duration = Duration::from_secs(10);
 
 /// A bound receiver, ready to serve.
 pub struct Receiver {
@@ -108,6 +140,7 @@ impl Receiver {
         let (endpoint, udp_rcvbuf) = quic::bind(addr, &identity, &config)?;
         let tls = tokio_rustls::TlsAcceptor::from(Arc::new(identity.server_config()?));
         let (done, done_rx) = mpsc::unbounded_channel();
+        let config_slots = config.max_connections.max(1);
         Ok(Self {
             listener,
             endpoint,
@@ -118,6 +151,8 @@ impl Receiver {
                 tls,
                 hub: hub::Hub::default(),
                 done,
+                slots: Arc::new(Semaphore::new(config_slots)),
+                refusals: Arc::new(Semaphore::new(MAX_REFUSALS)),
             }),
             done_rx,
         })
@@ -130,12 +165,24 @@ impl Receiver {
     /// Serves until stopped (or, with `once`, until one authenticated run ends). Returns the
     /// last run's outcome.
     pub async fn serve(mut self) -> Result<Option<RunOutcome>> {
+        // Every connection's task, so `--once` can let the others of a multi-connection run
+        // send their replies before the process exits.
+        let mut connections = tokio::task::JoinSet::new();
         loop {
             tokio::select! {
+                Some(_) = connections.join_next(), if !connections.is_empty() => {}
                 accepted = self.listener.accept() => match accepted {
                     Ok((tcp, peer)) => {
                         let ctx = self.ctx.clone();
-                        tokio::spawn(async move { tcp::handle(ctx, tcp, peer).await });
+                        match ctx.slots.clone().try_acquire_owned() {
+                            Ok(slot) => {
+                                connections.spawn(async move {
+                                    tcp::handle(ctx, tcp, peer).await;
+                                    drop(slot);
+                                });
+                            }
+                            Err(_) => tcp::refuse_busy(ctx, tcp, peer),
+                        }
                     }
                     Err(e) => {
                         // Out of descriptors and the like: say so, back off, keep serving.
@@ -147,12 +194,29 @@ impl Receiver {
                     let Some(incoming) = incoming else { anyhow::bail!("QUIC endpoint closed") };
                     let ctx = self.ctx.clone();
                     let rcvbuf = self.udp_rcvbuf;
-                    tokio::spawn(async move { quic::handle(ctx, incoming, rcvbuf).await });
+                    match ctx.slots.clone().try_acquire_owned() {
+                        Ok(slot) => {
+                            connections.spawn(async move {
+                                quic::handle(ctx, incoming, rcvbuf).await;
+                                drop(slot);
+                            });
+                        }
+                        Err(_) => {
+                            eprintln!("{}: refused: {}", incoming.remote_address(), busy_message(&ctx.config));
+                            incoming.refuse();
+                        }
+                    }
                 }
                 Some(outcome) = self.done_rx.recv() => {
                     report(&outcome);
                     if self.ctx.config.once {
-                        // Let the last replies reach the sender before the process exits.
+                        // The run's first connection reports; its other connections are still
+                        // sending the same completion to their sender. Let them (bounded), and
+                        // let the last QUIC replies reach the sender, before the process exits.
+                        let _ = tokio::time::timeout(ONCE_GRACE, async {
+                            while connections.join_next().await.is_some() {}
+                        })
+                        .await;
                         let _ = tokio::time::timeout(Duration::from_secs(2), self.endpoint.wait_idle()).await;
                         return Ok(Some(outcome));
                     }
@@ -205,6 +269,38 @@ fn report(o: &RunOutcome) {
     }
 }
 
+/// What a connection over `max_connections` is told.
+pub(crate) fn busy_message(config: &ReceiverConfig) -> String {
+    format!(
+        "too many connections: this receiver serves at most {} at once (recv --max-connections); try again later",
+        config.max_connections
+    )
+}
+
+/// [`read_hello`] under the connection's hello deadline: a peer that trickles bytes cannot
+/// hold a connection past it.
+pub(crate) async fn read_hello_by<R: AsyncRead + Unpin>(
+    rd: &mut R,
+    buf: &mut BytesMut,
+    decoder: &mut RecordDecoder,
+    config: &ReceiverConfig,
+    deadline: tokio::time::Instant,
+) -> Result<Hello> {
+    match tokio::time::timeout_at(deadline, read_hello(rd, buf, decoder, config.idle_timeout)).await
+    {
+        Ok(r) => r,
+        Err(_) => Err(hello_late(config)),
+    }
+}
+
+/// The error for a peer that did not complete its hello in time.
+pub(crate) fn hello_late(config: &ReceiverConfig) -> anyhow::Error {
+    anyhow::anyhow!(
+        "no complete hello within {:.1} s of connecting (recv --hello-timeout); dropped",
+        config.hello_timeout.as_secs_f64()
+    )
+}
+
 /// Reads until the hello is decoded; every read is bounded by the idle timeout.
 pub(crate) async fn read_hello<R: AsyncRead + Unpin>(
     rd: &mut R,
@@ -246,6 +342,9 @@ pub(crate) async fn read_sized<R: AsyncRead + Unpin>(
     buf.reserve(want);
     match tokio::time::timeout(timeout, rd.read_buf(buf)).await {
         Ok(r) => Ok(r.context("connection failed")?),
-        Err(_) => anyhow::bail!("peer idle for {} s; dropped", timeout.as_secs()),
+        Err(_) => anyhow::bail!(
+            "peer idle for {:.1} s (recv --idle-timeout); dropped",
+            timeout.as_secs_f64()
+        ),
     }
 }
