@@ -4,4 +4,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-cargo test --workspace --release "$@"
+cargo test --workspace --release --no-fail-fast "$@"

@@ -105,10 +105,13 @@ impl ConnStats {
         let sum_f = |f: fn(&ConnStats) -> f64| conns.iter().map(f).sum::<f64>();
         ConnStats {
             rtt_ms: sum_f(|c| c.rtt_ms) / n,
+            // 0 means "no sample" (a connection that carried almost nothing): not a minimum.
             min_rtt_ms: conns
                 .iter()
                 .map(|c| c.min_rtt_ms)
-                .fold(f64::INFINITY, f64::min),
+                .filter(|&m| m > 0.0)
+                .reduce(f64::min)
+                .unwrap_or(0.0),
             cwnd_bytes: (sum(|c| c.cwnd_bytes) as f64 / n) as u64,
             retransmits: sum(|c| c.retransmits),
             lost_bytes: sum(|c| c.lost_bytes),
