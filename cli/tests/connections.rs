@@ -122,23 +122,37 @@ fn unknown_cc_fails_before_connecting_naming_the_available_ones() {
     assert!(!err.contains("cannot connect"), "{err}");
 }
 
-/// Receiver-side TCP sockets in state ESTABLISHED on `port`, from /proc/net/tcp{,6}.
-fn established_on(port: u16) -> usize {
+/// TCP sockets that process `pid` holds, ESTABLISHED to remote port `port` (from the
+/// process's descriptors matched to /proc/net/tcp{,6} by inode): what it really has open.
+fn established_by(pid: u32, port: u16) -> usize {
+    let inodes: std::collections::HashSet<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| std::fs::read_link(e.path()).ok())
+                .filter_map(|l| {
+                    let l = l.to_string_lossy().to_string();
+                    l.strip_prefix("socket:[")?
+                        .strip_suffix(']')
+                        .map(str::to_string)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
     let mut n = 0;
     for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
         let Ok(text) = std::fs::read_to_string(table) else {
             continue;
         };
         for line in text.lines().skip(1) {
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            let (Some(local), Some(state)) = (fields.get(1), fields.get(3)) else {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let (Some(remote), Some(state), Some(inode)) = (f.get(2), f.get(3), f.get(9)) else {
                 continue;
             };
-            let local_port = local
+            let remote_port = remote
                 .rsplit(':')
                 .next()
                 .and_then(|p| u16::from_str_radix(p, 16).ok());
-            if local_port == Some(port) && *state == "01" {
+            if remote_port == Some(port) && *state == "01" && inodes.contains(*inode) {
                 n += 1;
             }
         }
@@ -155,7 +169,6 @@ fn four_connections_are_really_open() {
     let dst = t.path().join("dst");
     let rx = ReceiverProc::start(&t.path().join("id"), &dst, &[]);
     let port: u16 = rx.addr.rsplit(':').next().unwrap().parse().unwrap();
-    let before = established_on(port);
     // The stop-and-wait arm keeps the run going long enough to sample it many times.
     let mut child = shoal()
         .args(["send", "--to", &rx.addr, "--src"])
@@ -169,7 +182,7 @@ fn four_connections_are_really_open() {
     let mut peak = 0;
     let started = Instant::now();
     while child.try_wait().unwrap().is_none() && started.elapsed() < Duration::from_secs(120) {
-        peak = peak.max(established_on(port).saturating_sub(before));
+        peak = peak.max(established_by(child.id(), port));
         std::thread::sleep(Duration::from_millis(2));
     }
     let out = child.wait_with_output().unwrap();

@@ -59,8 +59,11 @@ pub fn yamux_window(streams: usize) -> usize {
 /// at least 256 KiB per stream; streams auto-tune their windows within it.
 pub fn yamux_config(streams: usize) -> yamux::Config {
     let mut cfg = yamux::Config::default();
-    cfg.set_max_connection_receive_window(Some(yamux_window(streams)));
+    // Each setter asserts window ≥ 256 KiB × streams against the other's current value, so
+    // lift the window first, then set the count, then the real window.
+    cfg.set_max_connection_receive_window(None);
     cfg.set_max_num_streams(streams.max(1));
+    cfg.set_max_connection_receive_window(Some(yamux_window(streams)));
     cfg
 }
 
@@ -75,4 +78,16 @@ pub fn udp_socket(bind: SocketAddr, flow: &FlowConfig) -> Result<std::net::UdpSo
         .bind(&bind.into())
         .with_context(|| format!("cannot bind UDP {bind}"))?;
     Ok(socket.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn yamux_config_accepts_every_stream_count() {
+        for max_streams in [1, 100, 256, 1000, 4096, 16_384] {
+            yamux_config(yamux_streams(max_streams));
+        }
+    }
 }
