@@ -52,7 +52,11 @@ fn every_cc_and_connection_count(mode: &str) {
                 row["rtt_ms"].as_f64().unwrap() > 0.0,
                 "{mode} {cc}: RTT on every connection"
             );
-            assert!(row["min_rtt_ms"].as_f64().unwrap() > 0.0);
+            if !mode.starts_with("quic") {
+                // quinn takes send and ack times from one driver tick, so on loopback its
+                // minimum RTT can truly be 0; the smoothed RTT above cannot.
+                assert!(row["min_rtt_ms"].as_f64().unwrap() > 0.0);
+            }
             assert!(row["cwnd_bytes"].as_u64().unwrap() > 0, "{mode} {cc}: cwnd");
             assert!(
                 row["sent_packets"].as_u64().unwrap() > 0,
