@@ -3,62 +3,11 @@
 
 mod support;
 
-use std::sync::Arc;
-use std::time::Duration;
-
-use bytes::{BufMut, BytesMut};
-use shoal_common::codec::{self, EndMarker, Hello, Reply, ReplyDecoder};
-use shoal_common::config::Mode;
-use shoal_common::identity::{self, Identity};
+use bytes::BufMut;
+use shoal_common::codec::{self, EndMarker, Reply};
+use shoal_common::identity::Identity;
+use support::raw::*;
 use support::*;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-/// Sends `bytes` over a pinned TLS connection and returns the receiver's reply.
-async fn session(addr: &str, id_dir: &std::path::Path, bytes: Vec<u8>) -> Option<Reply> {
-    let (pin, _) = Identity::read_credentials(id_dir).unwrap();
-    let connector =
-        tokio_rustls::TlsConnector::from(Arc::new(identity::client_config(pin).unwrap()));
-    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let mut tls = connector
-        .connect(identity::server_name(), tcp)
-        .await
-        .unwrap();
-    // The receiver may refuse mid-way and close; a failed write is expected then.
-    let _ = tls.write_all(&bytes).await;
-    let _ = tls.shutdown().await;
-    let mut buf = Vec::new();
-    let _ = tokio::time::timeout(Duration::from_secs(20), tls.read_to_end(&mut buf)).await;
-    ReplyDecoder.decode(&buf).ok().flatten().map(|(r, _)| r)
-}
-
-fn hello(token: &[u8], files: u64, bytes: u64) -> BytesMut {
-    let mut s = BytesMut::new();
-    codec::encode_hello(
-        &Hello {
-            run_id: rand::random(),
-            token: token.to_vec(),
-            mode: Mode::TcpBundle,
-            file_count: files,
-            total_bytes: bytes,
-            conn_index: 0,
-            conn_count: 1,
-            max_streams: 0,
-            cc: None,
-        },
-        &mut s,
-    );
-    s
-}
-
-/// A file record with an unchecked raw path.
-fn raw_file(s: &mut BytesMut, path: &[u8], size: u64, data: &[u8]) {
-    s.put_u8(0x01);
-    s.put_u16(path.len() as u16);
-    s.put_slice(path);
-    s.put_u64(size);
-    s.put_u64(0); // sent_at_us
-    s.put_slice(data);
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crafted_streams_are_refused_and_the_receiver_keeps_serving() {
@@ -86,7 +35,7 @@ async fn crafted_streams_are_refused_and_the_receiver_keeps_serving() {
         let mut s = hello(&token, 1, 1);
         raw_file(&mut s, &path, 1, b"x");
         codec::encode_end(&EndMarker { files: 1, bytes: 1 }, &mut s);
-        match session(&rx.addr, &id, s.to_vec()).await {
+        match session(&rx.addr, &id, &s).await {
             Some(Reply::Error(msg)) => assert!(msg.contains(cause), "{name}: {msg}"),
             other => panic!("{name}: expected an error naming {cause:?}, got {other:?}"),
         }
@@ -103,7 +52,7 @@ async fn crafted_streams_are_refused_and_the_receiver_keeps_serving() {
         },
         &mut s,
     );
-    match session(&rx.addr, &id, s.to_vec()).await {
+    match session(&rx.addr, &id, &s).await {
         Some(Reply::Error(msg)) => assert!(msg.contains("claims 1000 bytes"), "{msg}"),
         other => panic!("oversize: {other:?}"),
     }
@@ -118,7 +67,7 @@ async fn crafted_streams_are_refused_and_the_receiver_keeps_serving() {
         },
         &mut s,
     );
-    match session(&rx.addr, &id, s.to_vec()).await {
+    match session(&rx.addr, &id, &s).await {
         Some(Reply::Error(msg)) => assert!(msg.contains("short of the end of \"f\""), "{msg}"),
         other => panic!("short: {other:?}"),
     }
@@ -129,7 +78,7 @@ async fn crafted_streams_are_refused_and_the_receiver_keeps_serving() {
     s.put_u8(0x01);
     s.put_u16(40);
     s.put_slice(b"half");
-    match session(&rx.addr, &id, s.to_vec()).await {
+    match session(&rx.addr, &id, &s).await {
         Some(Reply::Error(msg)) => assert!(msg.contains("truncated"), "{msg}"),
         other => panic!("truncated: {other:?}"),
     }
@@ -163,14 +112,14 @@ async fn not_a_shoal_stream_and_wrong_version_are_refused() {
     let id = t.path().join("id");
     let dst = t.path().join("dst");
     let rx = ReceiverProc::start(&id, &dst, &[]);
-    match session(&rx.addr, &id, b"GET / HTTP/1.1\r\n\r\n".to_vec()).await {
+    match session(&rx.addr, &id, b"GET / HTTP/1.1\r\n\r\n").await {
         Some(Reply::Error(msg)) => assert!(msg.contains("not a Shoal stream"), "{msg}"),
         other => panic!("{other:?}"),
     }
     let (_, token) = Identity::read_credentials(&id).unwrap();
     let mut s = hello(&token, 0, 0);
     s[5] = 99; // protocol version
-    match session(&rx.addr, &id, s.to_vec()).await {
+    match session(&rx.addr, &id, &s).await {
         Some(Reply::Error(msg)) => {
             assert!(msg.contains("unsupported protocol version 99"), "{msg}")
         }

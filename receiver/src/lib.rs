@@ -116,6 +116,22 @@ pub(crate) struct Shared {
 /// Connections over the limit that may be in the middle of receiving their refusal.
 const MAX_REFUSALS: usize = 16;
 
+impl Shared {
+    /// Hands a finished run to the serve loop; only the run's first connection does, so a run
+    /// of N connections is reported once.
+    pub(crate) fn report_run(&self, hello: &Hello, peer: SocketAddr, completion: Completion) {
+        if hello.conn_index != 0 {
+            return;
+        }
+        let _ = self.done.send(RunOutcome {
+            run_id: hex::encode(hello.run_id),
+            peer,
+            mode: hello.mode.name(),
+            completion,
+        });
+    }
+}
+
 /// With `--once`: how long the other connections of the run get to finish their replies.
 const ONCE_GRACE: Duration = Duration::from_secs(10);
 

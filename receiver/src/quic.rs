@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 
 use crate::run::{self, TransportFacts, Wire};
 use crate::streams::{self, InboundFile};
-use crate::{bundle, read_hello_by, ReceiverConfig, RunOutcome, Shared, READ_SIZE};
+use crate::{bundle, read_hello_by, ReceiverConfig, Shared, READ_SIZE};
 
 /// Binds the QUIC endpoint on UDP `addr`; returns it and the UDP receive buffer it got.
 pub(crate) fn bind(
@@ -125,13 +125,5 @@ pub(crate) async fn handle(ctx: Arc<Shared>, incoming: quinn::Incoming, rcvbuf: 
     };
     // Wait (bounded) for the sender to close, so the reply is delivered.
     let _ = tokio::time::timeout(std::time::Duration::from_secs(5), conn.closed()).await;
-    if hello.conn_index != 0 {
-        return; // one report per run, from its first connection
-    }
-    let _ = ctx.done.send(RunOutcome {
-        run_id: hex::encode(hello.run_id),
-        peer,
-        mode: run::mode_name(hello.mode),
-        completion,
-    });
+    ctx.report_run(&hello, peer, completion);
 }

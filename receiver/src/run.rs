@@ -10,7 +10,6 @@ use socket2::SockRef;
 use anyhow::{bail, Result};
 use bytes::BytesMut;
 use shoal_common::codec::{self, Completion, Hello};
-use shoal_common::config::Mode;
 use shoal_common::identity::tokens_match;
 use shoal_common::metrics;
 use shoal_common::pipeline::writer::WriterReport;
@@ -176,9 +175,4 @@ pub(crate) async fn send_error<W: AsyncWrite + Unpin>(wr: &mut W, message: &str)
         wr.shutdown().await
     })
     .await;
-}
-
-/// The mode name for log lines.
-pub(crate) fn mode_name(mode: Mode) -> &'static str {
-    mode.name()
 }

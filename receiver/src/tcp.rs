@@ -17,7 +17,7 @@ use tokio::net::TcpStream;
 use crate::prefixed::Prefixed;
 use crate::run::{self, TransportFacts, Wire};
 use crate::streams;
-use crate::{bundle, read_hello_by, RunOutcome, Shared, READ_SIZE};
+use crate::{bundle, read_hello_by, Shared, READ_SIZE};
 
 /// First byte of a TLS handshake record.
 const TLS_HANDSHAKE: u8 = 0x16;
@@ -219,13 +219,5 @@ async fn serve<S>(
         }
         Mode::QuicBundle | Mode::QuicStreams => unreachable!("admit() refuses QUIC modes on TCP"),
     };
-    if hello.conn_index != 0 {
-        return; // one report per run, from its first connection
-    }
-    let _ = ctx.done.send(RunOutcome {
-        run_id: hex::encode(hello.run_id),
-        peer,
-        mode: run::mode_name(hello.mode),
-        completion,
-    });
+    ctx.report_run(&hello, peer, completion);
 }

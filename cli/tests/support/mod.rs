@@ -1,6 +1,8 @@
 //! Helpers for tests that drive real `shoal` processes over real sockets.
 #![allow(dead_code)]
 
+pub mod raw;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
