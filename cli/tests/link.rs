@@ -16,12 +16,7 @@ static SERIAL: Mutex<()> = Mutex::new(());
 
 fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
-    unsafe { libc_geteuid() == 0 }
-}
-
-extern "C" {
-    #[link_name = "geteuid"]
-    fn libc_geteuid() -> u32;
+    unsafe { libc::geteuid() == 0 }
 }
 
 fn launcher() -> Launcher {
@@ -51,6 +46,31 @@ fn send_in(ns: &str, rx: &ReceiverProc, src: &Path, extra: &[&str]) -> Output {
         .expect("sender output")
 }
 
+/// Generates `files` × 4 KiB, sends them from `NAME-snd` to a receiver in `NAME-rcv` with
+/// `--mode MODE --json`, checks the run succeeded and the tree verifies, returns the row.
+fn transfer_across(name: &str, files: u64, seed: u64, mode: &str) -> serde_json::Value {
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("src");
+    gen(&src, files, "4KiB", files.div_ceil(100), seed);
+    let dst = t.path().join("dst");
+    let rx = ReceiverProc::start_at(
+        "198.18.0.2:0",
+        Some(&format!("{name}-rcv")),
+        &t.path().join("id"),
+        &dst,
+        &[],
+    );
+    let out = send_in(
+        &format!("{name}-snd"),
+        &rx,
+        &src,
+        &["--mode", mode, "--json"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(trees_identical(&src, &dst));
+    json(&out)
+}
+
 fn json(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", text(out)))
 }
@@ -74,33 +94,13 @@ fn transfer_across_a_checked_100ms_link_then_nothing_is_left() {
     println!("{}", report.table());
     assert!(report.pass, "link check failed:\n{}", report.table());
 
-    let t = tempfile::tempdir().unwrap();
-    let src = t.path().join("src");
-    gen(&src, 2000, "4KiB", 20, 31);
-    let dst = t.path().join("dst");
-    let rx = ReceiverProc::start_at(
-        "198.18.0.2:0",
-        Some(&format!("{name}-rcv")),
-        &t.path().join("id"),
-        &dst,
-        &[],
-    );
-    let out = send_in(
-        &format!("{name}-snd"),
-        &rx,
-        &src,
-        &["--mode", "tcp-bundle", "--json"],
-    );
-    assert!(out.status.success(), "{}", text(&out));
-    let row = json(&out);
+    let row = transfer_across(&name, 2000, 31, "tcp-bundle");
     // The transfer really crossed the link: its RTT is the link's.
     let rtt = row["min_rtt_ms"].as_f64().unwrap();
     assert!(
         (95.0..130.0).contains(&rtt),
         "min RTT {rtt} ms on a 100 ms link"
     );
-    assert!(trees_identical(&src, &dst));
-    drop(rx);
 
     guard.down().expect("link down");
     for ns in [format!("{name}-snd"), format!("{name}-rcv")] {
@@ -131,25 +131,8 @@ fn stop_and_wait_pays_one_round_trip_per_file() {
     let rtt = Duration::from_millis(50);
     let cfg = UpConfig::new(&name, rtt, 200_000_000);
     let guard = LinkGuard::up_with(&cfg, &launcher()).expect("link up");
-    let t = tempfile::tempdir().unwrap();
-    let src = t.path().join("src");
-    gen(&src, 200, "4KiB", 2, 32);
-    let dst = t.path().join("dst");
-    let rx = ReceiverProc::start_at(
-        "198.18.0.2:0",
-        Some(&format!("{name}-rcv")),
-        &t.path().join("id"),
-        &dst,
-        &[],
-    );
-    let out = send_in(
-        &format!("{name}-snd"),
-        &rx,
-        &src,
-        &["--mode", "tcp-wait", "--json"],
-    );
-    assert!(out.status.success(), "{}", text(&out));
-    let seconds = json(&out)["seconds"].as_f64().unwrap();
+    let row = transfer_across(&name, 200, 32, "tcp-wait");
+    let seconds = row["seconds"].as_f64().unwrap();
     let floor = 200.0 * rtt.as_secs_f64();
     println!("tcp-wait: 200 files in {seconds:.3} s; 200 × RTT = {floor:.3} s");
     assert!(
@@ -160,7 +143,5 @@ fn stop_and_wait_pays_one_round_trip_per_file() {
         seconds <= 1.15 * floor,
         "{seconds} s is more than 1.15 × 200 × RTT"
     );
-    assert!(trees_identical(&src, &dst));
-    drop(rx);
     guard.down().expect("link down");
 }

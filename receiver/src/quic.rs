@@ -72,8 +72,7 @@ pub(crate) async fn handle(ctx: Arc<Shared>, incoming: quinn::Incoming, rcvbuf: 
     let hello = match read_hello_by(&mut rd, &mut buf, &mut decoder, config, deadline).await {
         Ok(h) => h,
         Err(e) => {
-            eprintln!("{peer}: refused: {e:#}");
-            run::send_error(&mut wr, &format!("{e:#}")).await;
+            run::refuse(&mut wr, peer, &e).await;
             let _ = tokio::time::timeout(std::time::Duration::from_secs(2), conn.closed()).await;
             return;
         }
@@ -83,8 +82,7 @@ pub(crate) async fn handle(ctx: Arc<Shared>, incoming: quinn::Incoming, rcvbuf: 
     {
         Ok(m) => m,
         Err(e) => {
-            eprintln!("{peer}: refused: {e:#}");
-            run::send_error(&mut wr, &format!("{e:#}")).await;
+            run::refuse(&mut wr, peer, &e).await;
             let _ = tokio::time::timeout(std::time::Duration::from_secs(2), conn.closed()).await;
             return;
         }

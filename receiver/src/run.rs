@@ -166,6 +166,17 @@ pub(crate) async fn reply<W: AsyncWrite + Unpin>(wr: &mut W, completion: &mut Co
     }
 }
 
+/// Refuses a peer: logs why, and tells it (best effort).
+pub(crate) async fn refuse<W: AsyncWrite + Unpin>(
+    wr: &mut W,
+    peer: std::net::SocketAddr,
+    why: &anyhow::Error,
+) {
+    let message = format!("{why:#}");
+    eprintln!("{peer}: refused: {message}");
+    send_error(wr, &message).await;
+}
+
 /// Tells the peer why the run failed, best effort (it may already be gone).
 pub(crate) async fn send_error<W: AsyncWrite + Unpin>(wr: &mut W, message: &str) {
     let mut out = BytesMut::new();

@@ -120,8 +120,7 @@ async fn serve<S>(
     let hello = match read_hello_by(&mut rd, &mut buf, &mut decoder, config, deadline).await {
         Ok(h) => h,
         Err(e) => {
-            eprintln!("{peer}: refused: {e:#}");
-            run::send_error(&mut wr, &format!("{e:#}")).await;
+            run::refuse(&mut wr, peer, &e).await;
             return;
         }
     };
@@ -136,8 +135,7 @@ async fn serve<S>(
             let member = match admitted.and_then(|()| ctx.hub.join(config, &hello)) {
                 Ok(m) => m,
                 Err(e) => {
-                    eprintln!("{peer}: refused: {e:#}");
-                    run::send_error(&mut wr, &format!("{e:#}")).await;
+                    run::refuse(&mut wr, peer, &e).await;
                     return;
                 }
             };
@@ -196,8 +194,7 @@ async fn serve<S>(
             let member = match joined {
                 Ok(m) => m,
                 Err(e) => {
-                    eprintln!("{peer}: refused: {e:#}");
-                    run::send_error(&mut cwr, &format!("{e:#}")).await;
+                    run::refuse(&mut cwr, peer, &e).await;
                     // Keep the connection up (bounded) so the refusal reaches the sender.
                     let _ = tokio::time::timeout(Duration::from_secs(5), driver).await;
                     return;

@@ -777,26 +777,16 @@ impl Sweep<'_> {
 
         if let (Some(l), Some(b)) = (&self.link, before) {
             let a = counters(&l.name);
-            row.insert(
-                "tun_tx_dropped_snd".into(),
-                (a.tx_dropped_snd.saturating_sub(b.tx_dropped_snd)).to_string(),
-            );
-            row.insert(
-                "tun_tx_dropped_rcv".into(),
-                (a.tx_dropped_rcv.saturating_sub(b.tx_dropped_rcv)).to_string(),
-            );
-            row.insert(
-                "link_dropped_queue".into(),
-                (a.dropped_queue.saturating_sub(b.dropped_queue)).to_string(),
-            );
-            row.insert(
-                "link_dropped_loss".into(),
-                (a.dropped_loss.saturating_sub(b.dropped_loss)).to_string(),
-            );
-            row.insert(
-                "link_late_over_1ms".into(),
-                (a.late_over_1ms.saturating_sub(b.late_over_1ms)).to_string(),
-            );
+            // Counters are cumulative over the link's life: the run's share is the difference.
+            for (key, after, before) in [
+                ("tun_tx_dropped_snd", a.tx_dropped_snd, b.tx_dropped_snd),
+                ("tun_tx_dropped_rcv", a.tx_dropped_rcv, b.tx_dropped_rcv),
+                ("link_dropped_queue", a.dropped_queue, b.dropped_queue),
+                ("link_dropped_loss", a.dropped_loss, b.dropped_loss),
+                ("link_late_over_1ms", a.late_over_1ms, b.late_over_1ms),
+            ] {
+                row.insert(key.into(), after.saturating_sub(before).to_string());
+            }
             row.insert("link_late_max_us".into(), a.late_max_us.to_string());
             row.insert("link_up_after".into(), a.forwarder_alive.to_string());
         }
