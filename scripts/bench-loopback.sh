@@ -5,6 +5,8 @@
 #   scripts/bench-loopback.sh                      # 65,536 × 4 KiB, tcp-bundle, 3 passes
 #   MODES="tcp-bundle tcp-streams quic-bundle quic-streams" PASSES=3 scripts/bench-loopback.sh
 #   FILES=2000 SIZE=4KiB PASSES=5 MODES=tcp-wait scripts/bench-loopback.sh
+#   FS=ext4 scripts/bench-loopback.sh              # on a fresh loop-mounted ext4 (root)
+#   RECV_ARGS="--write-budget 8MiB" SEND_ARGS="--connections 2" scripts/bench-loopback.sh
 #
 # Prints one line per run and the medians; rows go to $WORK/runs.csv. Each run writes to a
 # fresh destination; old destinations are removed only at the end (ext4 without a journal
@@ -23,6 +25,26 @@ cargo build --release -q -p shoal
 SHOAL=$PWD/target/release/shoal
 
 mkdir -p "$WORK"
+# FS=tmpfs|ext4|xfs|btrfs (root): put source and destinations on a fresh loop-mounted volume of that
+# file system, so runs do not depend on what the root file system did recently.
+LOOP_IMG=""
+if [ "${FS:-}" = tmpfs ]; then
+  # No disk, no writeback: what is left is the transports and the CPU.
+  mount -t tmpfs -o size="${FS_SIZE:-12G}",nr_inodes=0 shoal-bench "$WORK"
+  LOOP_IMG=none
+  trap 'umount "$WORK" 2>/dev/null' EXIT
+  echo "file system: fresh tmpfs at $WORK"
+elif [ -n "${FS:-}" ]; then
+  LOOP_IMG=$(mktemp /var/tmp/shoal-bench-fs.XXXXXX)
+  truncate -s "${FS_SIZE:-16G}" "$LOOP_IMG"
+  case $FS in
+    ext4) mkfs.ext4 -q -N 4000000 "$LOOP_IMG" ;; # many small files: inodes, not bytes, run out first
+    *) "mkfs.$FS" -f "$LOOP_IMG" >/dev/null ;;
+  esac
+  mount -o loop "$LOOP_IMG" "$WORK"
+  trap 'umount "$WORK" 2>/dev/null; rm -f "$LOOP_IMG"' EXIT
+  echo "file system: fresh $FS loop volume at $WORK"
+fi
 "$SHOAL" gen --out "$WORK/src" --files "$FILES" --size "$SIZE" --seed 1 >/dev/null
 BYTES=$(find "$WORK/src" -type f -printf '%s\n' | awk '{s+=$1} END {print s}')
 # Sources pre-read into the page cache, as every timed run assumes.
@@ -53,18 +75,18 @@ run_tar() {
 run_shoal() {
   local mode=$2
   local dst="$WORK/$mode-$1" log="$WORK/recv-$mode-$1.log"
-  "$SHOAL" recv --listen 127.0.0.1:0 --dest "$dst" --identity "$WORK/identity" --once >"$log" 2>&1 &
+  "$SHOAL" recv --listen 127.0.0.1:0 --dest "$dst" --identity "$WORK/identity" --once ${RECV_ARGS:-} >"$log" 2>&1 &
   local rpid=$!
   local addr=""
   for _ in $(seq 100); do
-    addr=$(sed -n 's/^listening on //p' "$log")
+    addr=$(sed -n 's/^listening on //p' "$log" 2>/dev/null || true)
     [ -n "$addr" ] && break
     sleep 0.1
   done
   [ -n "$addr" ] || { echo "receiver did not start"; cat "$log"; kill "$rpid"; exit 1; }
   local json
   json=$("$SHOAL" send --to "$addr" --src "$WORK/src" --mode "$mode" --identity "$WORK/identity" \
-    --csv "$WORK/runs.csv" --json) || true
+    --csv "$WORK/runs.csv" --json ${SEND_ARGS:-}) || true
   wait "$rpid" || true
   if [ "$(echo "$json" | grep -o '"status":"ok"')" ] && "$SHOAL" verify "$WORK/src" "$dst" >/dev/null; then
     echo "$json" | python3 -c '
@@ -109,4 +131,7 @@ for arm, r in rates.items():
     v = max(x[1] for x in rss.get(arm, [(0, 0)]))
     print(f"  {arm:13s} {m:8.2f} MB/s ({len(r)} ok)  ratio to tar|tar {m/mt:.2f}  peak RSS sender {s:.1f} MB receiver {v:.1f} MB")
 PY
-if [ "$KEEP" = 0 ]; then rm -rf "$WORK"; else echo "kept $WORK"; fi
+if [ -n "$LOOP_IMG" ]; then
+  umount "$WORK" && { [ "$LOOP_IMG" = none ] || rm -f "$LOOP_IMG"; } && rmdir "$WORK"
+  trap - EXIT
+elif [ "$KEEP" = 0 ]; then rm -rf "$WORK"; else echo "kept $WORK"; fi

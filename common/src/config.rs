@@ -98,9 +98,12 @@ impl Default for FlowConfig {
     fn default() -> Self {
         Self {
             max_streams: 4096,
-            stream_window: 24 << 20,
-            conn_window: 24 << 20,
-            send_window: 24 << 20,
+            // 20 MiB / 150 ms = 1.1 Gbit/s: above a 1 Gbit/s × 150 ms path's BDP (18.75 MB),
+            // and no more, because quinn may hold up to 2.5× a full window in received
+            // datagram buffers (its assembler's defragmentation threshold): receiver RSS.
+            stream_window: 20 << 20,
+            conn_window: 20 << 20,
+            send_window: 20 << 20,
             sndbuf: None,
             rcvbuf: None,
         }

@@ -76,7 +76,7 @@ impl Default for ReceiverConfig {
             limits: DecodeLimits::default(),
             flow: FlowConfig::default(),
             idle_timeout: Duration::from_secs(60),
-            write_budget: 16 << 20,
+            write_budget: 4 << 20,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_files: DEFAULT_MAX_FILES,
             max_bytes: DEFAULT_MAX_BYTES,
