@@ -72,7 +72,7 @@ fn tcp_streams_moves_the_mixed_tree() {
 #[test]
 fn quic_bundle_moves_the_mixed_tree() {
     let row = transfer_and_verify(&["--mode", "quic-bundle"]);
-    assert_eq!(row["stream_window"], 24 << 20, "receiver window reported");
+    assert_eq!(row["stream_window"], 20 << 20, "receiver window reported");
 }
 
 #[test]

@@ -61,9 +61,26 @@ pub(crate) async fn handle(ctx: Arc<Shared>, incoming: quinn::Incoming, rcvbuf: 
     let accept = tokio::time::timeout(config.idle_timeout, conn.accept_bi());
     let (mut wr, mut rd) = match tokio::time::timeout_at(deadline, accept).await {
         Ok(Ok(Ok(s))) => s,
-        _ => {
-            eprintln!("{peer}: no QUIC control stream in time; dropped");
-            conn.close(1u32.into(), b"no control stream");
+        // The close reason is all a QUIC peer that never opened its control stream can be
+        // told, so it names the limit it hit, as a TCP peer's error reply does (it used to be
+        // a bare "no control stream", found by cli/tests/hostile_modes.rs).
+        Ok(Ok(Err(e))) => {
+            eprintln!("{peer}: QUIC connection ended before its control stream: {e}");
+            return;
+        }
+        Ok(Err(_)) => {
+            let why = format!(
+                "peer idle for {:.1} s (recv --idle-timeout) without opening its control stream; dropped",
+                config.idle_timeout.as_secs_f64()
+            );
+            eprintln!("{peer}: {why}");
+            conn.close(1u32.into(), why.as_bytes());
+            return;
+        }
+        Err(_) => {
+            let why = crate::hello_late(config);
+            eprintln!("{peer}: {why}");
+            conn.close(1u32.into(), why.to_string().as_bytes());
             return;
         }
     };

@@ -102,14 +102,15 @@ pub(crate) async fn connect_tcp(
 }
 
 /// A QUIC connection and the buffer its UDP socket got.
-pub(crate) struct QuicConn {
+pub struct QuicConn {
     pub conn: quinn::Connection,
     pub endpoint: quinn::Endpoint,
     pub udp_sndbuf: u64,
 }
 
-/// Connects over QUIC with the pin.
-pub(crate) async fn connect_quic(
+/// Connects over QUIC with the pin. Public so tests can drive a live receiver with crafted
+/// QUIC streams through the same client set-up as the sender.
+pub async fn connect_quic(
     to: &str,
     pin: Pin,
     cc: Option<Cc>,

@@ -2,6 +2,8 @@
 #![allow(dead_code)]
 
 pub mod raw;
+pub mod raw_quic;
+pub mod raw_yamux;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

@@ -42,17 +42,23 @@ pub async fn session(addr: &str, id_dir: &Path, bytes: &[u8]) -> Option<Reply> {
 }
 
 pub fn hello(token: &[u8], files: u64, bytes: u64) -> BytesMut {
+    hello_for(Mode::TcpBundle, rand::random(), token, files, bytes)
+}
+
+/// A one-connection hello for `mode` and run `run_id` (per-file stream modes ask for 16
+/// outstanding streams).
+pub fn hello_for(mode: Mode, run_id: [u8; 16], token: &[u8], files: u64, bytes: u64) -> BytesMut {
     let mut s = BytesMut::new();
     codec::encode_hello(
         &Hello {
-            run_id: rand::random(),
+            run_id,
             token: token.to_vec(),
-            mode: Mode::TcpBundle,
+            mode,
             file_count: files,
             total_bytes: bytes,
             conn_index: 0,
             conn_count: 1,
-            max_streams: 0,
+            max_streams: if mode.per_file_streams() { 16 } else { 0 },
             cc: None,
         },
         &mut s,
