@@ -1,11 +1,14 @@
 //! Faults (issue 7): a full disk, a sender that vanishes mid-file, a receiver killed
-//! mid-transfer. Each is reported with its cause, leaves no partial file, and the receiver
-//! (where it survives) serves the next run.
+//! mid-transfer, a source file the sender cannot read. Each is reported with its cause, leaves
+//! no partial file, and the receiver (where it survives) serves the next run. (A link that goes
+//! dark mid-run is in `link.rs`: it needs the emulated link.)
 
 mod support;
 
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -196,5 +199,146 @@ fn a_receiver_killed_mid_transfer_fails_the_sender_promptly() {
             killed.elapsed() < Duration::from_secs(10),
             "{mode}: slow to notice"
         );
+    }
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// From linux/capability.h (the libc crate does not define them).
+const CAP_DAC_OVERRIDE: libc::c_ulong = 1;
+const CAP_DAC_READ_SEARCH: libc::c_ulong = 2;
+
+/// Makes `cmd`'s process unable to bypass file permissions even as root: drops
+/// CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH from its bounding set (and clears the ambient
+/// set) between fork and exec, so after exec it holds neither. Not root: nothing to drop.
+fn without_dac_override(cmd: &mut Command) -> &mut Command {
+    if is_root() {
+        // SAFETY: prctl is async-signal-safe and only changes this (forked) process.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(
+                    libc::PR_CAP_AMBIENT,
+                    libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong,
+                    0,
+                    0,
+                    0,
+                );
+                for cap in [CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH] {
+                    if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                Ok(())
+            });
+        }
+    }
+    cmd
+}
+
+/// Every file under `dst` is byte-identical to the same path under `src`: nothing partial
+/// (nor foreign) is left. Returns how many files there are.
+fn only_complete_copies_of(src: &Path, dst: &Path) -> usize {
+    let mut n = 0;
+    for e in entries(dst) {
+        if e.is_file() {
+            let rel = e.strip_prefix(dst).unwrap();
+            let want = std::fs::read(src.join(rel)).unwrap_or_else(|_| panic!("{rel:?} foreign"));
+            let got = std::fs::read(&e).unwrap();
+            assert!(
+                got == want,
+                "{rel:?}: {} of {} bytes",
+                got.len(),
+                want.len()
+            );
+            n += 1;
+        }
+    }
+    n
+}
+
+#[test]
+fn an_unreadable_source_file_fails_the_run_naming_it() {
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("src");
+    // 200 × 16 KiB; the unreadable file is ~2.9 MB into the run, and the reader may run only
+    // 1 MiB ahead of the socket (--read-ahead), so every mode has a run under way at the
+    // receiver when the sender reaches it.
+    gen(&src, 200, "16KiB", 4, 25);
+    let bad = src.join("d3/f180");
+    assert!(bad.is_file(), "gen layout changed");
+    std::fs::set_permissions(&bad, std::fs::Permissions::from_mode(0o000)).unwrap();
+    // Precondition: the sender's process really cannot read it (root without DAC override).
+    match without_dac_override(Command::new("head").args(["-c", "1"]).arg(&bad)).output() {
+        Err(e) => {
+            println!("skipped: cannot drop CAP_DAC_OVERRIDE for a child here: {e}");
+            return;
+        }
+        Ok(o) if o.status.success() => {
+            println!("skipped: a mode-000 file stays readable here even without CAP_DAC_OVERRIDE");
+            return;
+        }
+        Ok(_) => {}
+    }
+    let good = t.path().join("good");
+    gen(&good, 20, "1KiB", 1, 26);
+    let id = t.path().join("id");
+    for mode in [
+        "tcp-bundle",
+        "tcp-streams",
+        "quic-bundle",
+        "quic-streams",
+        "tcp-wait",
+    ] {
+        let dst = t.path().join(format!("dst-{mode}"));
+        // A QUIC close can be lost when the receiver is flooded; the idle timeout then ends the
+        // run (bounded here, whatever QUIC's own idle timeout is).
+        let rx = ReceiverProc::start(&id, &dst, &["--idle-timeout", "3s"]);
+        let started = Instant::now();
+        let out: Output = without_dac_override(
+            shoal()
+                .args(["send", "--to", &rx.addr, "--src"])
+                .arg(&src)
+                .arg("--identity")
+                .arg(&id)
+                .args(["--mode", mode, "--read-ahead", "1MiB"]),
+        )
+        .output()
+        .expect("run sender");
+        let said = text(&out);
+        println!(
+            "{mode}: sender ended after {:.2} s: {}",
+            started.elapsed().as_secs_f64(),
+            String::from_utf8_lossy(&out.stdout).trim()
+        );
+        assert_eq!(out.status.code(), Some(1), "{mode}: {said}");
+        assert!(
+            said.contains("cannot open source file d3/f180 (in ")
+                && said.contains("Permission denied"),
+            "{mode}: the error must name the file and the cause: {said}"
+        );
+        // The receiver ends that run as failed, keeps the files it completed and removes a
+        // partial one.
+        let line = rx.next_run_line();
+        println!("{mode}: receiver: {line}");
+        assert!(line.contains("FAILED"), "{mode}: {line}");
+        let kept = only_complete_copies_of(&src, &dst);
+        assert!(kept < 200, "{mode}: {kept} files arrived");
+        assert!(!dst.join("d3/f180").exists(), "{mode}");
+        // The same receiver takes the next run.
+        let out = rx.send(&good, &["--mode", mode]);
+        assert!(out.status.success(), "{mode}: {}", text(&out));
+        for e in entries(&good) {
+            if e.is_file() {
+                let rel = e.strip_prefix(&good).unwrap();
+                assert_eq!(
+                    std::fs::read(&e).unwrap(),
+                    std::fs::read(dst.join(rel)).unwrap(),
+                    "{mode}: {rel:?}"
+                );
+            }
+        }
     }
 }

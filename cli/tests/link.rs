@@ -1,12 +1,13 @@
 //! Transfers across the emulated long link between two namespaces (needs root): the link
-//! carries a real transfer that verifies, and its delay is real and per packet.
+//! carries a real transfer that verifies, its delay is real and per packet, and a link that
+//! goes dark mid-run (`shoal link blackhole`) fails that run cleanly on both sides.
 
 mod support;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use shoal_link::{check, CheckOptions, Launcher, LinkGuard, UpConfig};
 use support::*;
@@ -143,5 +144,172 @@ fn stop_and_wait_pays_one_round_trip_per_file() {
         seconds <= 1.15 * floor,
         "{seconds} s is more than 1.15 × 200 × RTT"
     );
+    guard.down().expect("link down");
+}
+
+/// A child process killed (by PID) and reaped if the test ends before it does.
+struct Reaped(Option<std::process::Child>);
+
+impl Reaped {
+    /// Waits up to `limit` for the process to exit; its output if it did.
+    fn wait_bounded(&mut self, limit: Duration) -> Option<Output> {
+        let t0 = Instant::now();
+        while t0.elapsed() < limit {
+            let child = self.0.as_mut().expect("not waited yet");
+            if child.try_wait().expect("try_wait").is_some() {
+                return self.0.take().map(|c| c.wait_with_output().expect("output"));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+}
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.as_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// `shoal link status --json` of link `name`.
+fn status(name: &str) -> serde_json::Value {
+    let out = run(&["link", "status", "--name", name, "--json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    json(&out)
+}
+
+/// Every file under `dst` is byte-identical to the same path under `src`: nothing partial.
+fn only_complete_copies_of(src: &Path, dst: &Path) -> usize {
+    let mut n = 0;
+    for e in entries(dst) {
+        if e.is_file() {
+            let rel = e.strip_prefix(dst).unwrap();
+            let want = std::fs::read(src.join(rel)).unwrap_or_else(|_| panic!("{rel:?} foreign"));
+            let got = std::fs::read(&e).unwrap();
+            assert!(
+                got == want,
+                "{rel:?}: {} of {} bytes",
+                got.len(),
+                want.len()
+            );
+            n += 1;
+        }
+    }
+    n
+}
+
+#[test]
+fn a_link_blackhole_mid_run_fails_the_run_and_the_receiver_serves_the_next() {
+    if !is_root() {
+        println!("skipped: needs root");
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let name = unique("xc");
+    let cfg = UpConfig::new(&name, Duration::from_millis(20), 50_000_000);
+    let guard = LinkGuard::up_with(&cfg, &launcher()).expect("link up");
+    let t = tempfile::tempdir().unwrap();
+    // 3,000 × 16 KiB = 49 MB: ~8 s at 50 Mbit/s, so the run is well under way at the cut.
+    let src = t.path().join("src");
+    gen(&src, 3000, "16KiB", 30, 33);
+    let dst = t.path().join("dst");
+    let rx = ReceiverProc::start_at(
+        "198.18.0.2:0",
+        Some(&format!("{name}-rcv")),
+        &t.path().join("id"),
+        &dst,
+        &["--idle-timeout", "3s"],
+    );
+    let mut cmd = shoal();
+    cmd.args(["send", "--to", &rx.addr, "--src"])
+        .arg(&src)
+        .arg("--identity")
+        .arg(&rx.identity)
+        .arg("--json")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut sender = Reaped(Some(
+        shoal_link::spawn_in_netns(&format!("{name}-snd"), &mut cmd).expect("start sender"),
+    ));
+
+    // Cut the link (5 s, longer than the receiver's 3 s idle timeout) once files arrive.
+    let t0 = Instant::now();
+    while entries(&dst).len() < 100 {
+        assert!(t0.elapsed() < Duration::from_secs(20), "no files arrived");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let out = run(&["link", "blackhole", "--name", &name, "--for", "5s"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let cut = Instant::now();
+    println!("{}", String::from_utf8_lossy(&out.stdout).trim());
+    assert_eq!(status(&name)["counters"]["blackhole"]["active"], true);
+
+    // The receiver gives up on the silent peer, fails the run and removes its partial files.
+    let line = loop {
+        let left = Duration::from_secs(20).saturating_sub(cut.elapsed());
+        let l = rx
+            .lines
+            .recv_timeout(left)
+            .expect("the receiver reported the run within 20 s of the cut");
+        if l.starts_with("run ") {
+            break l;
+        }
+    };
+    println!(
+        "receiver after {:.1} s: {line}",
+        cut.elapsed().as_secs_f64()
+    );
+    assert!(line.contains("FAILED") && line.contains("idle"), "{line}");
+
+    // The sender fails with a clear error and a failure row, once the link is back.
+    let out = sender
+        .wait_bounded(Duration::from_secs(25).saturating_sub(cut.elapsed()))
+        .expect("the sender ended within 25 s of the cut");
+    println!(
+        "sender after {:.1} s: {}",
+        cut.elapsed().as_secs_f64(),
+        String::from_utf8_lossy(&out.stderr).trim()
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let row = json(&out);
+    assert_eq!(row["status"], "failed", "{row}");
+    let error = row["error"].as_str().unwrap().to_lowercase();
+    println!("sender row error: {error}");
+    assert!(
+        ["idle", "reset", "timed out", "connection", "broken pipe"]
+            .iter()
+            .any(|w| error.contains(w)),
+        "unclear error: {error}"
+    );
+    let kept = only_complete_copies_of(&src, &dst);
+    assert!(kept < 3000, "the whole run arrived ({kept} files)");
+
+    // The forwarder counted what it dropped, and the blackhole ends on time.
+    let s = status(&name);
+    let dropped = s["counters"]["up"]["dropped_blackhole"].as_u64().unwrap()
+        + s["counters"]["down"]["dropped_blackhole"].as_u64().unwrap();
+    println!("dropped by the blackhole: {dropped} packets");
+    assert!(dropped > 0, "{s}");
+    while status(&name)["counters"]["blackhole"]["active"] == true {
+        assert!(
+            cut.elapsed() < Duration::from_secs(8),
+            "blackhole did not end"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    // The same receiver takes a good run across the restored link.
+    for e in std::fs::read_dir(&dst).unwrap().flatten() {
+        std::fs::remove_dir_all(e.path()).unwrap();
+    }
+    let good = t.path().join("good");
+    gen(&good, 300, "4KiB", 3, 34);
+    let out = send_in(&format!("{name}-snd"), &rx, &good, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(trees_identical(&good, &dst));
+    drop(rx);
     guard.down().expect("link down");
 }

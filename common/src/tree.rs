@@ -59,11 +59,17 @@ impl SourceTree {
             .sort_by_file_name()
         {
             let entry = entry.map_err(|e| {
-                let at = e
-                    .path()
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_default();
-                anyhow::anyhow!("cannot read source entry {at}: {e}")
+                // Named as in the tree (relative), like the reader names a file it cannot read.
+                let at = match e.path().map(|p| p.strip_prefix(root).unwrap_or(p)) {
+                    Some(p) if !p.as_os_str().is_empty() => p.display().to_string(),
+                    _ => ".".into(),
+                };
+                let what = format!("cannot read source entry {at} (in {})", root.display());
+                let fallback = e.to_string();
+                match e.into_io_error() {
+                    Some(io) => anyhow::Error::new(io).context(what),
+                    None => anyhow::anyhow!("{what}: {fallback}"),
+                }
             })?;
             let rel_os = entry
                 .path()

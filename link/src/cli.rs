@@ -27,6 +27,8 @@ pub enum LinkCommand {
     Status(StatusArgs),
     /// Remove the link: forwarder, namespaces, state.
     Down(DownArgs),
+    /// Drop every packet in both directions for a while (an outage mid-run; TUN backend).
+    Blackhole(BlackholeArgs),
     /// (internal) The TUN forwarder daemon that `up` starts.
     #[command(hide = true)]
     Forward(ForwardArgs),
@@ -130,6 +132,18 @@ pub struct CheckArgs {
 pub struct DownArgs {
     #[arg(long, default_value = "shoal")]
     pub name: String,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct BlackholeArgs {
+    #[arg(long, default_value = "shoal")]
+    pub name: String,
+    /// How long, e.g. 5s or 500ms; a new request replaces a running blackhole.
+    #[arg(long = "for", value_name = "DURATION", required_unless_present = "end")]
+    pub duration: Option<Span>,
+    /// End a running blackhole now.
+    #[arg(long, conflicts_with = "duration")]
+    pub end: bool,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -339,6 +353,21 @@ pub fn run(cmd: LinkCommand) -> Result<i32> {
             }
             Ok(0)
         }
+        LinkCommand::Blackhole(a) => {
+            let d = a.duration.map(|s| s.0).unwrap_or_default();
+            let out = control::blackhole(&a.name, d)?;
+            if d.is_zero() {
+                println!("link {}: blackhole ended", a.name);
+            } else {
+                println!(
+                    "link {}: dropping every packet, both directions, for {} (forwarder pid {}); counted as dropped_blackhole in `shoal link status`",
+                    a.name,
+                    crate::parse::format_duration(d),
+                    out.forwarder_pid
+                );
+            }
+            Ok(0)
+        }
         LinkCommand::Forward(a) => {
             crate::forwarder::run_daemon(&a.to_config())?;
             Ok(0)
@@ -383,6 +412,23 @@ mod tests {
         };
         assert_eq!(a.side, Side::Rcv);
         assert_eq!(a.command, vec!["ip", "-br", "a"]);
+    }
+
+    #[test]
+    fn parses_blackhole() {
+        let t = Top::try_parse_from(["x", "blackhole", "--name", "b", "--for", "5s"]).unwrap();
+        let LinkCommand::Blackhole(a) = t.cmd else {
+            panic!()
+        };
+        assert_eq!(a.duration.map(|s| s.0), Some(Duration::from_secs(5)));
+        assert!(!a.end);
+        let t = Top::try_parse_from(["x", "blackhole", "--end"]).unwrap();
+        let LinkCommand::Blackhole(a) = t.cmd else {
+            panic!()
+        };
+        assert!(a.end && a.duration.is_none());
+        assert!(Top::try_parse_from(["x", "blackhole"]).is_err());
+        assert!(Top::try_parse_from(["x", "blackhole", "--end", "--for", "1s"]).is_err());
     }
 
     #[test]

@@ -94,6 +94,7 @@ pub struct DirCounters {
     pub forwarded_segments: AtomicU64,
     pub dropped_queue: AtomicU64,
     pub dropped_loss: AtomicU64,
+    pub dropped_blackhole: AtomicU64,
     pub write_errors: AtomicU64,
     pub late_max_ns: AtomicU64,
     pub late_over_1ms: AtomicU64,
@@ -108,6 +109,9 @@ pub struct DirStats {
     pub forwarded_segments: u64,
     pub dropped_queue: u64,
     pub dropped_loss: u64,
+    /// Dropped because the link was black-holed (`shoal link blackhole`).
+    #[serde(default)]
+    pub dropped_blackhole: u64,
     pub write_errors: u64,
     /// Worst lateness of a delivery against its deadline, in microseconds.
     pub late_max_us: u64,
@@ -125,6 +129,7 @@ impl DirCounters {
             forwarded_segments: g(&self.forwarded_segments),
             dropped_queue: g(&self.dropped_queue),
             dropped_loss: g(&self.dropped_loss),
+            dropped_blackhole: g(&self.dropped_blackhole),
             write_errors: g(&self.write_errors),
             late_max_us: g(&self.late_max_ns) / 1000,
             late_over_1ms: g(&self.late_over_1ms),
@@ -141,6 +146,62 @@ pub struct ForwarderStats {
     pub down: DirStats,
     /// Whether the forwarder had stopped when this was written.
     pub stopped: bool,
+    /// The blackhole state. Absent in files written by forwarders that predate
+    /// `shoal link blackhole` (which would die of the signal that asks for one).
+    #[serde(default)]
+    pub blackhole: Option<BlackholeStats>,
+}
+
+/// Whether the link is black-holed (every packet dropped, both directions) and for how long.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct BlackholeStats {
+    pub active: bool,
+    /// Time left, in milliseconds (0 when not active).
+    pub remaining_ms: u64,
+    /// Blackhole requests taken so far (each `shoal link blackhole`, ends included).
+    pub requests: u64,
+}
+
+/// The signal that carries a blackhole request: `sigqueue(pid, BLACKHOLE_SIGNAL, ms)`, where
+/// the value is the duration in milliseconds (0 ends a blackhole now).
+pub const BLACKHOLE_SIGNAL: i32 = libc::SIGUSR1;
+
+/// A blackhole deadline shared by the daemon (which sets it) and both directions (which
+/// drop every packet that arrives before it): CLOCK_MONOTONIC ns, 0 = none.
+#[derive(Debug, Default)]
+pub struct Blackhole {
+    until_ns: AtomicU64,
+    requests: AtomicU64,
+}
+
+impl Blackhole {
+    /// Black-holes the link for `ms` milliseconds from now (0: ends it now).
+    pub fn set_for_ms(&self, ms: u64) {
+        let until = if ms == 0 {
+            0
+        } else {
+            monotonic_ns().saturating_add(ms.saturating_mul(1_000_000))
+        };
+        self.until_ns.store(until, Ordering::Relaxed);
+        self.requests.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Whether a packet that arrived at `now_ns` falls into a blackhole.
+    pub fn drops_at(&self, now_ns: u64) -> bool {
+        now_ns < self.until_ns.load(Ordering::Relaxed)
+    }
+
+    pub fn snapshot(&self) -> BlackholeStats {
+        let left = self
+            .until_ns
+            .load(Ordering::Relaxed)
+            .saturating_sub(monotonic_ns());
+        BlackholeStats {
+            active: left > 0,
+            remaining_ms: left.div_ceil(1_000_000),
+            requests: self.requests.load(Ordering::Relaxed),
+        }
+    }
 }
 
 struct Pending {
@@ -164,12 +225,15 @@ fn wait_readable(fd: i32, timeout_ns: u64) {
     unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
 }
 
-/// Moves packets from `input` to `output` until `stop` is set.
+/// Moves packets from `input` to `output` until `stop` is set. A packet that arrives while
+/// `blackhole` is active is dropped before it enters the link (like netem's `loss 100%`);
+/// packets already on the link are delivered.
 pub fn run_direction(
     input: &Tun,
     output: &Tun,
     cfg: &DirectionConfig,
     counters: &DirCounters,
+    blackhole: &Blackhole,
     stop: &AtomicBool,
 ) -> Result<()> {
     set_fine_timer_slack();
@@ -192,6 +256,10 @@ pub fn run_direction(
                     let now = monotonic_ns();
                     c.received.fetch_add(1, Ordering::Relaxed);
                     let frame = &buf[..n];
+                    if blackhole.drops_at(now) {
+                        c.dropped_blackhole.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
                     let w = vnet::wire_size(frame, vnet);
                     if loss.lose(w.segments) {
                         c.dropped_loss.fetch_add(1, Ordering::Relaxed);
@@ -276,14 +344,15 @@ fn write_stats(path: &Path, stats: &ForwarderStats) -> Result<()> {
     std::fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))
 }
 
-/// Blocks the termination signals in this thread (and threads it spawns later) so they can
-/// be taken synchronously with `sigtimedwait`: no handler, no global flag.
-fn block_term_signals() -> libc::sigset_t {
+/// Blocks the termination signals and the blackhole signal in this thread (and threads it
+/// spawns later) so they can be taken synchronously with `sigtimedwait`: no handler, no
+/// global flag.
+fn block_daemon_signals() -> libc::sigset_t {
     // SAFETY: sigset manipulation on a local, then pthread_sigmask on this thread.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
-        for s in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+        for s in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, BLACKHOLE_SIGNAL] {
             libc::sigaddset(&mut set, s);
         }
         libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
@@ -291,14 +360,36 @@ fn block_term_signals() -> libc::sigset_t {
     }
 }
 
-/// Waits up to `timeout` for one of `set`; true if one arrived.
-fn wait_signal(set: &libc::sigset_t, timeout: Duration) -> bool {
+/// Waits up to `timeout` for one of `set`; the signal's info if one arrived.
+fn wait_signal(set: &libc::sigset_t, timeout: Duration) -> Option<libc::siginfo_t> {
     let ts = libc::timespec {
         tv_sec: timeout.as_secs() as libc::time_t,
         tv_nsec: timeout.subsec_nanos() as libc::c_long,
     };
-    // SAFETY: valid set and timespec; we do not need the siginfo.
-    unsafe { libc::sigtimedwait(set, std::ptr::null_mut(), &ts) > 0 }
+    // SAFETY: siginfo_t is plain data (all zeroes is valid); valid set, info and timespec.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        (libc::sigtimedwait(set, &mut info, &ts) > 0).then_some(info)
+    }
+}
+
+/// Acts on a blackhole request: the duration (ms) travels as the signal's value, so a plain
+/// `kill -USR1` (no value) is ignored rather than guessed at.
+fn take_blackhole_request(info: &libc::siginfo_t, blackhole: &Blackhole) {
+    if info.si_code != libc::SI_QUEUE {
+        eprintln!(
+            "forwarder: ignored a blackhole signal without a duration (use `shoal link blackhole`)"
+        );
+        return;
+    }
+    // SAFETY: SI_QUEUE signals carry a sigval; we sent an integer in it.
+    let ms = unsafe { info.si_value() }.sival_ptr.addr() as u64;
+    blackhole.set_for_ms(ms);
+    if ms == 0 {
+        eprintln!("forwarder: blackhole ended");
+    } else {
+        eprintln!("forwarder: blackhole for {ms} ms: dropping every packet, both directions");
+    }
 }
 
 /// Redirects stdout to /dev/null, which tells the parent (reading our stdout) that we are
@@ -318,7 +409,7 @@ fn detach_stdout() -> Result<()> {
 /// The forwarder daemon: creates both TUN devices, reports `ready <offload>` on stdout,
 /// forwards until SIGTERM/SIGINT, writing counters to the stats file every 250 ms.
 pub fn run_daemon(cfg: &ForwarderConfig) -> Result<()> {
-    let sigs = block_term_signals();
+    let sigs = block_daemon_signals();
     let _pm_qos = if cfg.pm_qos {
         match hold_cpu_latency_zero() {
             Ok(f) => Some(f),
@@ -346,6 +437,7 @@ pub fn run_daemon(cfg: &ForwarderConfig) -> Result<()> {
     detach_stdout()?;
 
     let stop = Arc::new(AtomicBool::new(false));
+    let blackhole = Arc::new(Blackhole::default());
     let up = Arc::new(DirCounters::default());
     let down = Arc::new(DirCounters::default());
     let snd = Arc::new(snd);
@@ -357,10 +449,11 @@ pub fn run_daemon(cfg: &ForwarderConfig) -> Result<()> {
                  dcfg: DirectionConfig,
                  counters: Arc<DirCounters>| {
         let stop = stop.clone();
+        let blackhole = blackhole.clone();
         std::thread::Builder::new()
             .name(name.to_string())
             .spawn(move || {
-                let r = run_direction(&input, &output, &dcfg, &counters, &stop);
+                let r = run_direction(&input, &output, &dcfg, &counters, &blackhole, &stop);
                 if let Err(e) = &r {
                     eprintln!("forwarder direction failed: {e:#}");
                 }
@@ -382,11 +475,17 @@ pub fn run_daemon(cfg: &ForwarderConfig) -> Result<()> {
         up: up.snapshot(),
         down: down.snapshot(),
         stopped,
+        blackhole: Some(blackhole.snapshot()),
     };
     write_stats(&cfg.stats_path, &snapshot(false))?;
     while !stop.load(Ordering::Relaxed) {
-        if wait_signal(&sigs, Duration::from_millis(250)) {
-            stop.store(true, Ordering::Relaxed);
+        // Stats are written after every signal, so a blackhole request is confirmed at once.
+        match wait_signal(&sigs, Duration::from_millis(250)) {
+            Some(info) if info.si_signo == BLACKHOLE_SIGNAL => {
+                take_blackhole_request(&info, &blackhole)
+            }
+            Some(_) => stop.store(true, Ordering::Relaxed),
+            None => {}
         }
         if let Err(e) = write_stats(&cfg.stats_path, &snapshot(false)) {
             eprintln!("{e:#}");
@@ -400,4 +499,40 @@ pub fn run_daemon(cfg: &ForwarderConfig) -> Result<()> {
         .map_err(|_| anyhow::anyhow!("down thread panicked"))?;
     write_stats(&cfg.stats_path, &snapshot(true))?;
     r1.and(r2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blackhole_drops_until_its_deadline() {
+        let b = Blackhole::default();
+        let now = monotonic_ns();
+        assert!(!b.drops_at(now));
+        assert_eq!(b.snapshot(), BlackholeStats::default());
+        b.set_for_ms(60_000);
+        assert!(b.drops_at(monotonic_ns()));
+        assert!(!b.drops_at(now + 61_000_000_000));
+        let s = b.snapshot();
+        assert!(
+            s.active && (59_000..=60_000).contains(&s.remaining_ms),
+            "{s:?}"
+        );
+        assert_eq!(s.requests, 1);
+        b.set_for_ms(0);
+        assert!(!b.drops_at(monotonic_ns()));
+        assert!(!b.snapshot().active);
+        assert_eq!(b.snapshot().requests, 2);
+    }
+
+    #[test]
+    fn stats_from_an_older_forwarder_have_no_blackhole() {
+        let mut v = serde_json::to_value(ForwarderStats::default()).unwrap();
+        v.as_object_mut().unwrap().remove("blackhole");
+        v["up"].as_object_mut().unwrap().remove("dropped_blackhole");
+        let s: ForwarderStats = serde_json::from_value(v).unwrap();
+        assert_eq!(s.blackhole, None);
+        assert_eq!(s.up.dropped_blackhole, 0);
+    }
 }

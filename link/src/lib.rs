@@ -19,7 +19,8 @@ pub mod vnet;
 
 pub use check::{check, CheckOptions, CheckReport};
 pub use control::{
-    down, link_info, up, BackendChoice, Launcher, LinkGuard, LinkInfo, UpConfig, UpOutcome,
+    blackhole, down, link_info, up, BackendChoice, BlackholeOutcome, Launcher, LinkGuard, LinkInfo,
+    UpConfig, UpOutcome,
 };
 pub use netns::spawn_in_netns;
 pub use state::{Backend, LinkState, Sysctls};

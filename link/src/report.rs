@@ -330,9 +330,21 @@ pub fn status_text(i: &LinkInfo) -> String {
         for (dir, d) in [("up  ", &c.up), ("down", &c.down)] {
             let _ = writeln!(
                 s,
-                "  {dir}: forwarded {} pkts ({} wire segs, {} B), dropped queue {} loss {}, write errors {}, late max {} us, >1 ms late {}",
+                "  {dir}: forwarded {} pkts ({} wire segs, {} B), dropped queue {} loss {} blackhole {}, write errors {}, late max {} us, >1 ms late {}",
                 d.forwarded, d.forwarded_segments, d.forwarded_wire_bytes, d.dropped_queue,
-                d.dropped_loss, d.write_errors, d.late_max_us, d.late_over_1ms
+                d.dropped_loss, d.dropped_blackhole, d.write_errors, d.late_max_us, d.late_over_1ms
+            );
+        }
+        if let Some(b) = &c.blackhole {
+            let _ = writeln!(
+                s,
+                "  blackhole: {} ({} request(s) so far)",
+                if b.active {
+                    format!("ACTIVE, {:.1} s left", b.remaining_ms as f64 / 1000.0)
+                } else {
+                    "off".to_string()
+                },
+                b.requests
             );
         }
     }

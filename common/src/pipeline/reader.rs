@@ -19,6 +19,7 @@ use tokio::sync::mpsc;
 
 use super::budget::{BudgetPermit, ByteBudget};
 use crate::codec;
+use crate::relpath::RelPath;
 use crate::tree::SourceTree;
 
 /// Hands out the items of a tree (files, then empty folders) to whichever reader asks next.
@@ -191,6 +192,38 @@ fn read_loop(
     Ok(())
 }
 
+/// A source file the reader could not read (unreadable, vanished, changed since the walk).
+/// It fails the whole run: the file is named by its path in the tree (as the receiver would
+/// name it) and the tree's root, and the cause is the error's source. The sender ends the run
+/// at once on it: the receiver has nothing to say about a local failure.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot {action} source file {rel} (in {root})")]
+pub struct SourceFileError {
+    /// What failed: "open", "stat", "read".
+    pub action: &'static str,
+    /// The file's path in the tree, escaped for display.
+    pub rel: String,
+    pub root: String,
+    #[source]
+    pub cause: std::io::Error,
+}
+
+impl SourceFileError {
+    fn new(action: &'static str, tree: &SourceTree, rel: &RelPath, cause: std::io::Error) -> Self {
+        Self {
+            action,
+            rel: rel.to_string(),
+            root: tree.root.display().to_string(),
+            cause,
+        }
+    }
+
+    /// Whether `e` (or anything in its chain) is a [`SourceFileError`].
+    pub fn is_in(e: &anyhow::Error) -> bool {
+        e.chain().any(|c| c.is::<SourceFileError>())
+    }
+}
+
 /// Reads file `index` into chunks; `Ok(false)` if the consumer went away.
 fn read_file(
     tree: &SourceTree,
@@ -201,22 +234,22 @@ fn read_file(
 ) -> Result<bool> {
     let entry = &tree.files[index];
     let path = entry.rel.under(&tree.root);
+    let fail = |action, cause| SourceFileError::new(action, tree, &entry.rel, cause);
     let mut file = File::options()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW)
         .open(&path)
-        .with_context(|| format!("cannot open source file {}", path.display()))?;
-    let size = file
-        .metadata()
-        .with_context(|| format!("cannot stat source file {}", path.display()))?
-        .len();
+        .map_err(|e| fail("open", e))?;
+    let size = file.metadata().map_err(|e| fail("stat", e))?.len();
     if size != entry.size {
-        bail!(
-            "source file {} changed size since the walk ({} → {} bytes)",
-            path.display(),
-            entry.size,
-            size
-        );
+        return Err(fail(
+            "read",
+            std::io::Error::other(format!(
+                "it changed size since the walk ({} → {} bytes)",
+                entry.size, size
+            )),
+        )
+        .into());
     }
     let header_len = codec::file_header_len(&entry.rel);
     let mut left = size;
@@ -234,7 +267,7 @@ fn read_file(
         }
         bytes.put_bytes(0, n);
         file.read_exact(&mut bytes[head..])
-            .with_context(|| format!("cannot read source file {}", path.display()))?;
+            .map_err(|e| fail("read", e))?;
         left -= n as u64;
         let kind = ChunkKind::File {
             index,
