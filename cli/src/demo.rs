@@ -79,6 +79,7 @@ pub async fn run(a: DemoArgs) -> Result<ExitCode> {
         connections: 1,
         stats_interval: None,
         stats_out: None,
+        run_id: None,
         hooks: Default::default(),
     })
     .await;

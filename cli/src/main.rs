@@ -165,6 +165,11 @@ struct RecvArgs {
     /// that trickles bytes.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     hello_timeout: Duration,
+    /// Take control connections from a sweep on another host (same token, TLS only): each run
+    /// gets a fresh folder under --dest, hashed from disk after the run and removed on
+    /// request. Folder names are run ids; nothing outside --dest is touched. docs/two-hosts.md
+    #[arg(long)]
+    control: bool,
     #[command(flatten)]
     flow: FlowArgs,
 }
@@ -236,6 +241,14 @@ struct SendArgs {
     /// Fail the run if it takes longer than this (e.g. 15m) [default: no limit].
     #[arg(long, value_parser = parse_duration)]
     timeout: Option<Duration>,
+    /// This run's id, 32 hex digits [default: random]. A sweep passes the id it prepared a
+    /// fresh folder for on a receiver started with --control (docs/two-hosts.md).
+    #[arg(long, value_parser = parse_run_id)]
+    run_id: Option<[u8; 16]>,
+}
+
+fn parse_run_id(s: &str) -> Result<[u8; 16], String> {
+    shoal_common::control::parse_run_id(s).ok_or_else(|| "expected 32 lowercase hex digits".into())
 }
 
 #[derive(Debug, Args)]
@@ -363,6 +376,7 @@ async fn recv(a: RecvArgs) -> Result<ExitCode> {
         max_files: a.max_files,
         max_bytes: a.max_bytes,
         hello_timeout: a.hello_timeout,
+        control: a.control,
         limits: shoal_common::codec::DecodeLimits {
             path: shoal_common::relpath::PathLimits {
                 max_len: usize::from(a.max_path_len),
@@ -417,6 +431,7 @@ async fn send(a: SendArgs) -> Result<ExitCode> {
         flow: a.flow.config(),
         connect_timeout: a.connect_timeout,
         timeout: a.timeout,
+        run_id: a.run_id,
         latency_out: a.latency_out,
         cc: a.cc,
         connections: a.connections,

@@ -99,10 +99,10 @@ async fn connections_over_the_limit_are_refused_and_served_once_one_leaves() {
         .await
         .unwrap();
 
-    let send = |rx_addr: String, id: std::path::PathBuf, src: std::path::PathBuf| {
+    let send_mode = |rx_addr: String, id: std::path::PathBuf, src: std::path::PathBuf, mode| {
         tokio::task::spawn_blocking(move || {
             shoal()
-                .args(["send", "--to", &rx_addr, "--src"])
+                .args(["send", "--to", &rx_addr, "--mode", mode, "--src"])
                 .arg(&src)
                 .arg("--identity")
                 .arg(&id)
@@ -110,13 +110,18 @@ async fn connections_over_the_limit_are_refused_and_served_once_one_leaves() {
                 .unwrap()
         })
     };
-    let out = send(rx.addr.clone(), id.clone(), src.clone())
-        .await
-        .unwrap();
-    refused(
-        &out,
-        "too many connections: this receiver serves at most 1 at once (recv --max-connections)",
-    );
+    let send = |rx_addr, id, src| send_mode(rx_addr, id, src, "tcp-bundle");
+    // Both TCP framings learn the reason: tcp-streams has switched to yamux by the time the
+    // refusal (a plain reply, the mode unknown to the receiver yet) arrives.
+    for mode in ["tcp-bundle", "tcp-streams"] {
+        let out = send_mode(rx.addr.clone(), id.clone(), src.clone(), mode)
+            .await
+            .unwrap();
+        refused(
+            &out,
+            "too many connections: this receiver serves at most 1 at once (recv --max-connections)",
+        );
+    }
     assert!(entries(&dst).is_empty());
 
     // The holder leaves; its slot frees and the next run goes through.

@@ -4,6 +4,7 @@
 
 pub mod codec;
 pub mod config;
+pub mod control;
 pub mod identity;
 pub mod latency;
 pub mod metrics;

@@ -1,5 +1,6 @@
 //! Process and machine figures that go in every row: peak RSS, CPU time, load, kernel.
 
+use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Peak resident set size of this process (`VmHWM`), bytes.
@@ -97,6 +98,39 @@ pub fn wall_clock_us() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_micros() as u64)
         .unwrap_or(0)
+}
+
+/// The file system type holding `path` (ext4, btrfs, xfs, tmpfs, …), from statfs(2).
+pub fn fs_type(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return String::new();
+    };
+    // SAFETY: statfs writes into the zeroed struct we own; the path is NUL-terminated.
+    let mut s: libc::statfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statfs(c.as_ptr(), &mut s) } != 0 {
+        return String::new();
+    }
+    match s.f_type as u64 {
+        0xEF53 => "ext4".into(),
+        0x9123_683E => "btrfs".into(),
+        0x5846_5342 => "xfs".into(),
+        0x0102_1994 => "tmpfs".into(),
+        0x794C_7630 => "overlayfs".into(),
+        other => format!("0x{other:x}"),
+    }
+}
+
+/// Free bytes on the file system holding `path`.
+pub fn free_bytes(path: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: as in fs_type.
+    let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut s) } != 0 {
+        return None;
+    }
+    Some(s.f_bavail as u64 * s.f_frsize as u64)
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 //! connection that never arrives is given up after the idle timeout.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -25,7 +26,13 @@ use crate::ReceiverConfig;
 #[derive(Default)]
 pub(crate) struct Hub {
     runs: Mutex<HashMap<[u8; 16], Arc<Run>>>,
+    /// Folders prepared over the control channel (`recv --control`): a run with one of these
+    /// ids writes into its own folder instead of `--dest`.
+    prepared: Mutex<HashMap<[u8; 16], PathBuf>>,
 }
+
+/// Most run folders the control channel keeps track of at once.
+pub(crate) const MAX_PREPARED: usize = 100_000;
 
 /// One run, shared by its connections.
 pub(crate) struct Run {
@@ -72,6 +79,43 @@ pub(crate) struct Membership {
 }
 
 impl Hub {
+    /// Registers a prepared run folder; refuses a run id already registered.
+    pub(crate) fn prepare(&self, run_id: [u8; 16], dest: PathBuf) -> Result<()> {
+        let mut prepared = self.prepared.lock().expect("prepared lock");
+        if prepared.len() >= MAX_PREPARED {
+            bail!("{MAX_PREPARED} run folders are prepared already; clean some up first");
+        }
+        if prepared.contains_key(&run_id) {
+            bail!("run {} is prepared already", hex::encode(run_id));
+        }
+        prepared.insert(run_id, dest);
+        Ok(())
+    }
+
+    pub(crate) fn prepared_dest(&self, run_id: &[u8; 16]) -> Option<PathBuf> {
+        self.prepared
+            .lock()
+            .expect("prepared lock")
+            .get(run_id)
+            .cloned()
+    }
+
+    pub(crate) fn in_progress(&self, run_id: &[u8; 16]) -> bool {
+        self.runs.lock().expect("hub lock").contains_key(run_id)
+    }
+
+    /// Forgets a prepared folder, unless a run is writing into it right now.
+    pub(crate) fn forget(&self, run_id: &[u8; 16]) -> Result<PathBuf> {
+        if self.runs.lock().expect("hub lock").contains_key(run_id) {
+            bail!("run {} is still in progress", hex::encode(run_id));
+        }
+        self.prepared
+            .lock()
+            .expect("prepared lock")
+            .remove(run_id)
+            .ok_or_else(|| anyhow::anyhow!("run {} was not prepared here", hex::encode(run_id)))
+    }
+
     /// Creates the run of `hello`, or joins it; refuses a hello that does not match the run.
     pub(crate) fn join(&self, config: &ReceiverConfig, hello: &Hello) -> Result<Membership> {
         let mut runs = self.runs.lock().expect("hub lock");
@@ -98,7 +142,10 @@ impl Hub {
             }
             None => {
                 metrics::reset_peak_rss();
-                let writer = WriterThread::spawn(config.dest.clone(), config.fsync)?;
+                let dest = self
+                    .prepared_dest(&hello.run_id)
+                    .unwrap_or_else(|| config.dest.clone());
+                let writer = WriterThread::spawn(dest, config.fsync)?;
                 let run = Arc::new(Run {
                     hello: hello.clone(),
                     first_byte: Instant::now(),

@@ -6,6 +6,7 @@
 //! created before that.
 
 mod bundle;
+mod control;
 mod hub;
 mod prefixed;
 mod quic;
@@ -55,6 +56,9 @@ pub struct ReceiverConfig {
     /// Deadline from accepting a connection to its decoded hello (TLS handshake included),
     /// whatever the peer sends meanwhile: bounds a slow-loris peer.
     pub hello_timeout: Duration,
+    /// Serve control connections (authenticated sweeps on another host: a fresh folder per
+    /// run under `dest`, hashing it from disk, removing it).
+    pub control: bool,
 }
 
 /// Default for [`ReceiverConfig::max_connections`].
@@ -81,6 +85,7 @@ impl Default for ReceiverConfig {
             max_files: DEFAULT_MAX_FILES,
             max_bytes: DEFAULT_MAX_BYTES,
             hello_timeout: DEFAULT_HELLO_TIMEOUT,
+            control: false,
         }
     }
 }

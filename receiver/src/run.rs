@@ -177,6 +177,25 @@ pub(crate) async fn refuse<W: AsyncWrite + Unpin>(
     send_error(wr, &message).await;
 }
 
+/// After a refusal: reads and discards what the peer still sends (bounded in bytes and time)
+/// before the socket is closed. Closing a socket with unread bytes, or one that receives
+/// more, makes the kernel reset the connection, and the reset can destroy the refusal before
+/// the peer has read it (a `tcp-streams` sender is still sending its yamux frames then).
+pub(crate) async fn linger<R: tokio::io::AsyncRead + Unpin>(rd: &mut R) {
+    use tokio::io::AsyncReadExt;
+    let mut scrap = [0u8; 4096];
+    let mut left = 1usize << 20;
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), async {
+        while left > 0 {
+            match rd.read(&mut scrap).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => left = left.saturating_sub(n),
+            }
+        }
+    })
+    .await;
+}
+
 /// Tells the peer why the run failed, best effort (it may already be gone).
 pub(crate) async fn send_error<W: AsyncWrite + Unpin>(wr: &mut W, message: &str) {
     let mut out = BytesMut::new();

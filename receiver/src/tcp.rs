@@ -90,12 +90,14 @@ pub(crate) fn refuse_busy(ctx: Arc<Shared>, tcp: TcpStream, peer: SocketAddr) {
             }
             if first[0] == TLS_HANDSHAKE {
                 if let Ok(tls) = ctx.tls.accept(tcp).await {
-                    let (_rd, mut wr) = tokio::io::split(tls);
+                    let (mut rd, mut wr) = tokio::io::split(tls);
                     run::send_error(&mut wr, &message).await;
+                    run::linger(&mut rd).await;
                 }
             } else {
-                let (_rd, mut wr) = tokio::io::split(tcp);
+                let (mut rd, mut wr) = tokio::io::split(tcp);
                 run::send_error(&mut wr, &message).await;
+                run::linger(&mut rd).await;
             }
         })
         .await;
@@ -119,8 +121,16 @@ async fn serve<S>(
     let mut decoder = RecordDecoder::new(config.limits);
     let hello = match read_hello_by(&mut rd, &mut buf, &mut decoder, config, deadline).await {
         Ok(h) => h,
+        // A sweep's control connection opens with its own magic (TLS only: it carries the token).
+        Err(_)
+            if wire == (Wire::Tcp { plain: false }) && crate::control::looks_like_control(&buf) =>
+        {
+            crate::control::serve(ctx.clone(), rd, wr, buf, peer, deadline).await;
+            return;
+        }
         Err(e) => {
             run::refuse(&mut wr, peer, &e).await;
+            run::linger(&mut rd).await;
             return;
         }
     };

@@ -5,6 +5,7 @@ mod bundle;
 pub mod net;
 mod replies;
 mod sampler;
+mod sniff;
 mod streams;
 
 use std::os::fd::OwnedFd;
@@ -19,7 +20,9 @@ use shoal_common::config::{Cc, FlowConfig, Mode};
 use shoal_common::identity::Pin;
 use shoal_common::latency::LatencyHistogram;
 use shoal_common::metrics;
-use shoal_common::pipeline::reader::{Chunk, ChunkKind, Reader, ReaderConfig, WorkQueue};
+use shoal_common::pipeline::reader::{
+    Chunk, ChunkKind, Reader, ReaderConfig, SourceFileError, WorkQueue,
+};
 use shoal_common::row::RunRow;
 use shoal_common::stats::{check_tcp_cc, quic_stats, tcp_cc, tcp_stats, ConnStats};
 use shoal_common::tree::SourceTree;
@@ -50,6 +53,9 @@ pub struct SendConfig {
     /// Sample every connection's statistics this often into `stats_out`.
     pub stats_interval: Option<Duration>,
     pub stats_out: Option<PathBuf>,
+    /// The run's id (`None`: random). A sweep sets it to the id it prepared a folder for on a
+    /// receiver with `--control`.
+    pub run_id: Option<[u8; 16]>,
     pub hooks: TestHooks,
 }
 
@@ -113,7 +119,7 @@ pub async fn send(config: &SendConfig) -> RunRow {
         host: metrics::host_name(),
         ..Default::default()
     };
-    let run_id: [u8; 16] = rand::random();
+    let run_id: [u8; 16] = config.run_id.unwrap_or_else(rand::random);
     row.run_id = hex::encode(run_id);
     let started = Instant::now();
     let result = match SourceTree::walk(&config.src) {
@@ -283,7 +289,11 @@ async fn one_connection(
                 io.write_all(&head)
                     .await
                     .context("sending the hello failed")?;
-                let (opener, driver) = streams::spawn_yamux_client(io, flow.max_streams);
+                let (io, seen) = sniff::Sniff::new(io);
+                // yamux reads a 12-byte header at a time; the buffer above the sniffer makes
+                // it see whole reads, so a refusal is kept entire.
+                let io = tokio::io::BufReader::new(io);
+                let (opener, driver) = streams::spawn_yamux_client(Box::new(io), flow.max_streams);
                 let outcome = async {
                     let control = opener.open_control().await?;
                     let (rd, wr) = tokio::io::split(control);
@@ -291,7 +301,11 @@ async fn one_connection(
                 }
                 .await;
                 driver.abort();
-                let o = outcome?;
+                // Refused before the receiver knew the mode: its reason came as a plain reply.
+                let o = match (outcome, sniff::refusal_in(&seen)) {
+                    (Err(_), Some(msg)) => bail!("receiver refused the run: {msg}"),
+                    (o, _) => o?,
+                };
                 (o.completion, o.peak_streams)
             } else {
                 let (rd, wr) = tokio::io::split(io);
@@ -325,10 +339,16 @@ async fn one_connection(
                     .map(|o| (o.completion, o.peak_streams))
             };
             let stats = quic_stats(&quic.conn);
-            quic.conn.close(0u32.into(), b"done");
-            let (completion, peak_streams) = result?;
-            // Let the close reach the receiver (after the clock stopped for this connection).
+            // The receiver logs the reason: a failed run must not look like a finished one.
+            match &result {
+                Ok(_) => quic.conn.close(0u32.into(), b"done"),
+                Err(_) => quic.conn.close(1u32.into(), b"sender failed"),
+            }
+            // Let the close reach the receiver (after the clock stopped for this connection),
+            // failed runs too: one that fails at once (an unreadable source file) would
+            // otherwise exit before the close is sent and leave the receiver waiting.
             let _ = tokio::time::timeout(Duration::from_secs(1), quic.endpoint.wait_idle()).await;
+            let (completion, peak_streams) = result?;
             Ok(ConnOutcome {
                 completion,
                 sndbuf: quic.udp_sndbuf,
@@ -369,6 +389,9 @@ async fn finish_with_reply(
     match (sent, reader_result) {
         (Ok(()), Ok(())) => final_reply(replies.final_reply().await),
         (_, Err(e)) => Err(e),
+        // A source file that cannot be read is our failure, not the receiver's: no reason to
+        // wait for one (the reader's error reaches here through `sent`).
+        (Err(e), Ok(())) if SourceFileError::is_in(&e) => Err(e),
         (Err(e), Ok(())) => match tokio::time::timeout(REASON_GRACE, replies.final_reply()).await {
             Ok(Some(reply)) => final_reply(Some(reply)),
             _ => Err(e),

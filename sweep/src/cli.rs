@@ -123,7 +123,7 @@ pub fn run_sweep(a: SweepArgs) -> Result<ExitCode> {
         summary.total,
         summary.ok,
         if matrix_remote {
-            " (remote receiver: not hash-verified, see docs/two-hosts.md)"
+            " (every ok run verified by SHA-256 of every file, hashed on the receiving host)"
         } else {
             " (every ok run verified by SHA-256 of every file)"
         },

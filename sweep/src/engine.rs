@@ -16,6 +16,7 @@ use crate::matrix::{AxisValue, Config, LinkSpec, Matrix};
 use crate::payload::{self, Payload};
 use crate::proc::{self, Proc};
 use crate::progress::{fmt_duration, Progress};
+use crate::remote::Remote;
 
 /// What `shoal sweep` was asked to do, with every default resolved.
 #[derive(Clone, Debug)]
@@ -322,6 +323,26 @@ struct Sweep<'a> {
     /// When destinations were last deleted in bulk (this sweep or an earlier one, from
     /// `WORK/.last-bulk-delete`).
     last_bulk_delete: std::cell::Cell<Option<SystemTime>>,
+    /// A remote receiver's control channel (two-host sweeps), and the run folders prepared
+    /// on it that still exist.
+    remote: Option<RemoteCtx>,
+}
+
+struct RemoteCtx {
+    control: Remote,
+    runs: std::cell::RefCell<Vec<String>>,
+    /// The receiving host's facts (`recv --control` info), put in every row.
+    facts: BTreeMap<String, String>,
+}
+
+impl RemoteCtx {
+    /// Removes every prepared run folder on the receiver (bulk, like local destinations).
+    fn cleanup_all(&self) -> Result<()> {
+        for id in self.runs.borrow_mut().drain(..) {
+            self.control.cleanup(&id)?;
+        }
+        Ok(())
+    }
 }
 
 /// Runs a whole sweep; see docs/sweep.md.
@@ -420,6 +441,27 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
     });
     write_meta(&opts.out, &meta)?;
 
+    // A remote receiver must take control connections: that is how every run gets a fresh
+    // folder and is verified. Checked before anything else starts.
+    let remote_ctx = match &matrix.link {
+        LinkSpec::Remote {
+            receiver,
+            pin,
+            token_file,
+        } => {
+            let control = Remote::new(receiver, pin.as_deref(), token_file.as_deref())?;
+            let info = control.info().with_context(|| {
+                format!("the receiver at {receiver} must run `shoal recv --control` (docs/two-hosts.md)")
+            })?;
+            Some(RemoteCtx {
+                control,
+                runs: Default::default(),
+                facts: info.facts,
+            })
+        }
+        LinkSpec::Emulated { .. } => None,
+    };
+
     // The link (local) or the remote receiver.
     let mut guard = None;
     let link = match &matrix.link {
@@ -504,7 +546,15 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
             })
         }
         LinkSpec::Remote { receiver, .. } => {
-            println!("remote receiver {receiver}: destinations and verification are up to the receiving host (docs/two-hosts.md)");
+            let control = remote_ctx.as_ref().expect("remote matrix").facts.clone();
+            println!(
+                "remote receiver {receiver} ({} on {}, destination {} on {}): a fresh folder per run, hashed there after each run",
+                control.get("host").map_or("?", String::as_str),
+                control.get("kernel").map_or("?", String::as_str),
+                control.get("dest").map_or("?", String::as_str),
+                control.get("dest_fs").map_or("?", String::as_str),
+            );
+            meta["remote_receiver"] = serde_json::to_value(&control)?;
             None
         }
     };
@@ -539,6 +589,7 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
         logs,
         hooks: Hooks::from_env(),
         last_bulk_delete: std::cell::Cell::new(last_delete),
+        remote: remote_ctx,
     };
 
     // Reference configuration per payload (ratio columns).
@@ -603,6 +654,16 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
         }
     } else {
         println!("destinations kept under {}", sw.dest_root.display());
+    }
+    if let Some(r) = &sw.remote {
+        if opts.keep {
+            println!(
+                "run folders kept on the remote receiver under {}",
+                r.facts.get("dest").map_or("its --dest", String::as_str)
+            );
+        } else if let Err(e) = r.cleanup_all() {
+            eprintln!("shoal sweep: removing run folders on the remote receiver: {e:#}");
+        }
     }
 
     meta["finished"] = serde_json::json!(metrics::utc_timestamp());
@@ -733,11 +794,35 @@ impl Sweep<'_> {
             row.extend(l.cols.clone());
         }
 
-        // A fresh destination: a new folder nobody wrote or deleted before.
+        // A fresh destination: a new folder nobody wrote or deleted before (on a remote
+        // receiver: one it creates for this run id over its control channel).
         let dest = self
             .dest_root
             .join(format!("{order:05}-{}-r{}", cfg.id, p.run));
-        self.make_room(payload.bytes, progress)?;
+        let remote_run = match &self.remote {
+            Some(r) => {
+                self.make_remote_room(r, payload.bytes, progress)?;
+                let run_id = format!("{:016x}{:016x}", random_u64(), random_u64());
+                let folder = r.control.prepare(&run_id)?;
+                r.runs.borrow_mut().push(run_id.clone());
+                row.insert("dest".into(), folder.clone());
+                row.insert(
+                    "dest_fs".into(),
+                    r.facts.get("dest_fs").cloned().unwrap_or_default(),
+                );
+                for (k, v) in &r.facts {
+                    if matches!(k.as_str(), "host" | "kernel" | "version") {
+                        row.insert(format!("receiver_{k}"), v.clone());
+                    }
+                }
+                Some((run_id, folder))
+            }
+            None => {
+                self.make_room(payload.bytes, progress)?;
+                row.insert("dest".into(), dest.display().to_string());
+                None
+            }
+        };
         row.insert(
             "dest_prepared".into(),
             match self.last_bulk_delete.get() {
@@ -748,7 +833,9 @@ impl Sweep<'_> {
                 ),
             },
         );
-        row.insert("dest_fs".into(), payload::fs_type(&self.dest_root));
+        if remote_run.is_none() {
+            row.insert("dest_fs".into(), payload::fs_type(&self.dest_root));
+        }
 
         // Quiet wait, then pre-read the source into the page cache.
         let waited = self.quiet_wait(progress);
@@ -763,7 +850,8 @@ impl Sweep<'_> {
 
         let started = Instant::now();
         let out = if cfg.kind() == "shoal" {
-            self.shoal_transfer(order, cfg, payload, &dest, timeout)
+            let run_id = remote_run.as_ref().map(|(id, _)| id.as_str());
+            self.shoal_transfer(order, cfg, payload, &dest, run_id, timeout)
         } else {
             self.baseline_transfer(order, cfg, payload, &dest, timeout)
         };
@@ -793,7 +881,12 @@ impl Sweep<'_> {
 
         // Test hook: change the destination between the transfer and the hashing.
         if self.hooks.tamper(order) {
-            let what = tamper(&dest);
+            // A remote folder can be reached only when the "remote" receiver is this host.
+            let target = match &remote_run {
+                Some((_, folder)) => PathBuf::from(folder),
+                None => dest.clone(),
+            };
+            let what = tamper(&target);
             progress.note(&format!("test hook: {what}"));
         }
 
@@ -867,8 +960,14 @@ impl Sweep<'_> {
         row.insert("command".into(), out.command.clone());
 
         // Verification: hash the destination from disk, compare with the source manifest.
-        let (verified_ok, verify_note) = if self.link.is_some() {
-            let v = payload::verify(&payload.manifest, &dest);
+        let (verified_ok, verify_note) = if self.link.is_some() || remote_run.is_some() {
+            let v = match (&self.remote, &remote_run) {
+                (Some(r), Some((run_id, _))) => match r.control.hash(run_id) {
+                    Ok((m, secs)) => payload::compare_with(&payload.manifest, Ok(m), secs),
+                    Err(e) => payload::compare_with(&payload.manifest, Err(e), 0.0),
+                },
+                _ => payload::verify(&payload.manifest, &dest),
+            };
             row.insert("verified".into(), v.identical.to_string());
             row.insert("verify_result".into(), v.summary.clone());
             row.insert("verify_seconds".into(), f3(v.seconds));
@@ -886,12 +985,7 @@ impl Sweep<'_> {
             }
             (v.identical, v.summary)
         } else {
-            row.insert("verified".into(), "remote-unverified".into());
-            row.insert(
-                "verify_result".into(),
-                "remote receiver: verify on the receiving host (docs/two-hosts.md)".into(),
-            );
-            (true, String::new())
+            unreachable!("a sweep has an emulated link or a remote receiver with --control")
         };
 
         let ok = out.error.is_empty() && verified_ok;
@@ -922,6 +1016,29 @@ impl Sweep<'_> {
             row.insert("files_per_s".into(), "0".into());
         }
         Ok(row)
+    }
+
+    /// The remote counterpart of [`Self::make_room`]: when the receiver's destination is low
+    /// on space, removes the earlier run folders there in bulk and pauses.
+    fn make_remote_room(&self, r: &RemoteCtx, need: u64, progress: &Progress) -> Result<()> {
+        let free = r
+            .control
+            .info()?
+            .facts
+            .get("free_bytes")
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(u64::MAX);
+        if free > need.saturating_mul(2) + (1 << 30) || r.runs.borrow().is_empty() {
+            return Ok(());
+        }
+        progress.note(&format!(
+            "remote receiver low on space ({} MB free): removing earlier run folders, then a {} s pause",
+            free / 1_000_000,
+            self.opts.settle.as_secs()
+        ));
+        r.cleanup_all()?;
+        std::thread::sleep(self.opts.settle);
+        Ok(())
     }
 
     /// When the work file system is low on space, deletes earlier destinations in bulk and
@@ -986,6 +1103,7 @@ impl Sweep<'_> {
         cfg: &Config,
         payload: &Payload,
         dest: &Path,
+        run_id: Option<&str>,
         timeout: Duration,
     ) -> Result<Outcome> {
         let (send_flags, recv_flags) = flags(cfg, &self.matrix.receiver_flags);
@@ -1029,6 +1147,9 @@ impl Sweep<'_> {
             .arg(&payload.root)
             .args(["--json", "--timeout"])
             .arg(format!("{}s", timeout.as_secs_f64()));
+        if let Some(id) = run_id {
+            cmd.args(["--run-id", id]);
+        }
         match &self.matrix.link {
             LinkSpec::Remote {
                 pin: Some(pin),

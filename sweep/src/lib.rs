@@ -12,6 +12,7 @@ pub mod matrix;
 pub mod payload;
 pub mod proc;
 pub mod progress;
+pub mod remote;
 pub mod report;
 
 use std::path::{Path, PathBuf};

@@ -129,6 +129,12 @@ pub fn verify(src: &Manifest, dest: &Path) -> Verification {
     } else {
         Ok(Manifest::default())
     };
+    compare_with(src, dst, t0.elapsed().as_secs_f64())
+}
+
+/// Compares a destination manifest (hashed here or on a remote receiver, in `seconds`) with
+/// the source manifest.
+pub fn compare_with(src: &Manifest, dst: Result<Manifest>, seconds: f64) -> Verification {
     let dst = match dst {
         Ok(m) => m,
         Err(e) => {
@@ -137,7 +143,7 @@ pub fn verify(src: &Manifest, dest: &Path) -> Verification {
                 summary: format!("cannot hash the destination: {e:#}"),
                 files_ok: 0,
                 bytes_ok: 0,
-                seconds: t0.elapsed().as_secs_f64(),
+                seconds,
             }
         }
     };
@@ -160,42 +166,13 @@ pub fn verify(src: &Manifest, dest: &Path) -> Verification {
         },
         files_ok,
         bytes_ok,
-        seconds: t0.elapsed().as_secs_f64(),
+        seconds,
     }
 }
 
-/// The file system type holding `path` (ext4, btrfs, xfs, tmpfs, …), from statfs(2).
-pub fn fs_type(path: &Path) -> String {
-    use std::os::unix::ffi::OsStrExt;
-    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
-        return String::new();
-    };
-    // SAFETY: statfs writes into the zeroed struct we own; the path is NUL-terminated.
-    let mut s: libc::statfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statfs(c.as_ptr(), &mut s) } != 0 {
-        return String::new();
-    }
-    match s.f_type as u64 {
-        0xEF53 => "ext4".into(),
-        0x9123_683E => "btrfs".into(),
-        0x5846_5342 => "xfs".into(),
-        0x0102_1994 => "tmpfs".into(),
-        0x794C_7630 => "overlayfs".into(),
-        other => format!("0x{other:x}"),
-    }
-}
-
-/// Free bytes on the file system holding `path`.
-pub fn free_bytes(path: &Path) -> Option<u64> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
-    // SAFETY: as in fs_type.
-    let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(c.as_ptr(), &mut s) } != 0 {
-        return None;
-    }
-    Some(s.f_bavail as u64 * s.f_frsize as u64)
-}
+/// The destination's file system type and free space (shared with the receiver's control
+/// channel, which reports them for a remote destination).
+pub use shoal_common::metrics::{free_bytes, fs_type};
 
 #[cfg(test)]
 mod tests {

@@ -420,3 +420,200 @@ fn report_regenerates_the_committed_sample() {
     assert!(svg.contains("MB/s"), "axis with units");
     assert!(svg.contains("Transfer speed"), "title");
 }
+
+/// A `shoal recv --control` on loopback stands in for host B.
+struct ControlReceiver {
+    child: std::process::Child,
+    addr: String,
+    pin: String,
+    token_file: PathBuf,
+}
+
+impl ControlReceiver {
+    fn start(dir: &Path, extra: &[&str]) -> ControlReceiver {
+        let mut child = Command::new(shoal_bin())
+            .args(["recv", "--listen", "127.0.0.1:0", "--dest"])
+            .arg(dir.join("incoming"))
+            .arg("--identity")
+            .arg(dir.join("id"))
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting shoal recv");
+        let out = child.stdout.take().unwrap();
+        let mut lines = std::io::BufRead::lines(std::io::BufReader::new(out));
+        let (mut addr, mut pin, mut token_file) = (String::new(), String::new(), PathBuf::new());
+        for line in lines.by_ref().take(6) {
+            let line = line.unwrap();
+            if let Some(a) = line.strip_prefix("listening on ") {
+                addr = a.trim().to_string();
+            } else if let Some(p) = line.strip_prefix("pin ") {
+                pin = p.trim().to_string();
+            } else if let Some(t) = line.strip_prefix("token file ") {
+                token_file = PathBuf::from(t.trim());
+            }
+            if !addr.is_empty() && !pin.is_empty() && !token_file.as_os_str().is_empty() {
+                break;
+            }
+        }
+        // Keep draining its output so it never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        assert!(
+            !addr.is_empty() && pin.starts_with("sha256:"),
+            "receiver did not start"
+        );
+        ControlReceiver {
+            child,
+            addr,
+            pin,
+            token_file,
+        }
+    }
+
+    fn matrix(&self, axes: &str) -> String {
+        format!(
+            "[sweep]\ntimeout = \"1m\"\nreference = {{ mode = \"tcp-bundle\" }}\n\
+             [link]\nreceiver = \"{}\"\npin = \"{}\"\ntoken_file = \"{}\"\n\
+             [payload.p]\nfiles = 200\nsize = \"4KiB\"\ndirs = 4\n{axes}\n",
+            self.addr,
+            self.pin,
+            self.token_file.display()
+        )
+    }
+}
+
+impl Drop for ControlReceiver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn two_host_sweep_gets_fresh_verified_folders_through_the_control_channel() {
+    let _l = serial();
+    let t = tempfile::tempdir().unwrap();
+    let rx = ControlReceiver::start(t.path(), &["--control"]);
+    let m = rx.matrix("[axes]\nmode = [\"tcp-bundle\", \"quic-streams\"]");
+    // Run 3 has a destination file changed between the transfer and the hashing.
+    let s = sweep(
+        t.path(),
+        "remote",
+        &m,
+        "unused",
+        &["--runs", "2", "--seed", "5"],
+        &[("SHOAL_SWEEP_TEST_TAMPER", "3")],
+    );
+    let r = rows(&s.out.join("runs.csv"));
+    assert_eq!(r.len(), 4, "{}", s.stdout);
+    let incoming = t.path().join("incoming");
+    let mut folders = std::collections::BTreeSet::new();
+    for row in &r {
+        let dest = PathBuf::from(&row["dest"]);
+        assert_eq!(dest.parent(), Some(incoming.as_path()), "{row:?}");
+        assert!(folders.insert(dest), "every run has its own folder");
+        if row["order"] == "3" {
+            assert_eq!(row["status"], "failed", "{row:?}");
+            assert_eq!(row["verified"], "false");
+            assert!(
+                row["error"].contains("verification failed"),
+                "{}",
+                row["error"]
+            );
+            assert_eq!(row["mb_per_s"], "0");
+        } else {
+            assert_eq!(row["status"], "ok", "{row:?}");
+            assert_eq!(row["verified"], "true");
+            assert_eq!(row["verify_result"], "identical");
+            assert_eq!(row["files_verified"], "200");
+            assert!(!row["receiver_host"].is_empty());
+        }
+    }
+    // Every run folder was removed through the control channel at the end.
+    let left: Vec<_> = std::fs::read_dir(&incoming).unwrap().collect();
+    assert!(
+        left.is_empty(),
+        "run folders left on the receiver: {left:?}"
+    );
+}
+
+#[test]
+fn a_two_host_sweep_needs_a_receiver_with_control() {
+    let _l = serial();
+    let t = tempfile::tempdir().unwrap();
+    let rx = ControlReceiver::start(t.path(), &[]);
+    let mpath = t.path().join("m.toml");
+    std::fs::write(&mpath, rx.matrix("[axes]\nmode = [\"tcp-bundle\"]")).unwrap();
+    let out = Command::new(shoal_bin())
+        .args(["sweep", "--matrix"])
+        .arg(&mpath)
+        .arg("--out")
+        .arg(t.path().join("out"))
+        .arg("--work")
+        .arg(t.path().join("work"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("shoal recv --control") && err.contains("start it with --control"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_control_channel_stays_inside_its_destination_and_needs_the_token() {
+    use shoal_sweep::remote::Remote;
+    let t = tempfile::tempdir().unwrap();
+    let rx = ControlReceiver::start(t.path(), &["--control"]);
+    let incoming = t.path().join("incoming");
+    let good = Remote::new(&rx.addr, Some(&rx.pin), Some(&rx.token_file)).unwrap();
+
+    let wrong_token = t.path().join("wrong-token");
+    std::fs::write(&wrong_token, "not-the-token\n").unwrap();
+    let bad = Remote::new(&rx.addr, Some(&rx.pin), Some(&wrong_token)).unwrap();
+    let e = format!(
+        "{:#}",
+        bad.prepare("00112233445566778899aabbccddeeff").unwrap_err()
+    );
+    assert!(e.contains("wrong token"), "{e}");
+    assert!(!incoming.join("00112233445566778899aabbccddeeff").exists());
+
+    for hostile in [
+        "../../outside",
+        "/etc",
+        "00112233445566778899AABBCCDDEEFF",
+        "",
+    ] {
+        let e = format!("{:#}", good.prepare(hostile).unwrap_err());
+        assert!(e.contains("not a run id"), "{hostile}: {e}");
+    }
+    assert!(!t.path().join("outside").exists());
+
+    let id = "0123456789abcdef0123456789abcdef";
+    let e = format!("{:#}", good.hash(id).unwrap_err());
+    assert!(e.contains("was not prepared here"), "{e}");
+    let e = format!("{:#}", good.cleanup(id).unwrap_err());
+    assert!(e.contains("was not prepared here"), "{e}");
+
+    let folder = good.prepare(id).unwrap();
+    assert_eq!(PathBuf::from(&folder), incoming.join(id));
+    let e = format!("{:#}", good.prepare(id).unwrap_err());
+    assert!(e.contains("prepared already"), "{e}");
+    std::fs::write(incoming.join(id).join("f"), b"abc").unwrap();
+    let (m, _) = good.hash(id).unwrap();
+    assert_eq!(m.files(), 1);
+    assert_eq!(m.bytes(), 3);
+    // A neighbour folder the channel did not create is never touched.
+    std::fs::create_dir_all(incoming.join("keep")).unwrap();
+    good.cleanup(id).unwrap();
+    assert!(!incoming.join(id).exists());
+    assert!(incoming.join("keep").is_dir());
+    // The receiver still serves after all of that.
+    assert_eq!(
+        good.info().unwrap().facts["dest"],
+        incoming.display().to_string()
+    );
+}

@@ -1,0 +1,196 @@
+//! The control channel (`recv --control`): lets an authenticated sweep on another host give
+//! every run a fresh folder under `--dest`, hash that folder from disk after the run, and
+//! remove it. Only over TLS, only after the token matched, and only ever inside `--dest`:
+//! folder names are run ids (32 hex digits), never paths from the peer.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{anyhow, bail, Context, Result};
+use bytes::{Buf, BytesMut};
+use shoal_common::control::{self, Reply, Request, KIND_JSON, KIND_MANIFEST, MAX_REQUEST};
+use shoal_common::identity::tokens_match;
+use shoal_common::metrics;
+use shoal_common::verify::Manifest;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+
+use crate::{read_some, Shared};
+
+/// Whether the bytes a connection opened with are (the start of) a control opening.
+pub(crate) fn looks_like_control(buf: &[u8]) -> bool {
+    buf.len() >= 3 && control::CONTROL_MAGIC.starts_with(&buf[..buf.len().min(4)])
+}
+
+/// Serves one control connection until the peer closes it or goes idle. `buf` holds what was
+/// read so far (the opening, at least its start).
+pub(crate) async fn serve<R, W>(
+    ctx: Arc<Shared>,
+    mut rd: R,
+    mut wr: W,
+    mut buf: BytesMut,
+    peer: SocketAddr,
+    deadline: tokio::time::Instant,
+) where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    if let Err(e) = session(&ctx, &mut rd, &mut wr, &mut buf, deadline).await {
+        eprintln!("{peer}: control: {e:#}");
+        let _ = send_json(&mut wr, &Reply::failed(format!("{e:#}"))).await;
+    }
+    let _ = wr.shutdown().await;
+}
+
+async fn session<R, W>(
+    ctx: &Shared,
+    rd: &mut R,
+    wr: &mut W,
+    buf: &mut BytesMut,
+    deadline: tokio::time::Instant,
+) -> Result<()>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let config = &ctx.config;
+    if !config.control {
+        bail!("this receiver does not take control connections (start it with --control)");
+    }
+    // The opening (and its token) under the same deadline as a data hello.
+    let token = tokio::time::timeout_at(deadline, async {
+        loop {
+            if let Some((token, n)) = control::decode_open(buf)? {
+                buf.advance(n);
+                return Ok::<_, anyhow::Error>(token);
+            }
+            if read_some(rd, buf, config.idle_timeout).await? == 0 {
+                bail!("connection closed inside the control opening");
+            }
+        }
+    })
+    .await
+    .map_err(|_| crate::hello_late(config))??;
+    if !tokens_match(&token, &ctx.identity.token) {
+        bail!("authentication failed: wrong token");
+    }
+    loop {
+        let request = loop {
+            match control::decode_frame(buf, MAX_REQUEST)? {
+                Some((KIND_JSON, body, n)) => {
+                    let req: Result<Request, _> = serde_json::from_slice(&buf[body]);
+                    buf.advance(n);
+                    break req.context("not a control request")?;
+                }
+                Some((kind, _, _)) => bail!("unexpected frame kind {kind}"),
+                None => {}
+            }
+            if read_some(rd, buf, config.idle_timeout).await? == 0 {
+                return Ok(()); // the sweep is done with us
+            }
+        };
+        let (reply, manifest) = match handle(ctx, request).await {
+            Ok(r) => r,
+            Err(e) => (Reply::failed(format!("{e:#}")), None),
+        };
+        send_json(wr, &reply).await?;
+        if let Some(m) = manifest {
+            let mut out = BytesMut::new();
+            control::encode_frame(KIND_MANIFEST, &m, &mut out);
+            wr.write_all(&out)
+                .await
+                .context("cannot send the manifest")?;
+        }
+        wr.flush().await?;
+    }
+}
+
+/// Carries out one request: the reply, and for `hash` the encoded manifest to follow it.
+async fn handle(ctx: &Shared, request: Request) -> Result<(Reply, Option<Vec<u8>>)> {
+    let dest_root = ctx.config.dest.clone();
+    let hub = &ctx.hub;
+    let mut reply = Reply {
+        ok: true,
+        ..Default::default()
+    };
+    match request {
+        Request::Info => {
+            let f = &mut reply.facts;
+            f.insert("version".into(), env!("CARGO_PKG_VERSION").into());
+            f.insert("kernel".into(), metrics::kernel_release());
+            f.insert("host".into(), metrics::host_name());
+            f.insert("dest".into(), dest_root.display().to_string());
+            if dest_root.is_dir() {
+                f.insert("dest_fs".into(), metrics::fs_type(&dest_root));
+                if let Some(free) = metrics::free_bytes(&dest_root) {
+                    f.insert("free_bytes".into(), free.to_string());
+                }
+            }
+            f.insert("load_1m".into(), format!("{:.2}", metrics::load_avg_1m()));
+            Ok((reply, None))
+        }
+        Request::Prepare { run_id } => {
+            let id = run_id_of(&run_id)?;
+            if hub.prepared_dest(&id).is_some() {
+                bail!("run {run_id} is prepared already");
+            }
+            let folder = dest_root.join(&run_id);
+            let made = folder.clone();
+            tokio::task::spawn_blocking(move || -> Result<()> {
+                std::fs::create_dir_all(&dest_root)
+                    .with_context(|| format!("cannot create {}", dest_root.display()))?;
+                // A new folder nobody wrote before: an existing one is an error, not reused.
+                std::fs::create_dir(&made)
+                    .with_context(|| format!("cannot create {}", made.display()))
+            })
+            .await??;
+            hub.prepare(id, folder.clone())?;
+            reply.dest = folder.display().to_string();
+            Ok((reply, None))
+        }
+        Request::Hash { run_id } => {
+            let id = run_id_of(&run_id)?;
+            let folder = prepared(hub, &id, &run_id)?;
+            if hub.in_progress(&id) {
+                bail!("run {run_id} is still in progress");
+            }
+            let t0 = Instant::now();
+            let manifest = tokio::task::spawn_blocking(move || Manifest::build(&folder, 0))
+                .await?
+                .with_context(|| format!("cannot hash run {run_id}"))?;
+            reply.seconds = t0.elapsed().as_secs_f64();
+            Ok((reply, Some(control::encode_manifest(&manifest))))
+        }
+        Request::Cleanup { run_id } => {
+            let id = run_id_of(&run_id)?;
+            let folder = hub.forget(&id)?;
+            tokio::task::spawn_blocking(move || {
+                std::fs::remove_dir_all(&folder)
+                    .with_context(|| format!("cannot remove {}", folder.display()))
+            })
+            .await??;
+            Ok((reply, None))
+        }
+    }
+}
+
+fn run_id_of(s: &str) -> Result<[u8; 16]> {
+    control::parse_run_id(s).ok_or_else(|| anyhow!("not a run id (32 lowercase hex digits): {s:?}"))
+}
+
+fn prepared(hub: &crate::hub::Hub, id: &[u8; 16], run_id: &str) -> Result<PathBuf> {
+    hub.prepared_dest(id)
+        .ok_or_else(|| anyhow!("run {run_id} was not prepared here"))
+}
+
+async fn send_json<W: AsyncWrite + Unpin>(wr: &mut W, reply: &Reply) -> Result<()> {
+    let mut out = BytesMut::new();
+    let body = serde_json::to_vec(reply).expect("a reply serializes");
+    control::encode_frame(KIND_JSON, &body, &mut out);
+    wr.write_all(&out)
+        .await
+        .context("cannot send a control reply")?;
+    wr.flush().await?;
+    Ok(())
+}
