@@ -165,6 +165,9 @@ async fn serve<S>(
             // yamux right after its hello, so every reply, a refusal included, goes on the
             // yamux control stream where it reads them.
             let io = Prefixed::new(buf, rd.unsplit(wr));
+            // yamux (patched, vendor/yamux) flushes once per batch of frames; buffered, the
+            // acknowledgements and closes of many streams leave in one TLS write.
+            let io = tokio::io::BufWriter::with_capacity(64 << 10, io);
             let streams_allowed = shoal_common::transport::yamux_streams(config.flow.max_streams);
             let (control, files, driver) = streams::spawn_yamux_server(io, streams_allowed);
             // A refused peer (wrong token, limits) still gets its refusal on the control

@@ -28,6 +28,9 @@ use shoal_common::stats::{check_tcp_cc, quic_stats, tcp_cc, tcp_stats, ConnStats
 use shoal_common::tree::SourceTree;
 use tokio::io::AsyncWriteExt;
 
+/// Write buffer under yamux (tcp-streams): frames are coalesced up to this size.
+const YAMUX_WRITE_BUFFER: usize = 64 << 10;
+
 /// Sender settings.
 #[derive(Debug, Clone)]
 pub struct SendConfig {
@@ -293,6 +296,9 @@ async fn one_connection(
                 // yamux reads a 12-byte header at a time; the buffer above the sniffer makes
                 // it see whole reads, so a refusal is kept entire.
                 let io = tokio::io::BufReader::new(io);
+                // yamux (patched, vendor/yamux) flushes once per batch of frames: buffered,
+                // the frames of many files leave in one TLS write instead of one each.
+                let io = tokio::io::BufWriter::with_capacity(YAMUX_WRITE_BUFFER, io);
                 let (opener, driver) = streams::spawn_yamux_client(Box::new(io), flow.max_streams);
                 let outcome = async {
                     let control = opener.open_control().await?;

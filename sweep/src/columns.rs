@@ -67,6 +67,7 @@ pub const TAIL: &[&str] = &[
     "tun_tx_dropped_rcv",
     "link_dropped_queue",
     "link_dropped_loss",
+    "link_dropped_blackhole",
     "link_late_over_1ms",
     "link_late_max_us",
     "link_up_after",

@@ -216,6 +216,7 @@ struct Counters {
     tx_dropped_rcv: u64,
     dropped_queue: u64,
     dropped_loss: u64,
+    dropped_blackhole: u64,
     late_over_1ms: u64,
     late_max_us: u64,
 }
@@ -233,6 +234,7 @@ fn counters(name: &str) -> Counters {
     if let Some(s) = i.counters {
         c.dropped_queue = s.up.dropped_queue + s.down.dropped_queue;
         c.dropped_loss = s.up.dropped_loss + s.down.dropped_loss;
+        c.dropped_blackhole = s.up.dropped_blackhole + s.down.dropped_blackhole;
         c.late_over_1ms = s.up.late_over_1ms + s.down.late_over_1ms;
         c.late_max_us = s.up.late_max_us.max(s.down.late_max_us);
     }
@@ -871,6 +873,11 @@ impl Sweep<'_> {
                 ("tun_tx_dropped_rcv", a.tx_dropped_rcv, b.tx_dropped_rcv),
                 ("link_dropped_queue", a.dropped_queue, b.dropped_queue),
                 ("link_dropped_loss", a.dropped_loss, b.dropped_loss),
+                (
+                    "link_dropped_blackhole",
+                    a.dropped_blackhole,
+                    b.dropped_blackhole,
+                ),
                 ("link_late_over_1ms", a.late_over_1ms, b.late_over_1ms),
             ] {
                 row.insert(key.into(), after.saturating_sub(before).to_string());

@@ -431,10 +431,8 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Active<T> {
                 }
             }
 
-            match self.socket.poll_flush_unpin(cx)? {
-                Poll::Ready(()) => {}
-                Poll::Pending => {}
-            }
+            // Shoal patch: no flush per frame here; the socket is flushed once nothing more is
+            // ready to send (below), so frames queued together leave in one write.
 
             if self.pending_write_frame.is_none() {
                 match self.stream_receivers.poll_next_unpin(cx) {
@@ -475,6 +473,8 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Active<T> {
                             Action::None => {}
                             Action::New(stream) => {
                                 log::trace!("{}: new inbound {} of {}", self.id, stream, self);
+                                // Shoal patch: frames queued so far go out before returning.
+                                let _ = self.socket.poll_flush_unpin(cx)?;
                                 return Poll::Ready(Ok(stream));
                             }
                             Action::Ping(f) => {
@@ -493,6 +493,14 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Active<T> {
                     }
                     Poll::Pending => {}
                 }
+            }
+
+            // Shoal patch: flush what the loop queued. Below a buffered writer this turns the
+            // frames of many streams into one write (and one TLS record per 16 KiB) instead of
+            // a write and a flush per frame.
+            match self.socket.poll_flush_unpin(cx)? {
+                Poll::Ready(()) => {}
+                Poll::Pending => {}
             }
 
             // If we make it this far, at least one of the above must have registered a waker.
