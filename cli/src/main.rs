@@ -83,8 +83,8 @@ struct IdentityArgs {
 /// Flow control and socket buffers. Defaults are sized for a 1 Gbit/s × 150 ms path.
 #[derive(Debug, Args)]
 struct FlowArgs {
-    /// Per-file streams outstanding per connection (tcp-streams, quic-streams). The receiver's
-    /// value is the most it accepts.
+    /// Per-file streams outstanding (tcp-streams, quic-streams). Sender: for the whole run,
+    /// split evenly over --connections. Receiver: the most it accepts per connection.
     #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..=65536))]
     max_streams: u32,
     /// QUIC receive window per stream (bounds one stream, e.g. quic-bundle, to window/RTT).

@@ -63,6 +63,12 @@ fn every_cc_and_connection_count(mode: &str) {
                 "{mode} {cc}: packets"
             );
             assert!(row["retransmits"].is_u64(), "retransmit count present");
+            if mode.starts_with("quic") {
+                // QUIC windows are for the path: the run's connections share them.
+                let share = (20u64 << 20) / conns.parse::<u64>().unwrap();
+                assert_eq!(row["conn_window"].as_u64(), Some(share), "{mode} ×{conns}");
+                assert_eq!(row["send_window"].as_u64(), Some(share), "{mode} ×{conns}");
+            }
             assert!(trees_identical(&src, &dst), "{mode} {cc} ×{conns}");
         }
     }

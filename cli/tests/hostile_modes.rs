@@ -20,6 +20,15 @@ use support::raw_yamux::YamuxClient;
 use support::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+/// A field of /proc/PID/status in KiB (e.g. "VmHWM:", the peak resident set).
+fn status_kib(pid: u32, field: &str) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    s.lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status"))
+}
+
 /// Longest any reply is waited for.
 const REPLY_WAIT: Duration = Duration::from_secs(30);
 
@@ -249,11 +258,46 @@ async fn hostile_cases(mode: Mode) {
     let per_file = mode.per_file_streams();
     let absolute = format!("/tmp/shoal-hostile-modes-{}", std::process::id());
 
+    // First, while the receiver's peak memory is still its idle one: a million zero-byte
+    // files announced, three sent, an end marker that says three. Refused, and nothing is
+    // allocated per announced file.
+    let pid = rx.child.id();
+    let peak_before = status_kib(pid, "VmHWM:");
+    let mut c = Crafted::new(mode, &token, 1_000_000, 0);
+    for i in 0..3 {
+        c.recs.push(Rec::file(format!("z{i}").as_bytes(), 0, b""));
+    }
+    c.end = Some(EndMarker { files: 3, bytes: 0 });
+    let got = send_crafted(mode, &rx, c).await;
+    assert!(
+        matches!(got, Some(Reply::Error(_))),
+        "{mode}: a million announced, three sent: {got:?}"
+    );
+    let peak_after = status_kib(pid, "VmHWM:");
+    assert!(
+        peak_after < peak_before + 8 * 1024,
+        "{mode}: receiver's peak grew from {peak_before} KiB to {peak_after} KiB on a 1,000,000-file hello"
+    );
+    good_transfer(&rx, t.path(), mode, "a million announced");
+
     // Hostile names: refused by name before anything is created.
-    let names: [(&str, &[u8], &str); 3] = [
+    let long_name = vec![b'n'; 5000];
+    let deep: Vec<u8> = vec![vec![b'n'; 255]; 200].join(&b'/');
+    let names: [(&str, &[u8], &str); 6] = [
         ("dot-dot", b"../x", "'..' component"),
         ("inner dot-dot", b"a/../../x", "'..' component"),
         ("absolute", absolute.as_bytes(), "absolute path"),
+        ("NUL", b"a\0b", "path contains a NUL byte"),
+        (
+            "5,000-byte name",
+            &long_name,
+            "path is 5000 bytes, longer than the limit of 4096",
+        ),
+        (
+            "200 components of 255 bytes",
+            &deep,
+            "path is 51199 bytes, longer than the limit of 4096",
+        ),
     ];
     for (name, path, cause) in names {
         let mut c = Crafted::new(mode, &token, 1, 1);
@@ -264,6 +308,25 @@ async fn hostile_cases(mode: Mode) {
         good_transfer(&rx, t.path(), mode, name);
     }
     assert!(!Path::new(&absolute).exists());
+
+    // Invalid UTF-8 in a name: accepted, kept byte-exact.
+    let name: &[u8] = b"\xff\xfe latin1 caf\xe9";
+    let mut c = Crafted::new(mode, &token, 1, 3);
+    c.recs.push(Rec::file(name, 3, b"abc"));
+    match send_crafted(mode, &rx, c).await {
+        Some(Reply::Completion(done)) => assert_eq!((done.files, done.bytes), (1, 3)),
+        other => panic!("{mode}: invalid UTF-8 name: {other:?}"),
+    }
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let p = dst.join(std::ffi::OsStr::from_bytes(name));
+        assert_eq!(
+            std::fs::read(&p).unwrap(),
+            b"abc",
+            "{mode}: invalid UTF-8 name"
+        );
+    }
+    good_transfer(&rx, t.path(), mode, "invalid UTF-8 name");
 
     // A record claiming 2^60 bytes: refused by the per-file limit as soon as its header is in.
     let mut c = Crafted::new(mode, &token, 1, 1);
@@ -514,4 +577,73 @@ async fn silent_quic_client_is_dropped_while_others_are_served() {
     raw_quic::close(quic).await;
     nothing_outside(t.path());
     good_transfer(&rx, t.path(), Mode::QuicStreams, "silent QUIC client");
+}
+
+/// A QUIC peer that trickles its hello (one byte every 500 ms: never idle for the 2 s idle
+/// timeout) is dropped at the hello deadline, while a good transfer goes through meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trickling_quic_hello_is_dropped_at_the_hello_deadline() {
+    let t = tempfile::tempdir().unwrap();
+    let id = t.path().join("id");
+    let dst = t.path().join("box").join("dst");
+    let rx = ReceiverProc::start(
+        &id,
+        &dst,
+        &["--idle-timeout", "2s", "--hello-timeout", "4s"],
+    );
+    let (_, token) = Identity::read_credentials(&id).unwrap();
+
+    let started = Instant::now();
+    let quic = raw_quic::connect(&rx.addr, &id).await;
+    let (mut send, mut recv) = quic.conn.open_bi().await.unwrap();
+    let hello = hello_for(Mode::QuicStreams, rand::random(), &token, 1, 1);
+    let trickle = tokio::spawn(async move {
+        for b in hello.iter().take(40) {
+            if send.write_all(&[*b]).await.is_err() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    });
+
+    let src = tempfile::tempdir().unwrap();
+    let src = src.path().join("good");
+    gen(&src, 30, "2KiB", 2, 41);
+    let out = tokio::task::spawn_blocking({
+        let (addr, id, src) = (rx.addr.clone(), id.clone(), src.clone());
+        move || send_good(&addr, &id, &src, Mode::QuicStreams)
+    })
+    .await
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "good transfer meanwhile: {}",
+        text(&out)
+    );
+    assert!(trees_identical(&src, &dst));
+
+    // The trickler hears why: an error reply on its control stream, or the connection's
+    // close reason.
+    let got = raw_quic::reply(&mut recv, Duration::from_secs(15)).await;
+    let why = match got {
+        Some(Reply::Error(msg)) => msg,
+        other => match quic.conn.close_reason() {
+            Some(quinn::ConnectionError::ApplicationClosed(c)) => {
+                String::from_utf8_lossy(&c.reason).into_owned()
+            }
+            reason => panic!("trickling QUIC hello: reply {other:?}, close {reason:?}"),
+        },
+    };
+    let took = started.elapsed();
+    assert!(
+        why.contains("recv --hello-timeout"),
+        "trickling QUIC hello: {why}"
+    );
+    assert!(
+        took >= Duration::from_secs(3) && took < Duration::from_secs(15),
+        "trickling QUIC hello dropped after {took:?}"
+    );
+    trickle.abort();
+    raw_quic::close(quic).await;
+    nothing_outside(t.path());
 }

@@ -219,3 +219,40 @@ fn wrong_token_is_refused_in_every_mode() {
     assert!(ok.status.success(), "{}", text(&ok));
     assert!(trees_identical(&src, &dst));
 }
+
+/// Every outstanding per-file stream is an open file at the receiver: a run that could hold
+/// more files open than the receiver's open-files limit is refused up front, by name, instead
+/// of failing midway with "Too many open files" (as 8 connections × 4,096 streams did against
+/// a 20,000-file limit in the study's first pass).
+#[test]
+fn a_run_that_would_open_more_files_than_the_limit_is_refused_up_front() {
+    let t = tempfile::tempdir().unwrap();
+    let id = t.path().join("id");
+    let dst = t.path().join("dst");
+    // A host with `ulimit -n 4096`: 4,096 streams + 1,024 kept for sockets do not fit.
+    let rx = ReceiverProc::start_with_open_files_limit(&id, &dst, &[], 4096);
+    let src = t.path().join("src");
+    gen(&src, 10, "1KiB", 1, 5);
+    for mode in ["tcp-streams", "quic-streams"] {
+        let out = rx.send(&src, &["--mode", mode, "--max-streams", "4096"]);
+        refused(
+            &out,
+            "4096 outstanding streams × 1 connections = 4096 files open at once, more than this receiver's open-files limit allows (4096",
+        );
+        assert!(entries(&dst).is_empty(), "{mode}");
+    }
+    // The same receiver then takes a run that fits: 2,048 streams over two connections.
+    let out = rx.send(
+        &src,
+        &[
+            "--mode",
+            "quic-streams",
+            "--max-streams",
+            "2048",
+            "--connections",
+            "2",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(trees_identical(&src, &dst));
+}

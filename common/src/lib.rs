@@ -5,6 +5,7 @@
 pub mod codec;
 pub mod config;
 pub mod control;
+pub mod fdlimit;
 pub mod identity;
 pub mod latency;
 pub mod metrics;

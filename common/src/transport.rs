@@ -34,6 +34,23 @@ pub fn quic_transport(flow: &FlowConfig, cc: Option<Cc>) -> Result<quinn::Transp
     Ok(t)
 }
 
+/// The QUIC connection receive window a receiver grants before a connection's hello has been
+/// decoded: an unauthenticated peer can make it buffer no more than this, and the run's own
+/// window (`quic_window_per_connection`) is granted once the hello is in, long before slow
+/// start could use more.
+pub const QUIC_PRE_HELLO_WINDOW: u64 = 4 << 20;
+
+/// Smallest per-connection share of a QUIC window.
+const MIN_QUIC_WINDOW: u64 = 2 << 20;
+
+/// One connection's share of a QUIC window (receive or send) when a run spreads over
+/// `connections`: the window is sized for the path, not per connection, so N connections
+/// together get what one would — otherwise 8 connections buffered 8 × 20 MiB (~200 MB of RSS at
+/// each end in the study's 8-connection arms).
+pub fn quic_window_per_connection(window: u64, connections: u16) -> u64 {
+    (window / u64::from(connections.max(1))).max(MIN_QUIC_WINDOW.min(window))
+}
+
 /// yamux streams a connection allows for `max_streams` outstanding files (plus the control
 /// stream). yamux counts a stream until both of its ends are dropped, which lags the moment a
 /// file is done, and a peer that exceeds the count gets its whole connection killed; so both
@@ -83,6 +100,17 @@ pub fn udp_socket(bind: SocketAddr, flow: &FlowConfig) -> Result<std::net::UdpSo
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quic_windows_are_shared_by_a_runs_connections() {
+        let w = 20 << 20;
+        assert_eq!(quic_window_per_connection(w, 1), w);
+        assert_eq!(quic_window_per_connection(w, 0), w);
+        assert_eq!(quic_window_per_connection(w, 8), w / 8);
+        // Never below 2 MiB a connection, nor above the window asked for.
+        assert_eq!(quic_window_per_connection(w, 64), 2 << 20);
+        assert_eq!(quic_window_per_connection(1 << 20, 4), 1 << 20);
+    }
 
     #[test]
     fn yamux_config_accepts_every_stream_count() {

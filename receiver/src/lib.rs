@@ -137,6 +137,9 @@ impl Shared {
     }
 }
 
+/// The open-files limit the receiver asks for at start (64 connections × 4,096 streams).
+const OPEN_FILES_WANTED: u64 = 64 * 4096 + 4096;
+
 /// With `--once`: how long the other connections of the run get to finish their replies.
 const ONCE_GRACE: Duration = Duration::from_secs(10);
 
@@ -156,6 +159,9 @@ impl Receiver {
         identity: Identity,
         config: ReceiverConfig,
     ) -> Result<Self> {
+        // Per-file streams keep one file open per outstanding stream (up to 64 connections ×
+        // --max-streams); raise the open-files limit as far as this process may.
+        shoal_common::fdlimit::raise_open_files_limit(OPEN_FILES_WANTED);
         let listener = bind_tcp(listen, &config.flow)?;
         let addr = listener.local_addr()?;
         let (endpoint, udp_rcvbuf) = quic::bind(addr, &identity, &config)?;

@@ -30,7 +30,13 @@ pub(crate) fn bind(
     let mut server = quinn::ServerConfig::with_crypto(Arc::new(crypto));
     // The receiver sends only replies; its controller (CUBIC) hardly matters. The sender's
     // controller, chosen per run, governs the data.
-    server.transport_config(Arc::new(quic_transport(&config.flow, None)?));
+    // Until a connection's hello is in, it gets a small connection window (the run's share is
+    // granted after admission, in `handle`).
+    let mut pre_hello = config.flow;
+    pre_hello.conn_window = pre_hello
+        .conn_window
+        .min(shoal_common::transport::QUIC_PRE_HELLO_WINDOW);
+    server.transport_config(Arc::new(quic_transport(&pre_hello, None)?));
     let endpoint = quinn::Endpoint::new(
         quinn::EndpointConfig::default(),
         Some(server),
@@ -104,9 +110,18 @@ pub(crate) async fn handle(ctx: Arc<Shared>, incoming: quinn::Incoming, rcvbuf: 
             return;
         }
     };
+    // This connection's share of the run's window, now that the hello says how many
+    // connections the run spreads over.
+    let conn_window = shoal_common::transport::quic_window_per_connection(
+        config.flow.conn_window,
+        hello.conn_count,
+    );
+    if let Ok(w) = quinn::VarInt::from_u64(conn_window) {
+        conn.set_receive_window(w);
+    }
     let facts = TransportFacts {
-        stream_window: config.flow.stream_window,
-        conn_window: config.flow.conn_window,
+        stream_window: config.flow.stream_window.min(conn_window),
+        conn_window,
         rcvbuf,
         tcp_socket: None,
     };

@@ -44,6 +44,9 @@ impl TransportFacts {
     }
 }
 
+/// Descriptors kept free for sockets, folders and the like when admitting a run.
+const FD_RESERVE: u64 = 1024;
+
 /// Most connections one run may span.
 pub(crate) const MAX_CONNECTIONS: u16 = 64;
 
@@ -73,6 +76,19 @@ pub(crate) fn admit(
             hello.max_streams,
             config.flow.max_streams
         );
+    }
+    // Every outstanding file is an open file here, from its first byte to its last: refuse
+    // up front a run that could not fit (it used to fail midway with "Too many open files").
+    if hello.mode.per_file_streams() {
+        let need = u64::from(hello.max_streams) * u64::from(hello.conn_count.max(1));
+        let limit = shoal_common::fdlimit::open_files_limit();
+        if need + FD_RESERVE > limit {
+            bail!(
+                "{} outstanding streams × {} connections = {need} files open at once, more than this receiver's open-files limit allows ({limit}, less {FD_RESERVE} for sockets); lower --max-streams or --connections, or raise the receiver's `ulimit -n`",
+                hello.max_streams,
+                hello.conn_count
+            );
+        }
     }
     // Run size against this receiver's limits, before anything is created; nothing is
     // allocated per announced file, so a large announcement costs nothing until refused.

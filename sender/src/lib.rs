@@ -116,7 +116,11 @@ pub async fn send(config: &SendConfig) -> RunRow {
         max_streams: u64::from(config.flow.max_streams),
         cc_requested: config.cc.map(|c| c.to_string()).unwrap_or_default(),
         connections_requested: u64::from(config.connections),
-        send_window: config.flow.send_window,
+        // Per QUIC connection: the window is shared by the run's connections.
+        send_window: shoal_common::transport::quic_window_per_connection(
+            config.flow.send_window,
+            config.connections,
+        ),
         receiver: config.to.clone(),
         kernel: metrics::kernel_release(),
         host: metrics::host_name(),
@@ -229,6 +233,10 @@ async fn transfer(
         (Some(every), Some(out)) => Some(sampler::spawn(every, out, probes.clone(), t0)?),
         _ => None,
     };
+    // --max-streams is for the run, like the read-ahead: N connections share it (each file
+    // outstanding is memory at this end and an open file at the receiver's; 8 connections ×
+    // 4,096 each held ~210 MB here and ran the study's receiver out of descriptors).
+    let streams_per_connection = config.flow.max_streams.div_ceil(u32::from(n)).max(1);
     let connections = (0..n).map(|i| {
         let hello = Hello {
             run_id,
@@ -238,7 +246,7 @@ async fn transfer(
             total_bytes,
             conn_index: i,
             conn_count: n,
-            max_streams: config.flow.max_streams,
+            max_streams: streams_per_connection,
             cc: config.cc,
         };
         one_connection(config, hello, queue.clone(), reader, probes.clone())
@@ -299,7 +307,7 @@ async fn one_connection(
                 // yamux (patched, vendor/yamux) flushes once per batch of frames: buffered,
                 // the frames of many files leave in one TLS write instead of one each.
                 let io = tokio::io::BufWriter::with_capacity(YAMUX_WRITE_BUFFER, io);
-                let (opener, driver) = streams::spawn_yamux_client(Box::new(io), flow.max_streams);
+                let (opener, driver) = streams::spawn_yamux_client(Box::new(io), hello.max_streams);
                 let outcome = async {
                     let control = opener.open_control().await?;
                     let (rd, wr) = tokio::io::split(control);
@@ -327,7 +335,13 @@ async fn one_connection(
             })
         }
         Mode::QuicBundle | Mode::QuicStreams => {
-            let quic = net::connect_quic(to, pin, config.cc, flow, timeout).await?;
+            // The send window is for the path: the run's connections share it.
+            let mut flow = *flow;
+            flow.send_window = shoal_common::transport::quic_window_per_connection(
+                flow.send_window,
+                config.connections,
+            );
+            let quic = net::connect_quic(to, pin, config.cc, &flow, timeout).await?;
             register(Probe::Quic(quic.conn.clone()));
             let (send, recv) = quic
                 .conn

@@ -71,14 +71,40 @@ impl ReceiverProc {
         Self::start_at("127.0.0.1:0", None, identity, dest, extra)
     }
 
-    /// A receiver listening on `listen`, inside network namespace `netns` if given.
-    pub fn start_at(
-        listen: &str,
-        netns: Option<&str>,
+    /// A receiver whose open-files limit is `nofile` and that cannot raise it (root loses
+    /// CAP_SYS_RESOURCE for it), as a receiver on a host with a low `ulimit -n`.
+    pub fn start_with_open_files_limit(
         identity: &Path,
         dest: &Path,
         extra: &[&str],
+        nofile: u64,
     ) -> Self {
+        use std::os::unix::process::CommandExt;
+        let mut cmd = Self::command("127.0.0.1:0", identity, dest, extra);
+        // SAFETY: only async-signal-safe calls (prctl, setrlimit) between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                libc::prctl(
+                    libc::PR_CAPBSET_DROP,
+                    24, /* CAP_SYS_RESOURCE */
+                    0,
+                    0,
+                    0,
+                );
+                let lim = libc::rlimit {
+                    rlim_cur: nofile,
+                    rlim_max: nofile,
+                };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        Self::spawn(cmd, None, identity, dest)
+    }
+
+    fn command(listen: &str, identity: &Path, dest: &Path, extra: &[&str]) -> Command {
         let mut cmd = shoal();
         cmd.args(["recv", "--listen", listen, "--dest"])
             .arg(dest)
@@ -87,6 +113,22 @@ impl ReceiverProc {
             .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
+        cmd
+    }
+
+    /// A receiver listening on `listen`, inside network namespace `netns` if given.
+    pub fn start_at(
+        listen: &str,
+        netns: Option<&str>,
+        identity: &Path,
+        dest: &Path,
+        extra: &[&str],
+    ) -> Self {
+        let cmd = Self::command(listen, identity, dest, extra);
+        Self::spawn(cmd, netns, identity, dest)
+    }
+
+    fn spawn(mut cmd: Command, netns: Option<&str>, identity: &Path, dest: &Path) -> Self {
         let mut child = match netns {
             Some(ns) => shoal_link::spawn_in_netns(ns, &mut cmd),
             None => cmd.spawn(),
