@@ -238,27 +238,6 @@ fn without_dac_override(cmd: &mut Command) -> &mut Command {
     cmd
 }
 
-/// Every file under `dst` is byte-identical to the same path under `src`: nothing partial
-/// (nor foreign) is left. Returns how many files there are.
-fn only_complete_copies_of(src: &Path, dst: &Path) -> usize {
-    let mut n = 0;
-    for e in entries(dst) {
-        if e.is_file() {
-            let rel = e.strip_prefix(dst).unwrap();
-            let want = std::fs::read(src.join(rel)).unwrap_or_else(|_| panic!("{rel:?} foreign"));
-            let got = std::fs::read(&e).unwrap();
-            assert!(
-                got == want,
-                "{rel:?}: {} of {} bytes",
-                got.len(),
-                want.len()
-            );
-            n += 1;
-        }
-    }
-    n
-}
-
 #[test]
 fn an_unreadable_source_file_fails_the_run_naming_it() {
     let t = tempfile::tempdir().unwrap();

@@ -15,56 +15,13 @@ use bytes::{BufMut, BytesMut};
 use shoal_common::codec::{self, EndMarker, Reply, ReplyDecoder};
 use shoal_common::config::Mode;
 use shoal_common::identity::Identity;
-use support::raw::{hello_for, raw_file};
+use support::raw::{expect_error, hello_for, raw_file};
 use support::raw_yamux::YamuxClient;
 use support::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// A field of /proc/PID/status in KiB (e.g. "VmHWM:", the peak resident set).
-fn status_kib(pid: u32, field: &str) -> u64 {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    s.lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status"))
-}
-
 /// Longest any reply is waited for.
 const REPLY_WAIT: Duration = Duration::from_secs(30);
-
-fn expect_error(name: &str, got: Option<Reply>, cause: &str) -> String {
-    match got {
-        Some(Reply::Error(msg)) => {
-            assert!(msg.contains(cause), "{name}: {msg}");
-            msg
-        }
-        other => panic!("{name}: expected an error naming {cause:?}, got {other:?}"),
-    }
-}
-
-/// Nothing but `box/dst` and the identity folder exists around the destination.
-fn nothing_outside(t: &Path) {
-    let mut around: Vec<_> = std::fs::read_dir(t)
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    around.sort();
-    assert_eq!(around, ["box", "id"], "entries beside the destination");
-    assert_eq!(std::fs::read_dir(t.join("box")).unwrap().count(), 1);
-}
-
-/// Empties the destination.
-fn clear(dst: &Path) {
-    for e in std::fs::read_dir(dst).unwrap().flatten() {
-        let p = e.path();
-        if e.file_type().unwrap().is_dir() {
-            std::fs::remove_dir_all(p).unwrap();
-        } else {
-            std::fs::remove_file(p).unwrap();
-        }
-    }
-}
 
 /// The destination holds exactly `kept` (files the failed run completed, with their
 /// content): no partial file, nothing else.

@@ -13,46 +13,6 @@ use support::raw::*;
 use support::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-fn expect_error(name: &str, got: Option<Reply>, cause: &str) {
-    match got {
-        Some(Reply::Error(msg)) => assert!(msg.contains(cause), "{name}: {msg}"),
-        other => panic!("{name}: expected an error naming {cause:?}, got {other:?}"),
-    }
-}
-
-/// A field of /proc/PID/status, in KiB.
-fn status_kib(pid: u32, field: &str) -> u64 {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    s.lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status"))
-}
-
-/// Nothing but `box/dst` (and the identity and source folders) exists around the destination.
-fn nothing_outside(t: &Path) {
-    let mut around: Vec<_> = std::fs::read_dir(t)
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    around.sort();
-    assert_eq!(around, ["box", "id"], "entries beside the destination");
-    assert_eq!(std::fs::read_dir(t.join("box")).unwrap().count(), 1);
-}
-
-/// Empties the destination (between a hostile case that left files and a good transfer).
-fn clear(dst: &Path) {
-    for e in std::fs::read_dir(dst).unwrap().flatten() {
-        let p = e.path();
-        if e.file_type().unwrap().is_dir() {
-            std::fs::remove_dir_all(p).unwrap();
-        } else {
-            std::fs::remove_file(p).unwrap();
-        }
-    }
-}
-
 /// Checks confinement, empties the destination (a failed run keeps the files it completed;
 /// only partial ones are removed), then a good transfer must arrive intact.
 fn good_transfer(rx: &ReceiverProc, t: &Path, name: &str) {

@@ -181,26 +181,6 @@ fn status(name: &str) -> serde_json::Value {
     json(&out)
 }
 
-/// Every file under `dst` is byte-identical to the same path under `src`: nothing partial.
-fn only_complete_copies_of(src: &Path, dst: &Path) -> usize {
-    let mut n = 0;
-    for e in entries(dst) {
-        if e.is_file() {
-            let rel = e.strip_prefix(dst).unwrap();
-            let want = std::fs::read(src.join(rel)).unwrap_or_else(|_| panic!("{rel:?} foreign"));
-            let got = std::fs::read(&e).unwrap();
-            assert!(
-                got == want,
-                "{rel:?}: {} of {} bytes",
-                got.len(),
-                want.len()
-            );
-            n += 1;
-        }
-    }
-    n
-}
-
 #[test]
 fn a_link_blackhole_mid_run_fails_the_run_and_the_receiver_serves_the_next() {
     if !is_root() {

@@ -205,3 +205,58 @@ pub fn entries(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// Every file under `dst` is byte-identical to the same path under `src`: nothing partial
+/// (nor foreign) is left. Returns how many files there are.
+pub fn only_complete_copies_of(src: &Path, dst: &Path) -> usize {
+    let mut n = 0;
+    for e in entries(dst) {
+        if e.is_file() {
+            let rel = e.strip_prefix(dst).unwrap();
+            let want = std::fs::read(src.join(rel)).unwrap_or_else(|_| panic!("{rel:?} foreign"));
+            let got = std::fs::read(&e).unwrap();
+            assert!(
+                got == want,
+                "{rel:?}: {} of {} bytes",
+                got.len(),
+                want.len()
+            );
+            n += 1;
+        }
+    }
+    n
+}
+
+/// A field of /proc/PID/status in KiB (e.g. "VmHWM:", the peak resident set).
+pub fn status_kib(pid: u32, field: &str) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    s.lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status"))
+}
+
+/// Nothing but `box/dst` and the identity folder exists in `t` (the hostile tests' layout:
+/// the destination two levels down, so an escape would land beside it).
+pub fn nothing_outside(t: &Path) {
+    let mut around: Vec<_> = std::fs::read_dir(t)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    around.sort();
+    assert_eq!(around, ["box", "id"], "entries beside the destination");
+    assert_eq!(std::fs::read_dir(t.join("box")).unwrap().count(), 1);
+}
+
+/// Empties a destination (between a hostile case that left files and a good transfer).
+pub fn clear(dst: &Path) {
+    for e in std::fs::read_dir(dst).unwrap().flatten() {
+        let p = e.path();
+        if e.file_type().unwrap().is_dir() {
+            std::fs::remove_dir_all(p).unwrap();
+        } else {
+            std::fs::remove_file(p).unwrap();
+        }
+    }
+}

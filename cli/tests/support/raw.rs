@@ -75,3 +75,14 @@ pub fn raw_file(s: &mut BytesMut, path: &[u8], size: u64, data: &[u8]) {
     s.put_u64(0); // sent_at_us
     s.put_slice(data);
 }
+
+/// The error reply a hostile case must get: one naming `cause`. Returns its message.
+pub fn expect_error(name: &str, got: Option<Reply>, cause: &str) -> String {
+    match got {
+        Some(Reply::Error(msg)) => {
+            assert!(msg.contains(cause), "{name}: {msg}");
+            msg
+        }
+        other => panic!("{name}: expected an error naming {cause:?}, got {other:?}"),
+    }
+}
