@@ -264,13 +264,7 @@ fn an_unreadable_source_file_fails_the_run_naming_it() {
     let good = t.path().join("good");
     gen(&good, 20, "1KiB", 1, 26);
     let id = t.path().join("id");
-    for mode in [
-        "tcp-bundle",
-        "tcp-streams",
-        "quic-bundle",
-        "quic-streams",
-        "tcp-wait",
-    ] {
+    for mode in all_modes() {
         let dst = t.path().join(format!("dst-{mode}"));
         // A QUIC close can be lost when the receiver is flooded; the idle timeout then ends the
         // run (bounded here, whatever QUIC's own idle timeout is).

@@ -195,13 +195,7 @@ fn wrong_token_is_refused_in_every_mode() {
     let pin = std::fs::read_to_string(t.path().join("id/pin")).unwrap();
     let wrong = t.path().join("wrong-token");
     std::fs::write(&wrong, "not-the-token\n").unwrap();
-    for mode in [
-        "tcp-bundle",
-        "tcp-streams",
-        "quic-bundle",
-        "quic-streams",
-        "tcp-wait",
-    ] {
+    for mode in all_modes() {
         let out = shoal()
             .args(["send", "--to", &rx.addr, "--mode", mode, "--src"])
             .arg(&src)

@@ -45,13 +45,7 @@ fn real_world_names_arrive_byte_exact_in_every_mode() {
     std::os::unix::fs::symlink("with spaces", src.join("link-to-folder")).unwrap();
 
     let id = t.path().join("id");
-    for mode in [
-        "tcp-bundle",
-        "tcp-streams",
-        "quic-bundle",
-        "quic-streams",
-        "tcp-wait",
-    ] {
+    for mode in all_modes() {
         let dst = t.path().join(format!("dst-{mode}"));
         let rx = ReceiverProc::start(&id, &dst, &[]);
         let out = rx.send(&src, &["--mode", mode]);

@@ -260,3 +260,8 @@ pub fn clear(dst: &Path) {
         }
     }
 }
+
+/// Every mode's `--mode` name, in `--help` order.
+pub fn all_modes() -> impl Iterator<Item = &'static str> {
+    shoal_common::config::Mode::ALL.iter().map(|m| m.name())
+}
