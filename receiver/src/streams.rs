@@ -4,18 +4,19 @@
 //! run completes when the end marker has arrived and as many file streams as it counts have
 //! been written.
 
-use std::future::poll_fn;
+use std::future::{poll_fn, Future};
+use std::pin::pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
 
 use anyhow::{anyhow, Context};
 use bytes::{Buf, BytesMut};
+use futures::stream::{FuturesUnordered, StreamExt};
 use shoal_common::codec::{Record, RecordDecoder};
 use shoal_common::pipeline::writer::{WriteBatch, WriteOp};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::{mpsc, oneshot};
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::compat::{Compat, FuturesAsyncReadCompatExt, TokioAsyncReadCompatExt};
 
 use crate::bundle::{send_batch, Claims, PumpError};
@@ -61,14 +62,19 @@ pub(crate) async fn receive<R: AsyncRead + Unpin>(
         open_now: AtomicU64::new(0),
         peak_open: AtomicU64::new(0),
     });
-    let mut handlers: JoinSet<Result<(), PumpError>> = JoinSet::new();
+    // File handlers run inside this task: a task per file cost wake-ups between tasks (and
+    // threads) for every stream opened, read and closed.
+    let mut handlers = FuturesUnordered::new();
     let mut done = 0u64;
     let mut end = None;
     let mut failure: Option<String> = None;
     let mut stopped = false;
     let mut accepting = true;
     let idle = config.idle_timeout;
-    let mut deadline = tokio::time::Instant::now() + idle;
+    // One timer for the idle deadline, moved only when it fires: resetting a timer on every
+    // event cost a timer-wheel update per file.
+    let mut last_progress = tokio::time::Instant::now();
+    let mut idle_timer = pin!(tokio::time::sleep_until(last_progress + idle));
     'run: loop {
         // Records on the control stream: empty folders, then the end marker.
         loop {
@@ -109,27 +115,21 @@ pub(crate) async fn receive<R: AsyncRead + Unpin>(
         }
         tokio::select! {
             file = inbound.recv(), if accepting => match file {
-                Some(file) => {
-                    handlers.spawn(handle_file(shared.clone(), file));
-                }
+                Some(file) => handlers.push(handle_file(shared.clone(), file)),
                 None => accepting = false,
             },
-            Some(joined) = handlers.join_next() => match joined {
-                Ok(Ok(())) => done += 1,
-                Ok(Err(PumpError::WriterGone)) => {
+            Some(handled) = handlers.next(), if !handlers.is_empty() => match handled {
+                Ok(()) => done += 1,
+                Err(PumpError::WriterGone) => {
                     stopped = true;
                     break;
                 }
-                Ok(Err(PumpError::Other(e))) => {
+                Err(PumpError::Other(e)) => {
                     failure = Some(format!("{e:#}"));
                     break;
                 }
-                Err(e) => {
-                    failure = Some(format!("file stream task failed: {e}"));
-                    break;
-                }
             },
-            read = read_control(control_rd, &mut buf, idle), if end.is_none() => match read {
+            read = read_control(control_rd, &mut buf), if end.is_none() => match read {
                 Ok(0) => {
                     failure = Some(match decoder.finish() {
                         Err(e) => e.to_string(),
@@ -147,15 +147,19 @@ pub(crate) async fn receive<R: AsyncRead + Unpin>(
                 failure = Some("stopped: the run failed on another connection".into());
                 break;
             }
-            _ = tokio::time::sleep_until(deadline) => {
-                failure = Some(format!(
-                    "no progress for {} s ({done} file streams done)",
-                    idle.as_secs()
-                ));
-                break;
+            _ = idle_timer.as_mut() => {
+                if last_progress.elapsed() >= idle {
+                    failure = Some(format!(
+                        "no progress for {} s ({done} file streams done)",
+                        idle.as_secs()
+                    ));
+                    break;
+                }
+                idle_timer.as_mut().reset(last_progress + idle);
+                continue;
             }
         }
-        deadline = tokio::time::Instant::now() + idle;
+        last_progress = tokio::time::Instant::now();
         if !accepting && handlers.is_empty() {
             if let Some(e) = end {
                 if done < e.files {
@@ -169,8 +173,7 @@ pub(crate) async fn receive<R: AsyncRead + Unpin>(
         }
     }
     // Stop whatever is still in flight so every writer handle is released.
-    handlers.abort_all();
-    while handlers.join_next().await.is_some() {}
+    drop(handlers);
     let peak = shared.peak_open.load(Ordering::Relaxed);
     ConnEnd {
         errors: failure.into_iter().collect(),
@@ -189,7 +192,7 @@ async fn handle_file(shared: Arc<Shared>, file: InboundFile) -> Result<(), PumpE
             // unacknowledged yamux streams drains one round trip after each open rather than
             // after each file is written.
             let _ = s.write(&[]).await;
-            let r = read_one_file(&shared, &mut s).await;
+            let r = read_one_file(&shared, &mut s, YAMUX_FIRST_READ).await;
             if r.is_ok() {
                 // Closing our side tells the sender this file is in.
                 let _ = s.shutdown().await;
@@ -197,7 +200,7 @@ async fn handle_file(shared: Arc<Shared>, file: InboundFile) -> Result<(), PumpE
             r
         }
         InboundFile::Quic(mut s) => {
-            let r = read_one_file(&shared, &mut s).await;
+            let r = read_one_file(&shared, &mut s, QUIC_FIRST_READ).await;
             if r.is_err() {
                 let _ = s.stop(1u32.into());
             }
@@ -213,25 +216,33 @@ async fn handle_file(shared: Arc<Shared>, file: InboundFile) -> Result<(), PumpE
 /// streams reach tokio through `Compat`, which zeroes all of the caller's spare capacity on
 /// every poll: reading straight into the 256 KiB connection buffer cost a 256 KiB memset per
 /// file (11% of the receiver's profile on tcp-streams).
+///
+/// No timer of its own: the caller's idle deadline covers a silent peer.
 async fn read_control<R: AsyncRead + Unpin>(
     rd: &mut R,
     buf: &mut BytesMut,
-    timeout: std::time::Duration,
 ) -> anyhow::Result<usize> {
     let mut scratch = [0u8; 2048];
-    let n = match tokio::time::timeout(timeout, rd.read(&mut scratch)).await {
-        Ok(r) => r.context("connection failed")?,
-        Err(_) => anyhow::bail!(
-            "peer idle for {:.1} s (recv --idle-timeout); dropped",
-            timeout.as_secs_f64()
-        ),
-    };
+    let n = rd.read(&mut scratch).await.context("connection failed")?;
     buf.extend_from_slice(&scratch[..n]);
     Ok(n)
 }
 
+/// A yamux file stream's first read: a 4 KiB file with its header and end marker, so the
+/// whole file reaches the writer in one batch. 512 bytes here meant two reads and two batches
+/// per file and cost tcp-streams a third of its speed (docs/benchmarks.md).
+const YAMUX_FIRST_READ: usize = 4608;
+/// A QUIC file stream's first read. 4.5 KiB here raised the quic-streams receiver's peak RSS
+/// from 47 to 124–136 MB (65,536 × 4 KiB on tmpfs) for no measurable gain in speed; quinn's
+/// reads are cheap enough that two per file do not matter.
+const QUIC_FIRST_READ: usize = 512;
+
 /// Reads exactly one file record from a stream and writes it.
-async fn read_one_file<R: AsyncRead + Unpin>(shared: &Shared, rd: &mut R) -> Result<(), PumpError> {
+async fn read_one_file<R: AsyncRead + Unpin>(
+    shared: &Shared,
+    rd: &mut R,
+    first_read: usize,
+) -> Result<(), PumpError> {
     let id = shared.run.next_file_id.fetch_add(1, Ordering::Relaxed);
     let mut decoder = RecordDecoder::records_only(shared.config.limits);
     let mut buf = BytesMut::new();
@@ -286,11 +297,12 @@ async fn read_one_file<R: AsyncRead + Unpin>(shared: &Shared, rd: &mut R) -> Res
             .await?;
         }
         // Up to 4,096 of these buffers are alive at once, so each is sized to what is due:
-        // 512 bytes while the header is incomplete, then exactly the file's remaining bytes
-        // (64 KiB steps for large files). A fixed "4 KiB + slack" made `reserve` double the
-        // buffer once the header had been consumed and cost ~47 MB of receiver heap.
+        // `first_read` while the header is incomplete, then exactly the file's remaining bytes
+        // (64 KiB steps for large files). A fixed "4 KiB + slack" for every read made
+        // `reserve` double the buffer once the header had been consumed and cost ~47 MB of
+        // receiver heap.
         let want = match decoder.pending_data() {
-            0 => 512,
+            0 => first_read,
             due => (due as usize).min(64 << 10),
         };
         if read_sized(rd, &mut buf, want, shared.config.idle_timeout).await? == 0 {
@@ -303,44 +315,82 @@ async fn read_one_file<R: AsyncRead + Unpin>(shared: &Shared, rd: &mut R) -> Res
     }
 }
 
-/// Runs a yamux server connection on its own task: the first inbound stream is the control
-/// stream; every later one is a file stream.
-pub(crate) fn spawn_yamux_server<S>(
-    io: S,
-    streams_allowed: usize,
-) -> (
-    oneshot::Receiver<Compat<yamux::Stream>>,
-    mpsc::UnboundedReceiver<InboundFile>,
-    JoinHandle<()>,
-)
+/// What a yamux server connection hands to the code that serves it.
+pub(crate) struct YamuxServer {
+    /// The first inbound stream.
+    pub control: oneshot::Receiver<Compat<yamux::Stream>>,
+    /// Every later inbound stream.
+    pub files: mpsc::UnboundedReceiver<InboundFile>,
+    /// Becomes true when the connection has ended (the peer closed it, or it failed).
+    pub ended: watch::Receiver<bool>,
+}
+
+/// Runs `work` with a yamux server connection over `io`, driving the connection in the same
+/// task: the first inbound stream is the control stream; every later one is a file stream.
+/// The connection is polled after every poll of `work`, so the acknowledgements and closes
+/// `work` queued leave in one flush; a driver in its own task cost several wake-ups between
+/// tasks per file. The connection is dropped when `work` returns.
+pub(crate) async fn with_yamux_server<S, T, F, Fut>(io: S, streams_allowed: usize, work: F) -> T
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    F: FnOnce(YamuxServer) -> Fut,
+    Fut: Future<Output = T>,
 {
-    let mut conn = yamux::Connection::new(
+    // `None` once the connection has ended: dropping it is what ends its streams.
+    let mut conn = Some(yamux::Connection::new(
         io.compat(),
         shoal_common::transport::yamux_config(streams_allowed),
         yamux::Mode::Server,
-    );
-    let (control_tx, control_rx) = oneshot::channel();
-    let (files_tx, files_rx) = mpsc::unbounded_channel();
-    let task = tokio::spawn(async move {
-        let mut control_tx = Some(control_tx);
-        let _ = poll_fn(|cx| loop {
-            match conn.poll_next_inbound(cx) {
-                Poll::Ready(Some(Ok(stream))) => match control_tx.take() {
-                    Some(tx) => {
-                        let _ = tx.send(stream.compat());
+    ));
+    let (control_tx, control) = oneshot::channel();
+    let (files_tx, files) = mpsc::unbounded_channel();
+    let mut files_tx = Some(files_tx);
+    let (ended_tx, ended) = watch::channel(false);
+    let mut work = pin!(work(YamuxServer {
+        control,
+        files,
+        ended
+    }));
+    let mut control_tx = Some(control_tx);
+    poll_fn(|cx| loop {
+        if let Poll::Ready(out) = work.as_mut().poll(cx) {
+            return Poll::Ready(out);
+        }
+        let Some(c) = conn.as_mut() else {
+            return Poll::Pending;
+        };
+        // Streams handed to `work` here wake this same task; poll `work` again at once.
+        let mut handed = false;
+        loop {
+            match c.poll_next_inbound(cx) {
+                Poll::Ready(Some(Ok(stream))) => {
+                    handed = true;
+                    match control_tx.take() {
+                        Some(tx) => {
+                            let _ = tx.send(stream.compat());
+                        }
+                        None => {
+                            if let Some(tx) = &files_tx {
+                                let _ = tx.send(InboundFile::Yamux(stream.compat()));
+                            }
+                        }
                     }
-                    None => {
-                        let _ = files_tx.send(InboundFile::Yamux(stream.compat()));
-                    }
-                },
-                Poll::Ready(Some(Err(e))) => return Poll::Ready(Err(e)),
-                Poll::Ready(None) => return Poll::Ready(Ok(())),
-                Poll::Pending => return Poll::Pending,
+                }
+                Poll::Ready(Some(Err(_)) | None) => {
+                    conn = None;
+                    // Closed channels tell `work` the connection ended.
+                    control_tx = None;
+                    files_tx = None;
+                    let _ = ended_tx.send(true);
+                    handed = true;
+                    break;
+                }
+                Poll::Pending => break,
             }
-        })
-        .await;
-    });
-    (control_rx, files_rx, task)
+        }
+        if !handed {
+            return Poll::Pending;
+        }
+    })
+    .await
 }

@@ -169,65 +169,80 @@ async fn serve<S>(
             // acknowledgements and closes of many streams leave in one TLS write.
             let io = tokio::io::BufWriter::with_capacity(64 << 10, io);
             let streams_allowed = shoal_common::transport::yamux_streams(config.flow.max_streams);
-            let (control, files, driver) = streams::spawn_yamux_server(io, streams_allowed);
-            // A refused peer (wrong token, limits) still gets its refusal on the control
-            // stream, but the file streams it opens meanwhile are dropped as they arrive, so
-            // yamux buffers nothing for them before the token has matched.
-            let files = if admitted.is_ok() {
-                Some(files)
-            } else {
-                let mut files = files;
-                tokio::spawn(async move { while files.recv().await.is_some() {} });
-                None
-            };
-            // The control stream and its hello have a fresh hello deadline.
-            let control_deadline = tokio::time::Instant::now() + config.hello_timeout;
-            let control = tokio::time::timeout(config.idle_timeout, control);
-            let control = match tokio::time::timeout_at(control_deadline, control).await {
-                Ok(Ok(Ok(c))) => c,
-                _ => {
-                    driver.abort();
-                    eprintln!("{peer}: no yamux control stream");
-                    return;
-                }
-            };
-            let (mut crd, mut cwr) = tokio::io::split(control);
-            // The control stream repeats the hello; it must be the same run's.
-            let mut cbuf = BytesMut::new();
-            let mut cdec = RecordDecoder::new(config.limits);
-            let joined =
-                match read_hello_by(&mut crd, &mut cbuf, &mut cdec, config, control_deadline).await
-                {
-                    Ok(h) if h.run_id != hello.run_id => {
-                        Err(anyhow::anyhow!("control stream hello is for another run"))
-                    }
-                    Ok(_) => admitted.and_then(|()| ctx.hub.join(config, &hello)),
-                    Err(e) => Err(e),
+            let (ctx, hello) = (&ctx, &hello);
+            let served = streams::with_yamux_server(io, streams_allowed, |server| async move {
+                let streams::YamuxServer {
+                    control,
+                    files,
+                    mut ended,
+                } = server;
+                // A refused peer (wrong token, limits) still gets its refusal on the control
+                // stream, but the file streams it opens meanwhile are dropped as they arrive,
+                // so yamux buffers nothing for them before the token has matched.
+                let files = if admitted.is_ok() {
+                    Some(files)
+                } else {
+                    let mut files = files;
+                    tokio::spawn(async move { while files.recv().await.is_some() {} });
+                    None
                 };
-            let member = match joined {
-                Ok(m) => m,
-                Err(e) => {
-                    run::refuse(&mut cwr, peer, &e).await;
-                    // Keep the connection up (bounded) so the refusal reaches the sender.
-                    let _ = tokio::time::timeout(Duration::from_secs(5), driver).await;
-                    return;
-                }
-            };
-            let facts = TransportFacts {
-                stream_window: 256 << 10,
-                conn_window: shoal_common::transport::yamux_window(streams_allowed) as u64,
-                rcvbuf: 0,
-                tcp_socket,
-            };
-            let files = files.expect("an admitted connection keeps its file streams");
-            let end = streams::receive(config, &member, &mut crd, cbuf, cdec, files, facts).await;
-            let mut completion = member.finish(&ctx.hub, end, config.idle_timeout).await;
-            run::reply(&mut cwr, &mut completion).await;
-            // Keep the connection running until the sender has read the reply and closed.
-            let _ = tokio::time::timeout(Duration::from_secs(5), driver).await;
+                // The control stream and its hello have a fresh hello deadline.
+                let control_deadline = tokio::time::Instant::now() + config.hello_timeout;
+                let control = tokio::time::timeout(config.idle_timeout, control);
+                let control = match tokio::time::timeout_at(control_deadline, control).await {
+                    Ok(Ok(Ok(c))) => c,
+                    _ => {
+                        eprintln!("{peer}: no yamux control stream");
+                        return None;
+                    }
+                };
+                let (mut crd, mut cwr) = tokio::io::split(control);
+                // The control stream repeats the hello; it must be the same run's.
+                let mut cbuf = BytesMut::new();
+                let mut cdec = RecordDecoder::new(config.limits);
+                let joined =
+                    match read_hello_by(&mut crd, &mut cbuf, &mut cdec, config, control_deadline)
+                        .await
+                    {
+                        Ok(h) if h.run_id != hello.run_id => {
+                            Err(anyhow::anyhow!("control stream hello is for another run"))
+                        }
+                        Ok(_) => admitted.and_then(|()| ctx.hub.join(config, hello)),
+                        Err(e) => Err(e),
+                    };
+                let member = match joined {
+                    Ok(m) => m,
+                    Err(e) => {
+                        run::refuse(&mut cwr, peer, &e).await;
+                        linger_until_closed(&mut ended).await;
+                        return None;
+                    }
+                };
+                let facts = TransportFacts {
+                    stream_window: 256 << 10,
+                    conn_window: shoal_common::transport::yamux_window(streams_allowed) as u64,
+                    rcvbuf: 0,
+                    tcp_socket,
+                };
+                let files = files.expect("an admitted connection keeps its file streams");
+                let end =
+                    streams::receive(config, &member, &mut crd, cbuf, cdec, files, facts).await;
+                let mut completion = member.finish(&ctx.hub, end, config.idle_timeout).await;
+                run::reply(&mut cwr, &mut completion).await;
+                linger_until_closed(&mut ended).await;
+                Some(completion)
+            })
+            .await;
+            let Some(completion) = served else { return };
             completion
         }
         Mode::QuicBundle | Mode::QuicStreams => unreachable!("admit() refuses QUIC modes on TCP"),
     };
     ctx.report_run(&hello, peer, completion);
+}
+
+/// Keeps a yamux connection served (at most 5 s) until the sender has closed it, so a reply
+/// or refusal reaches the sender before the connection is dropped.
+async fn linger_until_closed(ended: &mut tokio::sync::watch::Receiver<bool>) {
+    let _ = tokio::time::timeout(Duration::from_secs(5), ended.wait_for(|e| *e)).await;
 }

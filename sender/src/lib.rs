@@ -307,14 +307,13 @@ async fn one_connection(
                 // yamux (patched, vendor/yamux) flushes once per batch of frames: buffered,
                 // the frames of many files leave in one TLS write instead of one each.
                 let io = tokio::io::BufWriter::with_capacity(YAMUX_WRITE_BUFFER, io);
-                let (opener, driver) = streams::spawn_yamux_client(Box::new(io), hello.max_streams);
-                let outcome = async {
-                    let control = opener.open_control().await?;
-                    let (rd, wr) = tokio::io::split(control);
-                    streams::run(rd, wr, opener, &hello, reader, hooks).await
-                }
-                .await;
-                driver.abort();
+                let outcome =
+                    streams::with_yamux_client(Box::new(io), hello.max_streams, |opener| async {
+                        let control = opener.open_control().await?;
+                        let (rd, wr) = tokio::io::split(control);
+                        streams::run(rd, wr, opener, &hello, reader, hooks).await
+                    })
+                    .await;
                 // Refused before the receiver knew the mode: its reason came as a plain reply.
                 let o = match (outcome, sniff::refusal_in(&seen)) {
                     (Err(_), Some(msg)) => bail!("receiver refused the run: {msg}"),

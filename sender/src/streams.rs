@@ -5,17 +5,17 @@
 //! file (yamux: the receiver closes its side after closing the file; QUIC: the stream is
 //! acknowledged).
 
-use std::future::poll_fn;
-use std::sync::Arc;
+use std::future::{poll_fn, Future};
+use std::pin::pin;
+use std::sync::{Arc, Mutex};
 use std::task::Poll;
 
 use anyhow::{anyhow, bail, Context, Result};
 use bytes::BytesMut;
+use futures::stream::{FuturesUnordered, StreamExt};
 use shoal_common::codec::{self, Completion, Hello};
 use shoal_common::pipeline::reader::{ChunkKind, Reader};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
-use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::compat::{Compat, FuturesAsyncReadCompatExt, TokioAsyncReadCompatExt};
 
 use crate::bundle::Tally;
@@ -23,11 +23,15 @@ use crate::net::BoxIo;
 use crate::replies::Replies;
 use crate::{finish_with_reply, TestHooks};
 
-type YamuxRequest = oneshot::Sender<Result<yamux::Stream, yamux::ConnectionError>>;
+/// A yamux client connection, shared by the code that opens streams and the code that drives
+/// it. Both run inside one task (`with_yamux_client`), so the lock is never contended: it only
+/// lets two futures of that task reach the same connection.
+/// `None` once the connection has ended: dropping it is what ends its streams.
+type YamuxConn = Arc<Mutex<Option<yamux::Connection<Compat<BoxIo>>>>>;
 
 /// Opens per-file streams on one connection.
 pub(crate) enum Opener {
-    Yamux(mpsc::Sender<YamuxRequest>),
+    Yamux(YamuxConn),
     Quic(quinn::Connection),
 }
 
@@ -54,16 +58,13 @@ impl Opener {
 
     async fn open(&self) -> Result<FileStream> {
         match self {
-            Opener::Yamux(requests) => {
-                let (tx, rx) = oneshot::channel();
-                requests
-                    .send(tx)
-                    .await
-                    .map_err(|_| anyhow!("the yamux connection has ended"))?;
-                let stream = rx
-                    .await
-                    .map_err(|_| anyhow!("the yamux connection has ended"))?
-                    .context("cannot open a yamux stream")?;
+            Opener::Yamux(conn) => {
+                let stream = poll_fn(|cx| match conn.lock().expect("yamux").as_mut() {
+                    Some(c) => c.poll_new_outbound(cx).map_err(anyhow::Error::from),
+                    None => Poll::Ready(Err(anyhow!("the yamux connection has ended"))),
+                })
+                .await
+                .context("cannot open a yamux stream")?;
                 Ok(FileStream::Yamux(stream.compat()))
             }
             Opener::Quic(conn) => Ok(FileStream::Quic(
@@ -167,11 +168,21 @@ async fn send_files<W: AsyncWrite + Unpin>(
         .await
         .context("control stream write failed")?;
     let limit = hello.max_streams.max(1) as usize;
-    let outstanding = Arc::new(Semaphore::new(limit));
-    let mut tails: JoinSet<Result<()>> = JoinSet::new();
-    let mut current: Option<(FileStream, OwnedSemaphorePermit)> = None;
+    // Files whose bytes are all sent, waiting for the receiver to have them. They are polled
+    // in this task, not spawned: a task per file cost two cross-thread wake-ups per file.
+    let mut tails = FuturesUnordered::new();
+    let mut current: Option<FileStream> = None;
     let mut tally = Tally::default();
-    while let Some(mut chunk) = reader.chunks.recv().await {
+    loop {
+        let next = tokio::select! {
+            biased;
+            Some(done) = tails.next(), if !tails.is_empty() => {
+                done?;
+                continue;
+            }
+            next = reader.chunks.recv() => next,
+        };
+        let Some(mut chunk) = next else { break };
         tally.count(reader, &chunk);
         match chunk.kind {
             ChunkKind::Dir => control
@@ -180,34 +191,24 @@ async fn send_files<W: AsyncWrite + Unpin>(
                 .context("control stream write failed")?,
             ChunkKind::File { first, last, .. } => {
                 if first {
-                    let permit = outstanding
-                        .clone()
-                        .acquire_owned()
-                        .await
-                        .expect("semaphore never closed");
-                    *peak = (*peak).max((limit - outstanding.available_permits()) as u64);
+                    // At most `limit` files outstanding, this one included.
+                    while tails.len() >= limit {
+                        tails.next().await.expect("tails is not empty")?;
+                    }
+                    *peak = (*peak).max(tails.len() as u64 + 1);
                     let stream = opener.open().await?;
                     chunk.stamp_sent_at();
-                    current = Some((stream, permit));
+                    current = Some(stream);
                 }
                 hooks.apply(&mut chunk);
-                let (stream, _) = current
+                let stream = current
                     .as_mut()
                     .expect("a file's first chunk opens its stream");
                 stream.write_all(&chunk.bytes).await?;
                 if last {
-                    let (stream, permit) = current.take().expect("open stream");
-                    tails.spawn(async move {
-                        let r = stream.finish().await;
-                        drop(permit);
-                        r
-                    });
+                    tails.push(current.take().expect("open stream").finish());
                 }
             }
-        }
-        drop(chunk);
-        while let Some(done) = tails.try_join_next() {
-            done.context("file stream task failed")??;
         }
     }
     // The reader's channel closed: it read everything, or it failed (and then no end
@@ -223,62 +224,52 @@ async fn send_files<W: AsyncWrite + Unpin>(
         .flush()
         .await
         .context("control stream write failed")?;
-    while let Some(done) = tails.join_next().await {
-        done.context("file stream task failed")??;
+    while let Some(done) = tails.next().await {
+        done?;
     }
     Ok(())
 }
 
-/// Starts the task that owns a yamux client connection: it keeps polling inbound (which is
-/// what moves bytes) and serves requests for new outbound streams.
-pub(crate) fn spawn_yamux_client(
-    io: BoxIo,
-    max_streams: u32,
-) -> (Opener, JoinHandle<Result<(), yamux::ConnectionError>>) {
-    let conn = yamux::Connection::new(
+/// Runs `work` with a yamux client connection over `io`, driving the connection in the same
+/// task: polling inbound (which is what moves bytes both ways) after every poll of `work`, so
+/// the frames `work` queued leave in one flush. A driver in its own task cost a wake-up of
+/// that task (and a write) per file, and a round trip between tasks per stream opened.
+pub(crate) async fn with_yamux_client<T, F, Fut>(io: BoxIo, max_streams: u32, work: F) -> T
+where
+    F: FnOnce(Opener) -> Fut,
+    Fut: Future<Output = T>,
+{
+    let conn: YamuxConn = Arc::new(Mutex::new(Some(yamux::Connection::new(
         io.compat(),
         shoal_common::transport::yamux_config(shoal_common::transport::yamux_streams(max_streams)),
         yamux::Mode::Client,
-    );
-    let (tx, rx) = mpsc::channel::<YamuxRequest>(64);
-    (Opener::Yamux(tx), tokio::spawn(drive_client(conn, rx)))
-}
-
-async fn drive_client(
-    mut conn: yamux::Connection<Compat<BoxIo>>,
-    mut requests: mpsc::Receiver<YamuxRequest>,
-) -> Result<(), yamux::ConnectionError> {
-    let mut pending: Option<YamuxRequest> = None;
-    let mut requests_open = true;
+    ))));
+    let mut work = pin!(work(Opener::Yamux(conn.clone())));
     poll_fn(|cx| {
-        loop {
-            if pending.is_none() && requests_open {
-                match requests.poll_recv(cx) {
-                    Poll::Ready(Some(tx)) => pending = Some(tx),
-                    Poll::Ready(None) => requests_open = false,
-                    Poll::Pending => {}
-                }
-            }
-            let Some(tx) = pending.take() else { break };
-            match conn.poll_new_outbound(cx) {
-                Poll::Ready(r) => {
-                    let _ = tx.send(r);
-                }
-                Poll::Pending => {
-                    pending = Some(tx);
-                    break;
-                }
+        let out = work.as_mut().poll(cx);
+        // Also once `work` is done: what it queued last (an end marker, or the control
+        // stream's hello before a failure) goes out as far as the socket takes it now.
+        let mut guard = conn.lock().expect("yamux");
+        if let Some(c) = guard.as_mut() {
+            if drive(c, cx).is_ready() {
+                // Dropping the connection ends its streams, so `work` sees the failure.
+                *guard = None;
+                cx.waker().wake_by_ref();
             }
         }
-        loop {
-            match conn.poll_next_inbound(cx) {
-                // The receiver opens no streams; drop any it does.
-                Poll::Ready(Some(Ok(_))) => continue,
-                Poll::Ready(Some(Err(e))) => return Poll::Ready(Err(e)),
-                Poll::Ready(None) => return Poll::Ready(Ok(())),
-                Poll::Pending => return Poll::Pending,
-            }
-        }
+        out
     })
     .await
+}
+
+/// Polls the connection until it has nothing to do; ready when it has ended.
+fn drive(conn: &mut yamux::Connection<Compat<BoxIo>>, cx: &mut std::task::Context<'_>) -> Poll<()> {
+    loop {
+        match conn.poll_next_inbound(cx) {
+            // The receiver opens no streams; drop any it does.
+            Poll::Ready(Some(Ok(_))) => continue,
+            Poll::Ready(Some(Err(_)) | None) => return Poll::Ready(()),
+            Poll::Pending => return Poll::Pending,
+        }
+    }
 }
