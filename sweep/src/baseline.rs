@@ -1,6 +1,7 @@
 //! Baseline arms: `tar c | ssh tar x`, `rsync -a -e ssh` and `sftp -b` (recursive put) over the
 //! same emulated link, against an sshd started inside the receiver namespace with throw-away
-//! keys. Timed and verified exactly like Shoal's modes.
+//! keys; and `tar-local`, `tar c | tar x` on this host with no network at all (the file-system
+//! bound). Timed and verified exactly like Shoal's modes.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -179,6 +180,12 @@ impl Sshd {
     pub fn stop(mut self) {
         self.proc.kill(Duration::from_secs(2));
     }
+}
+
+/// `tar c | tar x` on this host, copying the contents of `src` into the existing folder `dest`.
+pub fn tar_local(src: &Path, dest: &Path) -> String {
+    let q = |p: &Path| shell_quote(&p.display().to_string());
+    format!("tar -C {} -cf - . | tar -C {} -xf -", q(src), q(dest))
 }
 
 /// Single-quotes a word for sh.

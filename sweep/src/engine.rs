@@ -561,7 +561,10 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
         }
     };
 
-    let needs_ssh = matrix.configs.iter().any(|c| c.kind() != "shoal");
+    let needs_ssh = matrix
+        .configs
+        .iter()
+        .any(|c| crate::matrix::SSH_KINDS.contains(&c.kind()));
     let sshd = match (&link, needs_ssh) {
         (Some(l), true) => {
             let s = Sshd::start(&work_run.join("ssh"), &l.rcv_ns, &l.snd_ns, &l.rcv_addr)?;
@@ -940,10 +943,10 @@ impl Sweep<'_> {
                 if let Some(l) = &self.link {
                     row.insert(
                         "receiver".into(),
-                        if cfg.kind() == "shoal" {
-                            l.rcv_addr.clone()
-                        } else {
-                            format!("{}:22", l.rcv_addr)
+                        match cfg.kind() {
+                            "shoal" => l.rcv_addr.clone(),
+                            "tar-local" => "local".into(),
+                            _ => format!("{}:22", l.rcv_addr),
                         },
                     );
                 }
@@ -1264,14 +1267,23 @@ impl Sweep<'_> {
         dest: &Path,
         timeout: Duration,
     ) -> Result<Outcome> {
-        let sshd = self.sshd.as_ref().context("baseline arm without sshd")?;
         let l = self
             .link
             .as_ref()
             .context("baseline arm without a local link")?;
         std::fs::create_dir_all(dest)?;
-        let batch = self.logs.join(format!("{order:05}-sftp-batch"));
-        let pipeline = sshd.command(cfg.kind(), &payload.root, dest, &batch)?;
+        let (pipeline, namespace) = if cfg.kind() == "tar-local" {
+            // No network: the local file-system bound the 1 Gbit/s target is set
+            // against, measured in the same sweep as the arms it is compared with.
+            (baseline::tar_local(&payload.root, dest), None)
+        } else {
+            let sshd = self.sshd.as_ref().context("baseline arm without sshd")?;
+            let batch = self.logs.join(format!("{order:05}-sftp-batch"));
+            (
+                sshd.command(cfg.kind(), &payload.root, dest, &batch)?,
+                Some(l.snd_ns.as_str()),
+            )
+        };
         let mut out = Outcome {
             command: pipeline.clone(),
             ..Default::default()
@@ -1282,7 +1294,7 @@ impl Sweep<'_> {
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(self.log(order, cfg.kind()))?);
         let t0 = Instant::now();
-        let mut p = Proc::spawn(&mut cmd, Some(&l.snd_ns), cfg.kind())?;
+        let mut p = Proc::spawn(&mut cmd, namespace, cfg.kind())?;
         let kill_at = self.hooks.kill_after(order).map(|d| t0 + d);
         let deadline = kill_at.unwrap_or(t0 + timeout).min(t0 + timeout);
         let exit = match p.wait_until(deadline) {

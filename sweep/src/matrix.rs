@@ -60,7 +60,11 @@ pub const DEFAULT_RECEIVER_FLAGS: &[&str] = &[
 ];
 
 /// The kinds of arm a configuration can be.
-pub const KINDS: &[&str] = &["shoal", "tar-ssh", "rsync-ssh", "sftp"];
+pub const KINDS: &[&str] = &["shoal", "tar-ssh", "rsync-ssh", "sftp", "tar-local"];
+
+/// Baseline kinds that run over ssh to the sshd the sweep starts in the receiver namespace.
+/// (`tar-local` is `tar | tar` on this host: what its disk does without any network.)
+pub const SSH_KINDS: &[&str] = &["tar-ssh", "rsync-ssh", "sftp"];
 
 /// Axes that apply to a baseline arm (all others are Shoal flags and are dropped).
 const BASELINE_AXES: &[&str] = &["payload", "kind", "timeout"];

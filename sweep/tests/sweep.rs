@@ -368,19 +368,23 @@ fn baseline_arms_run_and_verify() {
         "20ms",
         "100mbit",
         "[payload.p]\nfiles = 60\nsize = \"4KiB\"\ndirs = 3",
-        "[axes]\nkind = [\"tar-ssh\", \"rsync-ssh\", \"sftp\"]\nmode = [\"ignored-for-baselines\"]",
+        "[axes]\nkind = [\"tar-ssh\", \"rsync-ssh\", \"sftp\", \"tar-local\"]\nmode = [\"ignored-for-baselines\"]",
     );
     let s = sweep(t.path(), "base", &m, "swt4", &["--runs", "1"], &[]);
     let r = rows(&s.out.join("runs.csv"));
-    assert_eq!(r.len(), 3, "{}", s.stderr);
+    assert_eq!(r.len(), 4, "{}", s.stderr);
     let mut kinds: Vec<&str> = r.iter().map(|x| x["kind"].as_str()).collect();
     kinds.sort();
-    assert_eq!(kinds, ["rsync-ssh", "sftp", "tar-ssh"]);
+    assert_eq!(kinds, ["rsync-ssh", "sftp", "tar-local", "tar-ssh"]);
     for row in &r {
         assert_eq!(row["status"], "ok", "{row:?}");
         assert_eq!(row["verified"], "true");
         assert_eq!(row["mode"], row["kind"]);
-        assert_eq!(row["receiver"], "198.18.0.2:22");
+        let over_ssh = row["kind"] != "tar-local";
+        assert_eq!(
+            row["receiver"],
+            if over_ssh { "198.18.0.2:22" } else { "local" }
+        );
         assert!(row["sender_peak_rss_bytes"].parse::<u64>().unwrap() > 0);
         assert!(
             row["param_mode"].is_empty(),
