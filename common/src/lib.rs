@@ -17,3 +17,4 @@ pub mod transport;
 pub mod tree;
 pub mod units;
 pub mod verify;
+pub mod window_share;

@@ -15,6 +15,7 @@ use anyhow::{bail, Result};
 use shoal_common::codec::{Completion, Hello};
 use shoal_common::metrics;
 use shoal_common::pipeline::writer::{WriteBatch, WriterThread};
+use shoal_common::window_share::{SharedWindow, Side};
 use tokio::sync::{mpsc, watch, Semaphore};
 use tokio_util::sync::CancellationToken;
 
@@ -44,6 +45,8 @@ pub(crate) struct Run {
     pub cancel: CancellationToken,
     /// Writer ids are unique across the run's connections.
     pub next_file_id: AtomicU64,
+    /// The QUIC connection receive window, shared by the run's connections.
+    pub quic_window: Arc<SharedWindow>,
     writer: Mutex<Option<WriterThread>>,
     state: Mutex<State>,
     done: watch::Sender<Option<Completion>>,
@@ -153,6 +156,11 @@ impl Hub {
                     claims: Mutex::new(Claims::default()),
                     cancel: CancellationToken::new(),
                     next_file_id: AtomicU64::new(0),
+                    quic_window: SharedWindow::new(
+                        config.flow.conn_window,
+                        hello.conn_count,
+                        Side::Receive,
+                    ),
                     writer: Mutex::new(Some(writer)),
                     state: Mutex::new(State {
                         seen_index: vec![false; hello.conn_count as usize],

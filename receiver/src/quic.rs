@@ -111,14 +111,9 @@ pub(crate) async fn handle(ctx: Arc<Shared>, incoming: quinn::Incoming, rcvbuf: 
         }
     };
     // This connection's share of the run's window, now that the hello says how many
-    // connections the run spreads over.
-    let conn_window = shoal_common::transport::quic_window_per_connection(
-        config.flow.conn_window,
-        hello.conn_count,
-    );
-    if let Ok(w) = quinn::VarInt::from_u64(conn_window) {
-        conn.set_receive_window(w);
-    }
+    // connections the run spreads over; handed on to the others when this one is done.
+    let mut seat = member.run.quic_window.seat(conn.clone());
+    let conn_window = seat.initial();
     let facts = TransportFacts {
         stream_window: config.flow.stream_window.min(conn_window),
         conn_window,
@@ -129,6 +124,7 @@ pub(crate) async fn handle(ctx: Arc<Shared>, incoming: quinn::Incoming, rcvbuf: 
         Mode::QuicBundle => {
             let (end, mut wr) =
                 bundle::receive(config, &member, &mut rd, wr, buf, decoder, false, facts).await;
+            seat.finished();
             let mut completion = member.finish(&ctx.hub, end, config.idle_timeout).await;
             run::reply(&mut wr, &mut completion).await;
             completion
@@ -146,6 +142,7 @@ pub(crate) async fn handle(ctx: Arc<Shared>, incoming: quinn::Incoming, rcvbuf: 
                 })
             };
             let end = streams::receive(config, &member, &mut rd, buf, decoder, files, facts).await;
+            seat.finished();
             acceptor.abort();
             let mut completion = member.finish(&ctx.hub, end, config.idle_timeout).await;
             run::reply(&mut wr, &mut completion).await;

@@ -26,6 +26,7 @@ use shoal_common::pipeline::reader::{
 use shoal_common::row::RunRow;
 use shoal_common::stats::{check_tcp_cc, quic_stats, tcp_cc, tcp_stats, ConnStats};
 use shoal_common::tree::SourceTree;
+use shoal_common::window_share::{SharedWindow, Side};
 use tokio::io::AsyncWriteExt;
 
 /// Write buffer under yamux (tcp-streams): frames are coalesced up to this size.
@@ -237,6 +238,9 @@ async fn transfer(
     // outstanding is memory at this end and an open file at the receiver's; 8 connections ×
     // 4,096 each held ~210 MB here and ran the study's receiver out of descriptors).
     let streams_per_connection = config.flow.max_streams.div_ceil(u32::from(n)).max(1);
+    // The QUIC send window is for the path too: the run's connections share it, and one that
+    // has sent its share of the tree hands its part on (common/src/window_share.rs).
+    let send_window = SharedWindow::new(config.flow.send_window, n, Side::Send);
     let connections = (0..n).map(|i| {
         let hello = Hello {
             run_id,
@@ -249,7 +253,14 @@ async fn transfer(
             max_streams: streams_per_connection,
             cc: config.cc,
         };
-        one_connection(config, hello, queue.clone(), reader, probes.clone())
+        one_connection(
+            config,
+            hello,
+            queue.clone(),
+            reader,
+            probes.clone(),
+            &send_window,
+        )
     });
     // The first connection to fail ends the run (the others are dropped, so the receiver
     // sees them go and fails the run too).
@@ -280,8 +291,9 @@ async fn one_connection(
     queue: Arc<WorkQueue>,
     reader: ReaderConfig,
     probes: Arc<Mutex<Vec<(u16, Probe)>>>,
+    send_window: &Arc<SharedWindow>,
 ) -> Result<ConnOutcome> {
-    let reader = Reader::spawn(queue, reader)?;
+    let mut reader = Reader::spawn(queue, reader)?;
     let (to, pin, flow, hooks) = (&config.to, config.pin, &config.flow, config.hooks);
     let timeout = config.connect_timeout;
     let index = hello.conn_index;
@@ -336,12 +348,13 @@ async fn one_connection(
         Mode::QuicBundle | Mode::QuicStreams => {
             // The send window is for the path: the run's connections share it.
             let mut flow = *flow;
-            flow.send_window = shoal_common::transport::quic_window_per_connection(
-                flow.send_window,
-                config.connections,
-            );
+            flow.send_window = send_window.share();
             let quic = net::connect_quic(to, pin, config.cc, &flow, timeout).await?;
             register(Probe::Quic(quic.conn.clone()));
+            // Once this connection has sent its share of the tree, the others take its window.
+            let seat = Arc::new(Mutex::new(send_window.seat(quic.conn.clone())));
+            let seat_at_finish = seat.clone();
+            reader.on_finish(move || seat_at_finish.lock().expect("seat").finished());
             let (send, recv) = quic
                 .conn
                 .open_bi()

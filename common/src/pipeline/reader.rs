@@ -119,6 +119,18 @@ pub struct Reader {
     queue: Arc<WorkQueue>,
     budget: ByteBudget,
     thread: Option<JoinHandle<Result<()>>>,
+    /// Run once, when the transport calls [`Reader::finish`].
+    on_finish: OnFinish,
+}
+
+/// A callback for [`Reader::on_finish`].
+#[derive(Default)]
+struct OnFinish(Option<Box<dyn FnOnce() + Send>>);
+
+impl std::fmt::Debug for OnFinish {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "Some(..)" } else { "None" })
+    }
 }
 
 impl Reader {
@@ -139,6 +151,7 @@ impl Reader {
             queue,
             budget,
             thread: Some(thread),
+            on_finish: OnFinish::default(),
         })
     }
 
@@ -147,9 +160,18 @@ impl Reader {
         self.queue.tree()
     }
 
+    /// Runs `f` when the transport finishes this reader: its connection has sent its share of
+    /// the tree (or stopped). QUIC connections hand their window share on then.
+    pub fn on_finish(&mut self, f: impl FnOnce() + Send + 'static) {
+        self.on_finish = OnFinish(Some(Box::new(f)));
+    }
+
     /// Waits for the reader thread and returns its result (a file it could not read).
     /// Call after `chunks` returned `None`, or to stop early (remaining work is abandoned).
     pub fn finish(&mut self) -> Result<()> {
+        if let Some(f) = self.on_finish.0.take() {
+            f();
+        }
         self.budget.close();
         self.chunks.close();
         match self.thread.take() {

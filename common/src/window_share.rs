@@ -1,0 +1,227 @@
+//! A QUIC window (receive or send) shared by the connections of one run.
+//!
+//! Windows are sized for the path, not per connection: N connections together get what one
+//! would (8 × 20 MiB buffered ~200 MB at each end in the study's first pass). An equal split is
+//! right while every connection carries data, but one connection often ends up carrying the
+//! rest alone — a single large file always does — and with a fixed ⌈1/N⌉ share it was held to
+//! a window of 2.5 MiB (≤ 18.6 MB/s at 141 ms). So a connection that has nothing more to carry
+//! gives its share back and the connections still carrying data split the window again; the
+//! sum of the shares in use never exceeds the window (nor N × the 2 MiB floor of a share).
+
+use std::sync::{Arc, Mutex};
+
+use crate::transport::quic_window_per_connection;
+
+/// Which of a connection's windows is shared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// The receiver's connection receive window.
+    Receive,
+    /// The sender's send window (unacknowledged bytes in flight).
+    Send,
+}
+
+/// Who takes the shares: a QUIC connection, or (in tests) a recorder.
+pub trait WindowHolder: Send + 'static {
+    fn set_window(&self, side: Side, bytes: u64);
+}
+
+impl WindowHolder for quinn::Connection {
+    fn set_window(&self, side: Side, bytes: u64) {
+        match side {
+            Side::Receive => {
+                if let Ok(v) = quinn::VarInt::from_u64(bytes) {
+                    self.set_receive_window(v);
+                }
+            }
+            Side::Send => self.set_send_window(bytes),
+        }
+    }
+}
+
+/// One run's window, split over the connections still carrying data.
+pub struct SharedWindow<H: WindowHolder = quinn::Connection> {
+    total: u64,
+    side: Side,
+    state: Mutex<State<H>>,
+}
+
+struct State<H> {
+    /// Connections the run announced.
+    expected: u16,
+    /// Connections that have nothing more to carry.
+    finished: u16,
+    /// Seated connections still carrying data, with the largest share each was given.
+    seats: Vec<Option<(H, u64)>>,
+}
+
+impl<H: WindowHolder> SharedWindow<H> {
+    /// `total` shared by the `connections` a run announced. Until a connection has finished,
+    /// its share is kept for it, seated yet or not.
+    pub fn new(total: u64, connections: u16, side: Side) -> Arc<Self> {
+        Arc::new(Self {
+            total,
+            side,
+            state: Mutex::new(State {
+                expected: connections.max(1),
+                finished: 0,
+                seats: Vec::new(),
+            }),
+        })
+    }
+
+    /// What each connection still carrying data gets now.
+    pub fn share(&self) -> u64 {
+        self.share_of(&self.state.lock().expect("window share"))
+    }
+
+    fn share_of(&self, st: &State<H>) -> u64 {
+        let carrying = st.expected.saturating_sub(st.finished).max(1);
+        quic_window_per_connection(self.total, carrying)
+    }
+
+    /// Seats a connection: it gets the current share at once.
+    pub fn seat(self: &Arc<Self>, holder: H) -> Seat<H> {
+        let mut st = self.state.lock().expect("window share");
+        let share = self.share_of(&st);
+        holder.set_window(self.side, share);
+        st.seats.push(Some((holder, share)));
+        Seat {
+            window: self.clone(),
+            index: st.seats.len() - 1,
+            initial: share,
+            largest: share,
+            finished: false,
+        }
+    }
+}
+
+/// A connection's place in a [`SharedWindow`]; finishing (or dropping) it hands the share on.
+pub struct Seat<H: WindowHolder = quinn::Connection> {
+    window: Arc<SharedWindow<H>>,
+    index: usize,
+    initial: u64,
+    largest: u64,
+    finished: bool,
+}
+
+impl<H: WindowHolder> Seat<H> {
+    /// The share this connection was seated with.
+    pub fn initial(&self) -> u64 {
+        self.initial
+    }
+
+    /// The largest share this connection was given so far.
+    pub fn largest(&self) -> u64 {
+        let st = self.window.state.lock().expect("window share");
+        match &st.seats[self.index] {
+            Some((_, largest)) => *largest,
+            None => self.largest,
+        }
+    }
+
+    /// This connection has nothing more to carry: the others split the window again.
+    pub fn finished(&mut self) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        let w = &self.window;
+        let mut st = w.state.lock().expect("window share");
+        if let Some((_, largest)) = st.seats[self.index].take() {
+            self.largest = largest;
+        }
+        st.finished = st.finished.saturating_add(1);
+        let share = w.share_of(&st);
+        for (holder, largest) in st.seats.iter_mut().flatten() {
+            if share > *largest {
+                holder.set_window(w.side, share);
+                *largest = share;
+            }
+        }
+    }
+}
+
+impl<H: WindowHolder> Drop for Seat<H> {
+    fn drop(&mut self) {
+        self.finished();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Records every window it is given.
+    #[derive(Clone, Default)]
+    struct Recorder(Arc<Mutex<Vec<u64>>>);
+
+    impl WindowHolder for Recorder {
+        fn set_window(&self, _: Side, bytes: u64) {
+            self.0.lock().unwrap().push(bytes);
+        }
+    }
+
+    impl Recorder {
+        fn last(&self) -> u64 {
+            *self.0.lock().unwrap().last().unwrap()
+        }
+    }
+
+    const MIB: u64 = 1 << 20;
+
+    #[test]
+    fn one_connection_gets_the_whole_window() {
+        let w = SharedWindow::new(20 * MIB, 1, Side::Receive);
+        let r = Recorder::default();
+        let seat = w.seat(r.clone());
+        assert_eq!(seat.initial(), 20 * MIB);
+        assert_eq!(r.last(), 20 * MIB);
+    }
+
+    #[test]
+    fn shares_are_split_then_handed_on_as_connections_finish() {
+        let w = SharedWindow::new(20 * MIB, 4, Side::Send);
+        let rs: Vec<Recorder> = (0..4).map(|_| Recorder::default()).collect();
+        let mut seats: Vec<_> = rs.iter().map(|r| w.seat(r.clone())).collect();
+        for r in &rs {
+            assert_eq!(r.last(), 5 * MIB);
+        }
+        seats[0].finished();
+        // Three still carrying: a third each, and the finished one is left alone.
+        assert_eq!(rs[1].last(), 20 * MIB / 3);
+        assert_eq!(rs[0].0.lock().unwrap().len(), 1);
+        // Finishing twice counts once.
+        seats[0].finished();
+        assert_eq!(w.share(), 20 * MIB / 3);
+        drop(seats.remove(1));
+        drop(seats.remove(1));
+        // The last one carrying data has the whole window; the sum never exceeded it.
+        assert_eq!(rs[3].last(), 20 * MIB);
+        // seats: the finished first one, and the last one.
+        assert_eq!(seats[1].largest(), 20 * MIB);
+        assert_eq!(seats[1].initial(), 5 * MIB);
+        assert_eq!(seats[0].largest(), 5 * MIB);
+    }
+
+    #[test]
+    fn a_connection_not_yet_seated_keeps_its_share() {
+        // The run announced 8; one finished before the others were seated.
+        let w = SharedWindow::new(16 * MIB, 8, Side::Receive);
+        let early = Recorder::default();
+        let mut s = w.seat(early.clone());
+        assert_eq!(early.last(), 2 * MIB);
+        s.finished();
+        let late = Recorder::default();
+        let l = w.seat(late.clone());
+        assert_eq!(l.initial(), 16 * MIB / 7);
+    }
+
+    #[test]
+    fn never_below_the_smallest_share() {
+        let w = SharedWindow::new(20 * MIB, 64, Side::Receive);
+        let r = Recorder::default();
+        let _s = w.seat(r.clone());
+        assert_eq!(r.last(), 2 * MIB);
+    }
+}
