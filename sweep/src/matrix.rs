@@ -756,6 +756,11 @@ connections = 8
         // 1,024-file subset.
         assert_eq!(count("study.toml"), 32 + 3 + 2);
         assert_eq!(count("flow-control.toml"), 2 * 3 * 2 - 3);
+        assert_eq!(count("study-session.toml"), 32 + 3 + 2);
+        // 4 modes × 2 controllers × 2 connection counts, and tar-local.
+        assert_eq!(count("study-1gbit.toml"), 16 + 1);
+        // 2 modes × 2 controllers × 2 connection counts, and 2 per-file modes with BBR.
+        assert_eq!(count("study-loss.toml"), 8 + 2);
         let study = Matrix::load(&dir.join("study.toml")).unwrap();
         let refs: Vec<_> = study
             .configs
