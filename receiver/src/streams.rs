@@ -187,15 +187,16 @@ async fn handle_file(shared: Arc<Shared>, file: InboundFile) -> Result<(), PumpE
     let open = shared.open_now.fetch_add(1, Ordering::Relaxed) + 1;
     shared.peak_open.fetch_max(open, Ordering::Relaxed);
     let result = match file {
-        InboundFile::Yamux(mut s) => {
-            // An empty write acknowledges the stream at once, so the sender's window of 256
-            // unacknowledged yamux streams drains one round trip after each open rather than
-            // after each file is written.
-            let _ = s.write(&[]).await;
+        InboundFile::Yamux(s) => {
+            let mut s = AckWhenWaiting {
+                stream: s,
+                acked: false,
+            };
             let r = read_one_file(&shared, &mut s, YAMUX_FIRST_READ).await;
             if r.is_ok() {
-                // Closing our side tells the sender this file is in.
-                let _ = s.shutdown().await;
+                // Closing our side tells the sender this file is in (and acknowledges the
+                // stream, if no read had to wait).
+                let _ = s.stream.shutdown().await;
             }
             r
         }
@@ -209,6 +210,41 @@ async fn handle_file(shared: Arc<Shared>, file: InboundFile) -> Result<(), PumpE
     };
     shared.open_now.fetch_sub(1, Ordering::Relaxed);
     result
+}
+
+/// A yamux file stream that acknowledges itself the first time a read would wait.
+///
+/// yamux lets a sender wait for at most 256 unacknowledged streams, and a stream is
+/// acknowledged by the first frame the receiver sends on it. A stream that has to wait for
+/// data is acknowledged at once (an empty write), so the backlog drains one round trip after
+/// each open rather than after each file. A small file is usually whole in its first read; its
+/// close, a moment later, carries the acknowledgement, which saves a frame per file at both
+/// ends.
+struct AckWhenWaiting {
+    stream: Compat<yamux::Stream>,
+    acked: bool,
+}
+
+impl AsyncRead for AckWhenWaiting {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        let read = std::pin::Pin::new(&mut this.stream).poll_read(cx, buf);
+        if read.is_pending() && !this.acked {
+            // Pending: the stream's queue to the connection is full and wakes us when it is
+            // not. A failed write shows up on the next read.
+            if std::pin::Pin::new(&mut this.stream)
+                .poll_write(cx, &[])
+                .is_ready()
+            {
+                this.acked = true;
+            }
+        }
+        read
+    }
 }
 
 /// Reads what the control stream has (folder records, the end marker) through a small
