@@ -36,6 +36,9 @@ pub(crate) fn bind(
     pre_hello.conn_window = pre_hello
         .conn_window
         .min(shoal_common::transport::QUIC_PRE_HELLO_WINDOW);
+    pre_hello.max_streams = pre_hello
+        .max_streams
+        .min(shoal_common::transport::QUIC_PRE_HELLO_STREAMS);
     server.transport_config(Arc::new(quic_transport(&pre_hello, None)?));
     let endpoint = quinn::Endpoint::new(
         quinn::EndpointConfig::default(),
@@ -114,6 +117,9 @@ pub(crate) async fn handle(ctx: Arc<Shared>, incoming: quinn::Incoming, rcvbuf: 
     // connections the run spreads over; handed on to the others when this one is done.
     let mut seat = member.run.quic_window.seat(conn.clone());
     let conn_window = seat.initial();
+    // As many concurrent file streams as this connection will use (admission checked that
+    // against --max-streams): the receiver holds every stream it allows until it has read it.
+    conn.set_max_concurrent_uni_streams(quinn::VarInt::from_u32(hello.max_streams.max(1)));
     let facts = TransportFacts {
         stream_window: config.flow.stream_window.min(conn_window),
         conn_window,
