@@ -51,8 +51,8 @@ struct State<H> {
     expected: u16,
     /// Connections that have nothing more to carry.
     finished: u16,
-    /// Seated connections still carrying data, with the largest share each was given.
-    seats: Vec<Option<(H, u64)>>,
+    /// Seated connections still carrying data.
+    seats: Vec<Option<H>>,
 }
 
 impl<H: WindowHolder> SharedWindow<H> {
@@ -85,12 +85,11 @@ impl<H: WindowHolder> SharedWindow<H> {
         let mut st = self.state.lock().expect("window share");
         let share = self.share_of(&st);
         holder.set_window(self.side, share);
-        st.seats.push(Some((holder, share)));
+        st.seats.push(Some(holder));
         Seat {
             window: self.clone(),
             index: st.seats.len() - 1,
             initial: share,
-            largest: share,
             finished: false,
         }
     }
@@ -101,7 +100,6 @@ pub struct Seat<H: WindowHolder = quinn::Connection> {
     window: Arc<SharedWindow<H>>,
     index: usize,
     initial: u64,
-    largest: u64,
     finished: bool,
 }
 
@@ -109,15 +107,6 @@ impl<H: WindowHolder> Seat<H> {
     /// The share this connection was seated with.
     pub fn initial(&self) -> u64 {
         self.initial
-    }
-
-    /// The largest share this connection was given so far.
-    pub fn largest(&self) -> u64 {
-        let st = self.window.state.lock().expect("window share");
-        match &st.seats[self.index] {
-            Some((_, largest)) => *largest,
-            None => self.largest,
-        }
     }
 
     /// This connection has nothing more to carry: the others split the window again.
@@ -128,15 +117,15 @@ impl<H: WindowHolder> Seat<H> {
         self.finished = true;
         let w = &self.window;
         let mut st = w.state.lock().expect("window share");
-        if let Some((_, largest)) = st.seats[self.index].take() {
-            self.largest = largest;
-        }
+        st.seats[self.index] = None;
+        let before = w.share_of(&st);
         st.finished = st.finished.saturating_add(1);
+        // Shares only grow, and each change reaches every seated connection, so each of them
+        // has `before` now.
         let share = w.share_of(&st);
-        for (holder, largest) in st.seats.iter_mut().flatten() {
-            if share > *largest {
+        if share > before {
+            for holder in st.seats.iter().flatten() {
                 holder.set_window(w.side, share);
-                *largest = share;
             }
         }
     }
@@ -199,9 +188,9 @@ mod tests {
         // The last one carrying data has the whole window; the sum never exceeded it.
         assert_eq!(rs[3].last(), 20 * MIB);
         // seats: the finished first one, and the last one.
-        assert_eq!(seats[1].largest(), 20 * MIB);
         assert_eq!(seats[1].initial(), 5 * MIB);
-        assert_eq!(seats[0].largest(), 5 * MIB);
+        // The first one, finished at once, was never given more than its first share.
+        assert_eq!(*rs[0].0.lock().unwrap(), [5 * MIB]);
     }
 
     #[test]

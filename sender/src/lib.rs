@@ -351,10 +351,10 @@ async fn one_connection(
             flow.send_window = send_window.share();
             let quic = net::connect_quic(to, pin, config.cc, &flow, timeout).await?;
             register(Probe::Quic(quic.conn.clone()));
-            // Once this connection has sent its share of the tree, the others take its window.
-            let seat = Arc::new(Mutex::new(send_window.seat(quic.conn.clone())));
-            let seat_at_finish = seat.clone();
-            reader.on_finish(move || seat_at_finish.lock().expect("seat").finished());
+            // Once this connection has sent its share of the tree, the others take its window
+            // (a reader dropped unfinished drops the seat, which hands the share on too).
+            let mut seat = send_window.seat(quic.conn.clone());
+            reader.on_finish(move || seat.finished());
             let (send, recv) = quic
                 .conn
                 .open_bi()
