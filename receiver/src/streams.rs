@@ -268,9 +268,10 @@ async fn read_control<R: AsyncRead + Unpin>(
 /// whole file reaches the writer in one batch. 512 bytes here meant two reads and two batches
 /// per file and cost tcp-streams a third of its speed (docs/benchmarks.md).
 const YAMUX_FIRST_READ: usize = 4608;
-/// A QUIC file stream's first read. 4.5 KiB here raised the quic-streams receiver's peak RSS
-/// from 47 to 124–136 MB (65,536 × 4 KiB on tmpfs) for no measurable gain in speed; quinn's
-/// reads are cheap enough that two per file do not matter.
+/// A QUIC file stream's first read. 4.5 KiB here makes quic-streams faster (65,536 × 4 KiB on
+/// tmpfs, one connection: 150–171 against 111–118 MB/s) but raised the receiver's peak RSS
+/// from 47 to 116–136 MB, over the 64 MB target; why quinn then holds so much more is not yet
+/// understood (docs/benchmarks.md).
 const QUIC_FIRST_READ: usize = 512;
 
 /// Reads exactly one file record from a stream and writes it.
