@@ -14,6 +14,8 @@ command -v ssh-keygen >/dev/null 2>&1 || need+=(openssh-client)
 [ -x /usr/sbin/sshd ] || need+=(openssh-server)
 [ -x /usr/lib/openssh/sftp-server ] || need+=(openssh-sftp-server)
 command -v rsync >/dev/null 2>&1 || need+=(rsync)
+# Sweep baseline tar-tcp (tar over one plain TCP connection, socat at both ends).
+command -v socat >/dev/null 2>&1 || need+=(socat)
 command -v bash >/dev/null 2>&1 || need+=(bash)
 
 if [ ${#need[@]} -gt 0 ]; then

@@ -1,7 +1,9 @@
 //! Baseline arms: `tar c | ssh tar x`, `rsync -a -e ssh` and `sftp -b` (recursive put) over the
 //! same emulated link, against an sshd started inside the receiver namespace with throw-away
-//! keys; and `tar-local`, `tar c | tar x` on this host with no network at all (the file-system
-//! bound). Timed and verified exactly like Shoal's modes.
+//! keys; `tar-tcp`, `tar c | tar x` over one plain TCP connection across the same link (socat at
+//! both ends: no SSH window, no encryption — what the link and its cold start allow this
+//! payload); and `tar-local`, `tar c | tar x` on this host with no network at all (the
+//! file-system bound). Timed and verified exactly like Shoal's modes.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -188,6 +190,33 @@ pub fn tar_local(src: &Path, dest: &Path) -> String {
     format!("tar -C {} -cf - . | tar -C {} -xf -", q(src), q(dest))
 }
 
+/// Port the `tar-tcp` receiver listens on (inside the receiver namespace, on the link address).
+pub const TAR_TCP_PORT: u16 = 5399;
+
+/// What the `tar-tcp` receiver prints once it listens (socat's `-d -d` notice), so the sender
+/// starts, and the clock with it, only once the receiver is ready.
+pub const TAR_TCP_LISTENING: &str = "listening on";
+
+/// The `tar-tcp` receiver: accepts one TCP connection on `addr:port` and unpacks what arrives
+/// into the existing folder `dest`. It exits once tar has written the last file.
+pub fn tar_tcp_receiver(dest: &Path, addr: &str, port: u16) -> String {
+    format!(
+        "socat -d -d -u TCP-LISTEN:{port},bind={},reuseaddr STDOUT | tar -C {} -xf -",
+        shell_quote(addr),
+        shell_quote(&dest.display().to_string())
+    )
+}
+
+/// The `tar-tcp` sender: packs the contents of `src` into one TCP connection to `addr:port`.
+/// The connection uses the namespace's default congestion controller.
+pub fn tar_tcp_sender(src: &Path, addr: &str, port: u16) -> String {
+    format!(
+        "tar -C {} -cf - . | socat -u STDIN TCP:{}:{port}",
+        shell_quote(&src.display().to_string()),
+        shell_quote(addr)
+    )
+}
+
 /// Single-quotes a word for sh.
 pub fn shell_quote(s: &str) -> String {
     if !s.is_empty()
@@ -205,7 +234,8 @@ fn sftp_quote(s: &str) -> String {
 
 /// Versions of the baseline tools, for meta.json.
 pub fn tool_versions() -> Vec<(String, String)> {
-    let first = |prog: &str, arg: &str| -> String {
+    // The first line of `prog arg` that contains `want` (socat's first line is its authors).
+    let line = |prog: &str, arg: &str, want: &str| -> String {
         Command::new(prog)
             .arg(arg)
             .output()
@@ -217,7 +247,7 @@ pub fn tool_versions() -> Vec<(String, String)> {
                 };
                 String::from_utf8_lossy(&s)
                     .lines()
-                    .next()
+                    .find(|l| l.contains(want))
                     .unwrap_or_default()
                     .trim()
                     .to_string()
@@ -225,9 +255,10 @@ pub fn tool_versions() -> Vec<(String, String)> {
             .unwrap_or_default()
     };
     vec![
-        ("ssh".into(), first("ssh", "-V")),
-        ("rsync".into(), first("rsync", "--version")),
-        ("tar".into(), first("tar", "--version")),
+        ("ssh".into(), line("ssh", "-V", "")),
+        ("rsync".into(), line("rsync", "--version", "")),
+        ("tar".into(), line("tar", "--version", "")),
+        ("socat".into(), line("socat", "-V", "version")),
     ]
 }
 

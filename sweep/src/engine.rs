@@ -205,6 +205,9 @@ struct LinkCtx {
     snd_ns: String,
     rcv_ns: String,
     rcv_addr: String,
+    /// The sender namespace's default TCP congestion controller: what the baselines' TCP
+    /// connections (ssh, socat) use, since they do not choose one.
+    default_cc: String,
     /// Static link columns of every row.
     cols: Row,
 }
@@ -308,6 +311,8 @@ struct Outcome {
     /// Why the transfer itself failed (empty when it reported ok).
     error: String,
     receiver_report: String,
+    /// A baseline's receiving processes' peak RSS, when the sweep started them (tar-tcp).
+    receiver_peak_rss_bytes: Option<u64>,
     command: String,
 }
 
@@ -544,6 +549,11 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
                 snd_ns: st.snd_ns.clone(),
                 rcv_ns: st.rcv_ns.clone(),
                 rcv_addr: st.rcv_addr.clone(),
+                default_cc: shoal_link::netns::read_sysctl_in(
+                    &st.snd_ns,
+                    "net.ipv4.tcp_congestion_control",
+                )
+                .unwrap_or_default(),
                 cols: link_columns(&info),
             })
         }
@@ -566,17 +576,21 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
         .iter()
         .any(|c| crate::matrix::SSH_KINDS.contains(&c.kind()));
     let sshd = match (&link, needs_ssh) {
-        (Some(l), true) => {
-            let s = Sshd::start(&work_run.join("ssh"), &l.rcv_ns, &l.snd_ns, &l.rcv_addr)?;
-            meta["baseline_tools"] = serde_json::to_value(
-                baseline::tool_versions()
-                    .into_iter()
-                    .collect::<BTreeMap<_, _>>(),
-            )?;
-            Some(s)
-        }
+        (Some(l), true) => Some(Sshd::start(
+            &work_run.join("ssh"),
+            &l.rcv_ns,
+            &l.snd_ns,
+            &l.rcv_addr,
+        )?),
         _ => None,
     };
+    if matrix.configs.iter().any(|c| c.kind() != "shoal") {
+        meta["baseline_tools"] = serde_json::to_value(
+            baseline::tool_versions()
+                .into_iter()
+                .collect::<BTreeMap<_, _>>(),
+        )?;
+    }
     write_meta(&opts.out, &meta)?;
 
     let identity = work_run.join("identity");
@@ -940,12 +954,19 @@ impl Sweep<'_> {
                         row.insert("sender_cpu_seconds".into(), f3(e.cpu_seconds));
                     }
                 }
+                if let Some(rss) = out.receiver_peak_rss_bytes {
+                    row.insert("receiver_peak_rss_bytes".into(), rss.to_string());
+                }
                 if let Some(l) = &self.link {
+                    if cfg.kind() != "shoal" && cfg.kind() != "tar-local" {
+                        row.insert("cc".into(), l.default_cc.clone());
+                    }
                     row.insert(
                         "receiver".into(),
                         match cfg.kind() {
                             "shoal" => l.rcv_addr.clone(),
                             "tar-local" => "local".into(),
+                            "tar-tcp" => format!("{}:{}", l.rcv_addr, baseline::TAR_TCP_PORT),
                             _ => format!("{}:22", l.rcv_addr),
                         },
                     );
@@ -1272,17 +1293,28 @@ impl Sweep<'_> {
             .as_ref()
             .context("baseline arm without a local link")?;
         std::fs::create_dir_all(dest)?;
-        let (pipeline, namespace) = if cfg.kind() == "tar-local" {
+        // tar-tcp's receiving end, started (and listening) before the clock starts.
+        let mut unpacker: Option<Proc> = None;
+        let (pipeline, namespace) = match cfg.kind() {
             // No network: the local file-system bound the 1 Gbit/s target is set
             // against, measured in the same sweep as the arms it is compared with.
-            (baseline::tar_local(&payload.root, dest), None)
-        } else {
-            let sshd = self.sshd.as_ref().context("baseline arm without sshd")?;
-            let batch = self.logs.join(format!("{order:05}-sftp-batch"));
-            (
-                sshd.command(cfg.kind(), &payload.root, dest, &batch)?,
-                Some(l.snd_ns.as_str()),
-            )
+            "tar-local" => (baseline::tar_local(&payload.root, dest), None),
+            "tar-tcp" => {
+                unpacker =
+                    Some(self.start_tar_tcp_receiver(order, &l.rcv_ns, &l.rcv_addr, dest)?);
+                (
+                    baseline::tar_tcp_sender(&payload.root, &l.rcv_addr, baseline::TAR_TCP_PORT),
+                    Some(l.snd_ns.as_str()),
+                )
+            }
+            _ => {
+                let sshd = self.sshd.as_ref().context("baseline arm without sshd")?;
+                let batch = self.logs.join(format!("{order:05}-sftp-batch"));
+                (
+                    sshd.command(cfg.kind(), &payload.root, dest, &batch)?,
+                    Some(l.snd_ns.as_str()),
+                )
+            }
         };
         let mut out = Outcome {
             command: pipeline.clone(),
@@ -1297,22 +1329,43 @@ impl Sweep<'_> {
         let mut p = Proc::spawn(&mut cmd, namespace, cfg.kind())?;
         let kill_at = self.hooks.kill_after(order).map(|d| t0 + d);
         let deadline = kill_at.unwrap_or(t0 + timeout).min(t0 + timeout);
+        let mut killed = false;
         let exit = match p.wait_until(deadline) {
             Some(e) => e,
             None => {
-                let e = p.kill(Duration::from_millis(500));
-                out.timed_out = true;
-                out.error = if proc::interrupted() {
-                    "interrupted".into()
-                } else {
-                    format!(
-                        "killed at the {} limit",
-                        fmt_duration(t0.elapsed().min(timeout))
-                    )
-                };
-                e
+                killed = true;
+                p.kill(Duration::from_millis(500))
             }
         };
+        // tar-tcp is done when the receiving tar has written the last file, not when the
+        // sending side has handed its last byte to the kernel.
+        let mut unpacker_exit = None;
+        if let Some(mut u) = unpacker {
+            let e = if killed || !exit.success() {
+                u.wait_until(Instant::now() + Duration::from_secs(2))
+                    .unwrap_or_else(|| u.kill(Duration::from_millis(500)))
+            } else {
+                match u.wait_until(deadline) {
+                    Some(e) => e,
+                    None => {
+                        killed = true;
+                        u.kill(Duration::from_millis(500))
+                    }
+                }
+            };
+            unpacker_exit = Some(e);
+        }
+        if killed {
+            out.timed_out = true;
+            out.error = if proc::interrupted() {
+                "interrupted".into()
+            } else {
+                format!(
+                    "killed at the {} limit",
+                    fmt_duration(t0.elapsed().min(timeout))
+                )
+            };
+        }
         out.wall_seconds = t0.elapsed().as_secs_f64();
         if out.timed_out {
             // Let the receiving side finish the writes already under way before counting.
@@ -1326,8 +1379,64 @@ impl Sweep<'_> {
                 proc::tail_of(&self.log(order, cfg.kind()), 300)
             );
         }
+        if let Some(u) = &unpacker_exit {
+            if out.error.is_empty() && !u.success() {
+                out.error = format!(
+                    "tar-tcp receiver {}: {}",
+                    u.describe(),
+                    proc::tail_of(&self.log(order, "tar-tcp-receiver"), 300)
+                );
+            }
+            if u.max_rss_bytes > 0 {
+                out.receiver_peak_rss_bytes = Some(u.max_rss_bytes);
+            }
+        }
         out.exit = Some(exit);
         Ok(out)
+    }
+
+    /// Starts the `tar-tcp` receiver in `ns` and waits (at most 5 s) until it listens.
+    fn start_tar_tcp_receiver(
+        &self,
+        order: usize,
+        ns: &str,
+        addr: &str,
+        dest: &Path,
+    ) -> Result<Proc> {
+        let log = self.log(order, "tar-tcp-receiver");
+        let mut cmd = Command::new("bash");
+        cmd.args([
+            "-o",
+            "pipefail",
+            "-c",
+            &baseline::tar_tcp_receiver(dest, addr, baseline::TAR_TCP_PORT),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log)?);
+        let mut p = Proc::spawn(&mut cmd, Some(ns), "tar-tcp receiver (socat | tar)")?;
+        let give_up = Instant::now() + Duration::from_secs(5);
+        loop {
+            let said = std::fs::read_to_string(&log).unwrap_or_default();
+            if said.contains(baseline::TAR_TCP_LISTENING) {
+                return Ok(p);
+            }
+            if let Some(e) = p.wait_until(Instant::now() + Duration::from_millis(20)) {
+                bail!(
+                    "tar-tcp receiver {} before listening (is socat installed? scripts/setup.sh): {}",
+                    e.describe(),
+                    proc::tail_of(&log, 300)
+                );
+            }
+            if Instant::now() >= give_up {
+                p.kill(Duration::from_millis(500));
+                bail!(
+                    "tar-tcp receiver not listening on {addr}:{} after 5 s: {}",
+                    baseline::TAR_TCP_PORT,
+                    proc::tail_of(&log, 300)
+                );
+            }
+        }
     }
 }
 

@@ -60,10 +60,19 @@ pub const DEFAULT_RECEIVER_FLAGS: &[&str] = &[
 ];
 
 /// The kinds of arm a configuration can be.
-pub const KINDS: &[&str] = &["shoal", "tar-ssh", "rsync-ssh", "sftp", "tar-local"];
+pub const KINDS: &[&str] = &[
+    "shoal",
+    "tar-ssh",
+    "rsync-ssh",
+    "sftp",
+    "tar-tcp",
+    "tar-local",
+];
 
 /// Baseline kinds that run over ssh to the sshd the sweep starts in the receiver namespace.
-/// (`tar-local` is `tar | tar` on this host: what its disk does without any network.)
+/// (`tar-tcp` is tar over one plain TCP connection across the link, socat at both ends: what
+/// the link allows this payload; `tar-local` is `tar | tar` on this host: what its disk does
+/// without any network.)
 pub const SSH_KINDS: &[&str] = &["tar-ssh", "rsync-ssh", "sftp"];
 
 /// Axes that apply to a baseline arm (all others are Shoal flags and are dropped).
@@ -365,7 +374,7 @@ impl Matrix {
         if matches!(link, LinkSpec::Remote { .. }) {
             if let Some(c) = configs.iter().find(|c| c.kind() != "shoal") {
                 bail!(
-                    "{}: baseline arms need the local emulated link (sshd runs in the receiver namespace)",
+                    "{}: baseline arms need the local emulated link (their receiving end runs in the receiver namespace)",
                     c.label()
                 );
             }
@@ -757,8 +766,10 @@ connections = 8
         assert_eq!(count("study.toml"), 32 + 3 + 2);
         assert_eq!(count("flow-control.toml"), 2 * 3 * 2 - 3);
         assert_eq!(count("study-session.toml"), 32 + 3 + 2);
-        // 4 modes × 2 controllers × 2 connection counts, and tar-local.
-        assert_eq!(count("study-1gbit.toml"), 16 + 1);
+        // 4 modes × 2 controllers × 2 connection counts, tar-local and tar-tcp.
+        assert_eq!(count("study-1gbit.toml"), 16 + 2);
+        // 2 QUIC modes × 2 controllers × 8 connections, and the tcp-bundle bbr ×8 anchor.
+        assert_eq!(count("study-quic8.toml"), 4 + 1);
         // 2 modes × 2 controllers × 2 connection counts, and 2 per-file modes with BBR.
         assert_eq!(count("study-loss.toml"), 8 + 2);
         let study = Matrix::load(&dir.join("study.toml")).unwrap();

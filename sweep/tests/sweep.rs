@@ -352,7 +352,7 @@ fn baseline_arms_run_and_verify() {
         eprintln!("skipped: needs root");
         return;
     }
-    for tool in ["sshd", "rsync", "sftp"] {
+    for tool in ["sshd", "rsync", "sftp", "socat"] {
         let found = ["/usr/sbin", "/usr/bin", "/sbin", "/bin"]
             .iter()
             .any(|d| Path::new(d).join(tool).exists());
@@ -368,23 +368,35 @@ fn baseline_arms_run_and_verify() {
         "20ms",
         "100mbit",
         "[payload.p]\nfiles = 60\nsize = \"4KiB\"\ndirs = 3",
-        "[axes]\nkind = [\"tar-ssh\", \"rsync-ssh\", \"sftp\", \"tar-local\"]\nmode = [\"ignored-for-baselines\"]",
+        "[axes]\nkind = [\"tar-ssh\", \"rsync-ssh\", \"sftp\", \"tar-tcp\", \"tar-local\"]\nmode = [\"ignored-for-baselines\"]",
     );
     let s = sweep(t.path(), "base", &m, "swt4", &["--runs", "1"], &[]);
     let r = rows(&s.out.join("runs.csv"));
-    assert_eq!(r.len(), 4, "{}", s.stderr);
+    assert_eq!(r.len(), 5, "{}", s.stderr);
     let mut kinds: Vec<&str> = r.iter().map(|x| x["kind"].as_str()).collect();
     kinds.sort();
-    assert_eq!(kinds, ["rsync-ssh", "sftp", "tar-local", "tar-ssh"]);
+    assert_eq!(
+        kinds,
+        ["rsync-ssh", "sftp", "tar-local", "tar-ssh", "tar-tcp"]
+    );
     for row in &r {
         assert_eq!(row["status"], "ok", "{row:?}");
         assert_eq!(row["verified"], "true");
         assert_eq!(row["mode"], row["kind"]);
-        let over_ssh = row["kind"] != "tar-local";
-        assert_eq!(
-            row["receiver"],
-            if over_ssh { "198.18.0.2:22" } else { "local" }
-        );
+        let receiver = match row["kind"].as_str() {
+            "tar-local" => "local",
+            "tar-tcp" => "198.18.0.2:5399",
+            _ => "198.18.0.2:22",
+        };
+        assert_eq!(row["receiver"], receiver);
+        // Baselines do not choose a controller: the row names the namespace's default.
+        assert_eq!(row["cc"].is_empty(), row["kind"] == "tar-local", "{row:?}");
+        if row["kind"] == "tar-tcp" {
+            // The receiving tar ran under the sweep, so its memory is measured too, and the
+            // run lasted until it had written the last file (at least one 20 ms round trip).
+            assert!(row["receiver_peak_rss_bytes"].parse::<u64>().unwrap() > 0);
+            assert!(row["seconds"].parse::<f64>().unwrap() > 0.02, "{row:?}");
+        }
         assert!(row["sender_peak_rss_bytes"].parse::<u64>().unwrap() > 0);
         assert!(
             row["param_mode"].is_empty(),
@@ -397,6 +409,10 @@ fn baseline_arms_run_and_verify() {
         .as_str()
         .unwrap()
         .contains("OpenSSH"));
+    assert!(meta["baseline_tools"]["socat"]
+        .as_str()
+        .unwrap()
+        .contains("socat version"));
 }
 
 #[test]
