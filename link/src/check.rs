@@ -304,7 +304,7 @@ fn probe_run(
 }
 
 /// CPU seconds (user + system, all threads) used so far by process `pid`.
-fn process_cpu_s(pid: u32) -> Option<f64> {
+pub fn process_cpu_s(pid: u32) -> Option<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let rest = stat.rsplit(')').next()?;
     let f: Vec<&str> = rest.split_whitespace().collect();

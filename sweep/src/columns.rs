@@ -46,6 +46,7 @@ pub const TAIL: &[&str] = &[
     "receiver_host",
     "receiver_kernel",
     "receiver_version",
+    "receiver_cpu_seconds",
     "receiver_report",
     "command",
     "link_name",
@@ -70,6 +71,7 @@ pub const TAIL: &[&str] = &[
     "link_dropped_blackhole",
     "link_late_over_1ms",
     "link_late_max_us",
+    "link_cpu_seconds",
     "link_up_after",
 ];
 

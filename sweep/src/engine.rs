@@ -222,6 +222,8 @@ struct Counters {
     dropped_blackhole: u64,
     late_over_1ms: u64,
     late_max_us: u64,
+    /// CPU seconds the userspace forwarder has used so far (none with netem).
+    forwarder_cpu_s: Option<f64>,
 }
 
 fn counters(name: &str) -> Counters {
@@ -232,6 +234,11 @@ fn counters(name: &str) -> Counters {
         forwarder_alive: i.forwarder_alive || i.state.backend == shoal_link::Backend::Netem,
         tx_dropped_snd: i.tun_tx_dropped.snd.unwrap_or(0),
         tx_dropped_rcv: i.tun_tx_dropped.rcv.unwrap_or(0),
+        forwarder_cpu_s: i
+            .state
+            .forwarder_pid
+            .filter(|_| i.forwarder_alive)
+            .and_then(shoal_link::check::process_cpu_s),
         ..Default::default()
     };
     if let Some(s) = i.counters {
@@ -313,6 +320,9 @@ struct Outcome {
     receiver_report: String,
     /// A baseline's receiving processes' peak RSS, when the sweep started them (tar-tcp).
     receiver_peak_rss_bytes: Option<u64>,
+    /// CPU seconds of the receiving processes the sweep started (`shoal recv` for the whole
+    /// of its one run, tar-tcp's `socat | tar`), from wait4.
+    receiver_cpu_seconds: Option<f64>,
     command: String,
 }
 
@@ -900,6 +910,10 @@ impl Sweep<'_> {
                 row.insert(key.into(), after.saturating_sub(before).to_string());
             }
             row.insert("link_late_max_us".into(), a.late_max_us.to_string());
+            if let (Some(after), Some(before)) = (a.forwarder_cpu_s, b.forwarder_cpu_s) {
+                // The emulator shares the machine's cores with both ends.
+                row.insert("link_cpu_seconds".into(), f3(after - before));
+            }
             row.insert("link_up_after".into(), a.forwarder_alive.to_string());
         }
 
@@ -988,6 +1002,9 @@ impl Sweep<'_> {
         );
         row.insert("timed_out".into(), out.timed_out.to_string());
         row.insert("receiver_report".into(), out.receiver_report.clone());
+        if let Some(cpu) = out.receiver_cpu_seconds {
+            row.insert("receiver_cpu_seconds".into(), f3(cpu));
+        }
         row.insert("command".into(), out.command.clone());
 
         // Verification: hash the destination from disk, compare with the source manifest.
@@ -1266,11 +1283,10 @@ impl Sweep<'_> {
         // The receiver ends by itself after its one run; give it a moment, then end it.
         if let Some((mut p, rx)) = receiver {
             let grace = if out.error.is_empty() { 20 } else { 2 };
-            if p.wait_until(Instant::now() + Duration::from_secs(grace))
-                .is_none()
-            {
-                p.kill(Duration::from_secs(1));
-            }
+            let exit = p
+                .wait_until(Instant::now() + Duration::from_secs(grace))
+                .unwrap_or_else(|| p.kill(Duration::from_secs(1)));
+            out.receiver_cpu_seconds = Some(exit.cpu_seconds);
             out.receiver_report = rx
                 .try_iter()
                 .filter(|l| l.starts_with("run "))
@@ -1389,6 +1405,7 @@ impl Sweep<'_> {
             }
             if u.max_rss_bytes > 0 {
                 out.receiver_peak_rss_bytes = Some(u.max_rss_bytes);
+                out.receiver_cpu_seconds = Some(u.cpu_seconds);
             }
         }
         out.exit = Some(exit);

@@ -196,6 +196,18 @@ fn two_configs_three_runs_verified_with_seeded_order() {
         assert_eq!(r["tun_tx_dropped_rcv"], "0");
         assert!(!r["kernel"].is_empty() && !r["host"].is_empty());
         assert!(!r["sweep_load_1m_start"].is_empty());
+        // Where the machine's CPU went: the receiver the sweep started, and the emulator
+        // (a userspace forwarder unless the kernel has netem).
+        assert!(
+            r["receiver_cpu_seconds"].parse::<f64>().unwrap() > 0.0,
+            "{r:?}"
+        );
+        if r["link_backend"] == "tun" {
+            assert!(
+                r["link_cpu_seconds"].parse::<f64>().unwrap() >= 0.0,
+                "{r:?}"
+            );
+        }
     }
     let order: Vec<(String, String)> = ra
         .iter()
