@@ -8,6 +8,12 @@ the verified runs, median seconds, the largest peak RSS of each side over all it
 sender CPU seconds, and the run statistics used to say what binds an arm (smoothed RTT,
 retransmitted packets, peak outstanding streams, emulator queue drops). Failed runs carry no
 speed; their completion-rate bound (bytes verified / seconds) is shown instead.
+
+Sweeps that record them (receiver_cpu_seconds, link_cpu_seconds) get three more columns:
+median receiver and emulator CPU seconds, and "cores busy", the median over verified runs of
+(sender + receiver + emulator CPU) / seconds: near the machine's core count, the run was
+CPU-bound. Sweeps that record read_wait_ms and stream_wait_ms get their medians in seconds
+(summed over connections: 8 connections waiting a whole 5 s run show 40 s).
 """
 import csv
 import statistics
@@ -51,9 +57,14 @@ def main(path):
         any_row = next(iter(arms.values()))[0]
         print(f"\n#### {payload}: {any_row['payload_files']} files, "
               f"{int(any_row['payload_bytes']) / 1e6:.1f} MB\n")
+        cpu = "receiver_cpu_seconds" in any_row
+        waits = "stream_wait_ms" in any_row
         print("| arm | ok/runs | MB/s median (min–max) | s median | peak RSS MB snd / rcv "
-              "| snd CPU s | RTT ms | retrans. pkts | peak streams | queue drops | failed: bound MB/s |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|")
+              "| snd CPU s " + ("| rcv CPU s | link CPU s | cores busy " if cpu else "")
+              + ("| read wait s | stream wait s " if waits else "")
+              + "| RTT ms | retrans. pkts | peak streams | queue drops | failed: bound MB/s |")
+        print("|---|---|---|---|---|---|" + ("---|---|---|" if cpu else "")
+              + ("---|---|" if waits else "") + "---|---|---|---|---|")
         ordered = sorted(arms.items(), key=lambda kv: -(med(
             [num(r["mb_per_s"]) for r in kv[1] if r["status"] == "ok"]) or 0))
         for name, rs in ordered:
@@ -65,9 +76,22 @@ def main(path):
             bound = med([num(r.get("partial_mb_per_s")) for r in rs if r["status"] != "ok"])
             rng = (f"{fmt(med(mbs), 2)} ({fmt(min(mbs), 2)}–{fmt(max(mbs), 2)})"
                    if mbs else "–")
+            cpu_cols = ""
+            if cpu:
+                busy = [sum(num(r.get(k)) or 0 for k in
+                            ("sender_cpu_seconds", "receiver_cpu_seconds", "link_cpu_seconds"))
+                        / num(r["seconds"]) for r in ok if num(r["seconds"])]
+                cpu_cols = (f"| {fmt(med([num(r.get('receiver_cpu_seconds')) for r in rs]), 2)} "
+                            f"| {fmt(med([num(r.get('link_cpu_seconds')) for r in rs]), 2)} "
+                            f"| {fmt(med(busy), 2)} ")
+            if waits:
+                cpu_cols += "".join(
+                    f"| {fmt(med([(num(r.get(k)) or 0) / 1e3 for r in ok]) if ok else None, 2)} "
+                    for k in ("read_wait_ms", "stream_wait_ms"))
             print(f"| {name} | {len(ok)}/{len(rs)} | {rng} | {fmt(med(secs), 2)} "
                   f"| {rss_s:.0f} / {rss_r:.0f} "
                   f"| {fmt(med([num(r['sender_cpu_seconds']) for r in rs]), 2)} "
+                  + cpu_cols +
                   f"| {fmt(med([num(r.get('rtt_ms')) for r in rs]), 0)} "
                   f"| {fmt(med([num(r.get('retransmits')) for r in rs]), 0)} "
                   f"| {fmt(med([num(r.get('peak_streams')) for r in rs]), 0)} "

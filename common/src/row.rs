@@ -70,6 +70,11 @@ pub struct RunRow {
     pub bytes_acked: u64,
     pub rwnd_limited_ms: f64,
     pub sndbuf_limited_ms: f64,
+    /// Time the sending loops waited for the reader (source side) / for a per-file stream
+    /// slot (the outstanding limit, or the receiver's stream credit), summed over
+    /// connections, ms.
+    pub read_wait_ms: f64,
+    pub stream_wait_ms: f64,
     /// Per-file latency, sender starts sending the file → receiver closes it, ms.
     pub latency_p50_ms: f64,
     pub latency_p90_ms: f64,

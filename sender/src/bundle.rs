@@ -2,6 +2,8 @@
 //! back to back, end marker. With `wait_per_file` (the `tcp-wait` control arm) the sender
 //! waits for the receiver's acknowledgement after each file instead.
 
+use std::time::Instant;
+
 use anyhow::{Context, Result};
 use bytes::BytesMut;
 use shoal_common::codec::{self, Completion, EndMarker, Hello};
@@ -9,12 +11,14 @@ use shoal_common::pipeline::reader::{Chunk, ChunkKind, Reader};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
 use crate::replies::Replies;
+use crate::waits::Waits;
 use crate::{finish_with_reply, TestHooks};
 
 /// Bytes gathered before one write to the socket: many small records per write.
 const STAGING: usize = 256 << 10;
 
-/// Sends the whole run and returns the receiver's completion report.
+/// Sends the whole run and returns the receiver's completion report and where sending
+/// waited.
 pub(crate) async fn run<R, W>(
     rd: R,
     mut wr: W,
@@ -22,12 +26,13 @@ pub(crate) async fn run<R, W>(
     mut reader: Reader,
     wait_per_file: bool,
     hooks: TestHooks,
-) -> Result<Completion>
+) -> Result<(Completion, Waits)>
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin,
 {
     let mut replies = Replies::spawn(rd);
+    let mut waits = Waits::default();
     let sent = send_records(
         &mut wr,
         hello,
@@ -35,11 +40,12 @@ where
         &mut replies,
         wait_per_file,
         hooks,
+        &mut waits,
     )
     .await;
     let result = finish_with_reply(sent, reader.finish(), &mut replies).await;
     let _ = wr.shutdown().await;
-    result
+    result.map(|c| (c, waits))
 }
 
 async fn send_records<W: AsyncWrite + Unpin>(
@@ -49,11 +55,19 @@ async fn send_records<W: AsyncWrite + Unpin>(
     replies: &mut Replies,
     wait_per_file: bool,
     hooks: TestHooks,
+    waits: &mut Waits,
 ) -> Result<()> {
     let mut staging = BytesMut::with_capacity(STAGING);
     codec::encode_hello(hello, &mut staging);
     let mut tally = Tally::default();
-    while let Some(chunk) = reader.chunks.recv().await {
+    loop {
+        // The socket pushes back through the reader's budget, so a wait here is the
+        // source side's (a full socket leaves the channel full and this returns at once).
+        let waiting = Instant::now();
+        let Some(chunk) = reader.chunks.recv().await else {
+            break;
+        };
+        waits.read += waiting.elapsed();
         let mut next = Some(chunk);
         let mut file_done = false;
         // Gather whatever is already read, up to the staging size, into one write; the

@@ -7,6 +7,7 @@ mod replies;
 mod sampler;
 mod sniff;
 mod streams;
+mod waits;
 
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
@@ -28,6 +29,7 @@ use shoal_common::stats::{check_tcp_cc, quic_stats, tcp_cc, tcp_stats, ConnStats
 use shoal_common::tree::SourceTree;
 use shoal_common::window_share::{SharedWindow, Side};
 use tokio::io::AsyncWriteExt;
+use waits::Waits;
 
 /// Write buffer under yamux (tcp-streams): frames are coalesced up to this size.
 const YAMUX_WRITE_BUFFER: usize = 64 << 10;
@@ -90,6 +92,8 @@ struct Measured {
     connections: u64,
     sndbuf: u64,
     peak_streams: u64,
+    /// Summed over connections.
+    waits: Waits,
     cc: String,
     /// Over all connections (see `ConnStats::aggregate`).
     stats: ConnStats,
@@ -100,6 +104,7 @@ struct ConnOutcome {
     completion: Completion,
     sndbuf: u64,
     peak_streams: u64,
+    waits: Waits,
     cc: String,
     stats: ConnStats,
 }
@@ -167,6 +172,8 @@ pub async fn send(config: &SendConfig) -> RunRow {
             row.conn_window = c.conn_window;
             row.peak_streams = m.peak_streams;
             row.receiver_peak_streams = c.peak_streams;
+            row.read_wait_ms = m.waits.read.as_secs_f64() * 1e3;
+            row.stream_wait_ms = m.waits.stream.as_secs_f64() * 1e3;
             row.cc = m.cc;
             row.rtt_ms = m.stats.rtt_ms;
             row.min_rtt_ms = m.stats.min_rtt_ms;
@@ -278,6 +285,7 @@ async fn transfer(
         connections: outcomes.len() as u64,
         sndbuf: outcomes.iter().map(|o| o.sndbuf).max().unwrap_or(0),
         peak_streams: outcomes.iter().map(|o| o.peak_streams).max().unwrap_or(0),
+        waits: Waits::total(outcomes.iter().map(|o| o.waits)),
         cc: first.cc.clone(),
         stats: ConnStats::aggregate(&stats),
     })
@@ -304,7 +312,7 @@ async fn one_connection(
                 net::connect_tcp(to, pin, config.plain, config.cc, flow, timeout).await?;
             let socket = probe.shared();
             register(Probe::Tcp(socket.clone()));
-            let (completion, peak_streams) = if config.mode == Mode::TcpStreams {
+            let (completion, peak_streams, waits) = if config.mode == Mode::TcpStreams {
                 // The hello goes on the raw stream so the receiver can pick the mode; yamux
                 // follows.
                 let mut head = BytesMut::new();
@@ -331,16 +339,18 @@ async fn one_connection(
                     (Err(_), Some(msg)) => bail!("receiver refused the run: {msg}"),
                     (o, _) => o?,
                 };
-                (o.completion, o.peak_streams)
+                (o.completion, o.peak_streams, o.waits)
             } else {
                 let (rd, wr) = tokio::io::split(io);
                 let wait = config.mode == Mode::TcpWait;
-                (bundle::run(rd, wr, &hello, reader, wait, hooks).await?, 0)
+                let (completion, waits) = bundle::run(rd, wr, &hello, reader, wait, hooks).await?;
+                (completion, 0, waits)
             };
             Ok(ConnOutcome {
                 completion,
                 sndbuf: probe.sndbuf(),
                 peak_streams,
+                waits,
                 cc: tcp_cc(&*socket),
                 stats: tcp_stats(&*socket).unwrap_or_default(),
             })
@@ -363,12 +373,12 @@ async fn one_connection(
             let result = if config.mode == Mode::QuicBundle {
                 bundle::run(recv, send, &hello, reader, false, hooks)
                     .await
-                    .map(|c| (c, 0))
+                    .map(|(c, waits)| (c, 0, waits))
             } else {
                 let opener = streams::Opener::Quic(quic.conn.clone());
                 streams::run(recv, send, opener, &hello, reader, hooks)
                     .await
-                    .map(|o| (o.completion, o.peak_streams))
+                    .map(|o| (o.completion, o.peak_streams, o.waits))
             };
             let stats = quic_stats(&quic.conn);
             // The receiver logs the reason: a failed run must not look like a finished one.
@@ -380,11 +390,12 @@ async fn one_connection(
             // failed runs too: one that fails at once (an unreadable source file) would
             // otherwise exit before the close is sent and leave the receiver waiting.
             let _ = tokio::time::timeout(Duration::from_secs(1), quic.endpoint.wait_idle()).await;
-            let (completion, peak_streams) = result?;
+            let (completion, peak_streams, waits) = result?;
             Ok(ConnOutcome {
                 completion,
                 sndbuf: quic.udp_sndbuf,
                 peak_streams,
+                waits,
                 cc: Cc::quinn_name(config.cc).to_string(),
                 stats,
             })

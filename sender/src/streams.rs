@@ -9,6 +9,7 @@ use std::future::{poll_fn, Future};
 use std::pin::pin;
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
+use std::time::Instant;
 
 use anyhow::{anyhow, bail, Context, Result};
 use bytes::BytesMut;
@@ -16,6 +17,8 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use shoal_common::codec::{self, Completion, Hello};
 use shoal_common::pipeline::reader::{ChunkKind, Reader};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use crate::waits::Waits;
 use tokio_util::compat::{Compat, FuturesAsyncReadCompatExt, TokioAsyncReadCompatExt};
 
 use crate::bundle::Tally;
@@ -113,6 +116,7 @@ impl FileStream {
 pub(crate) struct StreamsOutcome {
     pub completion: Completion,
     pub peak_streams: u64,
+    pub waits: Waits,
 }
 
 /// Sends the whole run over per-file streams.
@@ -130,6 +134,7 @@ where
 {
     let mut replies = Replies::spawn(control_rd);
     let mut peak = 0u64;
+    let mut waits = Waits::default();
     let sent = send_files(
         &mut control_wr,
         &opener,
@@ -137,6 +142,7 @@ where
         &mut reader,
         hooks,
         &mut peak,
+        &mut waits,
     )
     .await;
     let completion = finish_with_reply(sent, reader.finish(), &mut replies).await;
@@ -144,6 +150,7 @@ where
     Ok(StreamsOutcome {
         completion: completion?,
         peak_streams: peak,
+        waits,
     })
 }
 
@@ -154,6 +161,7 @@ async fn send_files<W: AsyncWrite + Unpin>(
     reader: &mut Reader,
     hooks: TestHooks,
     peak: &mut u64,
+    waits: &mut Waits,
 ) -> Result<()> {
     // The hello opens the control stream, so it is the first stream the receiver sees (yamux
     // announces a stream only with its first frame).
@@ -174,14 +182,18 @@ async fn send_files<W: AsyncWrite + Unpin>(
     let mut current: Option<FileStream> = None;
     let mut tally = Tally::default();
     loop {
+        // Time in here is waiting for the reader (reaping a finished tail takes no time).
+        let waiting = Instant::now();
         let next = tokio::select! {
             biased;
             Some(done) = tails.next(), if !tails.is_empty() => {
+                waits.read += waiting.elapsed();
                 done?;
                 continue;
             }
             next = reader.chunks.recv() => next,
         };
+        waits.read += waiting.elapsed();
         let Some(mut chunk) = next else { break };
         tally.count(reader, &chunk);
         match chunk.kind {
@@ -192,11 +204,13 @@ async fn send_files<W: AsyncWrite + Unpin>(
             ChunkKind::File { first, last, .. } => {
                 if first {
                     // At most `limit` files outstanding, this one included.
+                    let waiting = Instant::now();
                     while tails.len() >= limit {
                         tails.next().await.expect("tails is not empty")?;
                     }
                     *peak = (*peak).max(tails.len() as u64 + 1);
                     let stream = opener.open().await?;
+                    waits.stream += waiting.elapsed();
                     chunk.stamp_sent_at();
                     current = Some(stream);
                 }
