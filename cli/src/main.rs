@@ -207,8 +207,10 @@ struct SendArgs {
     /// Print the result as one JSON object instead of the summary line.
     #[arg(long)]
     json: bool,
-    /// Bytes the reader may read ahead of the socket (held in memory until written).
-    #[arg(long, default_value = "16MiB", value_parser = parse_size)]
+    /// Bytes the reader may read ahead of the socket (held in memory until written), split
+    /// over the connections (at least 1 MiB each). Only hides file open/read latency: data in
+    /// flight is in the socket buffers (TCP) or quinn's send window (QUIC).
+    #[arg(long, default_value = "8MiB", value_parser = parse_size)]
     read_ahead: u64,
     #[command(flatten)]
     flow: FlowArgs,

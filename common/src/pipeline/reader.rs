@@ -68,7 +68,7 @@ pub struct ReaderConfig {
 impl Default for ReaderConfig {
     fn default() -> Self {
         Self {
-            budget: 16 << 20,
+            budget: 8 << 20,
             chunk_size: 1 << 20,
         }
     }
