@@ -224,7 +224,8 @@ struct SendArgs {
     #[arg(long, value_parser = parse_cc)]
     cc: Option<Cc>,
     /// Independent connections (each with its own TLS or QUIC session) sharing the files
-    /// through one work queue; --max-streams applies per connection.
+    /// through one work queue; --max-streams, --read-ahead and the QUIC send window are for
+    /// the run and split over them.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
     connections: u16,
     /// Sample RTT, cwnd, retransmits… of every connection this often (e.g. 100ms) into
