@@ -13,7 +13,10 @@ Sweeps that record them (receiver_cpu_seconds, link_cpu_seconds) get three more 
 median receiver and emulator CPU seconds, and "cores busy", the median over verified runs of
 (sender + receiver + emulator CPU) / seconds: near the machine's core count, the run was
 CPU-bound. Sweeps that record read_wait_ms and stream_wait_ms get their medians in seconds
-(summed over connections: 8 connections waiting a whole 5 s run show 40 s).
+(summed over connections: 8 connections waiting a whole 5 s run show 40 s), and those that
+record host_busy_cores_p90 get "busy p90": the machine's busy cores, 90th percentile of 100 ms
+samples during the run, median over verified runs (the "cores busy" average hides a saturated
+data phase behind an idle slow start).
 """
 import csv
 import statistics
@@ -59,12 +62,14 @@ def main(path):
               f"{int(any_row['payload_bytes']) / 1e6:.1f} MB\n")
         cpu = "receiver_cpu_seconds" in any_row
         waits = "stream_wait_ms" in any_row
+        p90 = "host_busy_cores_p90" in any_row
         print("| arm | ok/runs | MB/s median (min–max) | s median | peak RSS MB snd / rcv "
               "| snd CPU s " + ("| rcv CPU s | link CPU s | cores busy " if cpu else "")
+              + ("| busy p90 " if p90 else "")
               + ("| read wait s | stream wait s " if waits else "")
               + "| RTT ms | retrans. pkts | peak streams | queue drops | failed: bound MB/s |")
         print("|---|---|---|---|---|---|" + ("---|---|---|" if cpu else "")
-              + ("---|---|" if waits else "") + "---|---|---|---|---|")
+              + ("---|" if p90 else "") + ("---|---|" if waits else "") + "---|---|---|---|---|")
         ordered = sorted(arms.items(), key=lambda kv: -(med(
             [num(r["mb_per_s"]) for r in kv[1] if r["status"] == "ok"]) or 0))
         for name, rs in ordered:
@@ -84,6 +89,8 @@ def main(path):
                 cpu_cols = (f"| {fmt(med([num(r.get('receiver_cpu_seconds')) for r in rs]), 2)} "
                             f"| {fmt(med([num(r.get('link_cpu_seconds')) for r in rs]), 2)} "
                             f"| {fmt(med(busy), 2)} ")
+            if p90:
+                cpu_cols += f"| {fmt(med([num(r.get('host_busy_cores_p90')) for r in ok]) if ok else None, 2)} "
             if waits:
                 cpu_cols += "".join(
                     f"| {fmt(med([(num(r.get(k)) or 0) / 1e3 for r in ok]) if ok else None, 2)} "

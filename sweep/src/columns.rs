@@ -38,6 +38,8 @@ pub const TAIL: &[&str] = &[
     "partial_mb_per_s",
     "sweep_load_1m_start",
     "quiet_wait_seconds",
+    "host_busy_cores_p90",
+    "host_busy_cores_mean",
     "preread_seconds",
     "timeout_s",
     "dest",

@@ -878,12 +878,19 @@ impl Sweep<'_> {
         let timestamp = metrics::utc_timestamp();
 
         let started = Instant::now();
+        // Sender, receiver and emulator share this machine's cores (with a remote receiver,
+        // this is the sending host alone).
+        let host_cpu = crate::hostcpu::Sampler::start(Duration::from_millis(100));
         let out = if cfg.kind() == "shoal" {
             let run_id = remote_run.as_ref().map(|(id, _)| id.as_str());
             self.shoal_transfer(order, cfg, payload, &dest, run_id, timeout)
         } else {
             self.baseline_transfer(order, cfg, payload, &dest, timeout)
         };
+        if let Some(busy) = host_cpu.finish() {
+            row.insert("host_busy_cores_p90".into(), format!("{:.2}", busy.p90));
+            row.insert("host_busy_cores_mean".into(), format!("{:.2}", busy.mean));
+        }
         // A run that could not even start (e.g. the receiver did not come up) is a failure
         // row too, and the sweep goes on.
         let out = out.unwrap_or_else(|e| Outcome {

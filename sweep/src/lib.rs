@@ -8,6 +8,7 @@ pub mod chart;
 pub mod cli;
 pub mod columns;
 pub mod engine;
+pub mod hostcpu;
 pub mod matrix;
 pub mod payload;
 pub mod proc;

@@ -202,6 +202,8 @@ fn two_configs_three_runs_verified_with_seeded_order() {
             r["receiver_cpu_seconds"].parse::<f64>().unwrap() > 0.0,
             "{r:?}"
         );
+        let p90: f64 = r["host_busy_cores_p90"].parse().unwrap();
+        assert!(p90 > 0.0, "a transfer keeps the machine busy: {r:?}");
         if r["link_backend"] == "tun" {
             assert!(
                 r["link_cpu_seconds"].parse::<f64>().unwrap() >= 0.0,
