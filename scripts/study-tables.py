@@ -15,8 +15,8 @@ median receiver and emulator CPU seconds, and "cores busy", the median over veri
 CPU-bound. Sweeps that record read_wait_ms and stream_wait_ms get their medians in seconds
 (summed over connections: 8 connections waiting a whole 5 s run show 40 s), and those that
 record host_busy_cores_p90 get "busy p90": the machine's busy cores, 90th percentile of 100 ms
-samples during the run, median over verified runs (the "cores busy" average hides a saturated
-data phase behind an idle slow start).
+samples during the run, median over verified runs (its peaks: the "cores busy" average hides
+them behind an idle slow start).
 """
 import csv
 import statistics
