@@ -17,13 +17,12 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use shoal_common::codec::{self, Completion, Hello};
 use shoal_common::pipeline::reader::{ChunkKind, Reader};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-
-use crate::waits::Waits;
 use tokio_util::compat::{Compat, FuturesAsyncReadCompatExt, TokioAsyncReadCompatExt};
 
 use crate::bundle::Tally;
 use crate::net::BoxIo;
 use crate::replies::Replies;
+use crate::waits::Waits;
 use crate::{finish_with_reply, TestHooks};
 
 /// A yamux client connection, shared by the code that opens streams and the code that drives
