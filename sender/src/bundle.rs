@@ -6,13 +6,13 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use bytes::BytesMut;
-use shoal_common::codec::{self, Completion, EndMarker, Hello};
+use shoal_common::codec::{self, EndMarker, Hello};
 use shoal_common::pipeline::reader::{Chunk, ChunkKind, Reader};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
 use crate::replies::Replies;
 use crate::waits::Waits;
-use crate::{finish_with_reply, TestHooks};
+use crate::{finish_with_reply, Sent, TestHooks};
 
 /// Bytes gathered before one write to the socket: many small records per write.
 const STAGING: usize = 256 << 10;
@@ -26,7 +26,7 @@ pub(crate) async fn run<R, W>(
     mut reader: Reader,
     wait_per_file: bool,
     hooks: TestHooks,
-) -> Result<(Completion, Waits)>
+) -> Result<Sent>
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin,
@@ -45,7 +45,11 @@ where
     .await;
     let result = finish_with_reply(sent, reader.finish(), &mut replies).await;
     let _ = wr.shutdown().await;
-    result.map(|c| (c, waits))
+    result.map(|completion| Sent {
+        completion,
+        peak_streams: 0,
+        waits,
+    })
 }
 
 async fn send_records<W: AsyncWrite + Unpin>(

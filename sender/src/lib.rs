@@ -99,12 +99,19 @@ struct Measured {
     stats: ConnStats,
 }
 
+/// What one connection's sending loop (bundle or per-file streams) reports.
+pub(crate) struct Sent {
+    /// The receiver's completion report.
+    pub completion: Completion,
+    /// Most per-file streams outstanding at once (0 in bundle modes).
+    pub peak_streams: u64,
+    pub waits: Waits,
+}
+
 /// What one connection measured.
 struct ConnOutcome {
-    completion: Completion,
+    sent: Sent,
     sndbuf: u64,
-    peak_streams: u64,
-    waits: Waits,
     cc: String,
     stats: ConnStats,
 }
@@ -280,12 +287,16 @@ async fn transfer(
     let first = &outcomes[0];
     let stats: Vec<ConnStats> = outcomes.iter().map(|o| o.stats).collect();
     Ok(Measured {
-        completion: first.completion.clone(),
+        completion: first.sent.completion.clone(),
         seconds,
         connections: outcomes.len() as u64,
         sndbuf: outcomes.iter().map(|o| o.sndbuf).max().unwrap_or(0),
-        peak_streams: outcomes.iter().map(|o| o.peak_streams).max().unwrap_or(0),
-        waits: Waits::total(outcomes.iter().map(|o| o.waits)),
+        peak_streams: outcomes
+            .iter()
+            .map(|o| o.sent.peak_streams)
+            .max()
+            .unwrap_or(0),
+        waits: Waits::total(outcomes.iter().map(|o| o.sent.waits)),
         cc: first.cc.clone(),
         stats: ConnStats::aggregate(&stats),
     })
@@ -312,7 +323,7 @@ async fn one_connection(
                 net::connect_tcp(to, pin, config.plain, config.cc, flow, timeout).await?;
             let socket = probe.shared();
             register(Probe::Tcp(socket.clone()));
-            let (completion, peak_streams, waits) = if config.mode == Mode::TcpStreams {
+            let sent = if config.mode == Mode::TcpStreams {
                 // The hello goes on the raw stream so the receiver can pick the mode; yamux
                 // follows.
                 let mut head = BytesMut::new();
@@ -335,22 +346,18 @@ async fn one_connection(
                     })
                     .await;
                 // Refused before the receiver knew the mode: its reason came as a plain reply.
-                let o = match (outcome, sniff::refusal_in(&seen)) {
+                match (outcome, sniff::refusal_in(&seen)) {
                     (Err(_), Some(msg)) => bail!("receiver refused the run: {msg}"),
                     (o, _) => o?,
-                };
-                (o.completion, o.peak_streams, o.waits)
+                }
             } else {
                 let (rd, wr) = tokio::io::split(io);
                 let wait = config.mode == Mode::TcpWait;
-                let (completion, waits) = bundle::run(rd, wr, &hello, reader, wait, hooks).await?;
-                (completion, 0, waits)
+                bundle::run(rd, wr, &hello, reader, wait, hooks).await?
             };
             Ok(ConnOutcome {
-                completion,
+                sent,
                 sndbuf: probe.sndbuf(),
-                peak_streams,
-                waits,
                 cc: tcp_cc(&*socket),
                 stats: tcp_stats(&*socket).unwrap_or_default(),
             })
@@ -371,14 +378,10 @@ async fn one_connection(
                 .await
                 .context("cannot open the QUIC control stream")?;
             let result = if config.mode == Mode::QuicBundle {
-                bundle::run(recv, send, &hello, reader, false, hooks)
-                    .await
-                    .map(|(c, waits)| (c, 0, waits))
+                bundle::run(recv, send, &hello, reader, false, hooks).await
             } else {
                 let opener = streams::Opener::Quic(quic.conn.clone());
-                streams::run(recv, send, opener, &hello, reader, hooks)
-                    .await
-                    .map(|o| (o.completion, o.peak_streams, o.waits))
+                streams::run(recv, send, opener, &hello, reader, hooks).await
             };
             let stats = quic_stats(&quic.conn);
             // The receiver logs the reason: a failed run must not look like a finished one.
@@ -390,12 +393,9 @@ async fn one_connection(
             // failed runs too: one that fails at once (an unreadable source file) would
             // otherwise exit before the close is sent and leave the receiver waiting.
             let _ = tokio::time::timeout(Duration::from_secs(1), quic.endpoint.wait_idle()).await;
-            let (completion, peak_streams, waits) = result?;
             Ok(ConnOutcome {
-                completion,
+                sent: result?,
                 sndbuf: quic.udp_sndbuf,
-                peak_streams,
-                waits,
                 cc: Cc::quinn_name(config.cc).to_string(),
                 stats,
             })

@@ -14,7 +14,7 @@ use std::time::Instant;
 use anyhow::{anyhow, bail, Context, Result};
 use bytes::BytesMut;
 use futures::stream::{FuturesUnordered, StreamExt};
-use shoal_common::codec::{self, Completion, Hello};
+use shoal_common::codec::{self, Hello};
 use shoal_common::pipeline::reader::{ChunkKind, Reader};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio_util::compat::{Compat, FuturesAsyncReadCompatExt, TokioAsyncReadCompatExt};
@@ -23,7 +23,7 @@ use crate::bundle::Tally;
 use crate::net::BoxIo;
 use crate::replies::Replies;
 use crate::waits::Waits;
-use crate::{finish_with_reply, TestHooks};
+use crate::{finish_with_reply, Sent, TestHooks};
 
 /// A yamux client connection, shared by the code that opens streams and the code that drives
 /// it. Both run inside one task (`with_yamux_client`), so the lock is never contended: it only
@@ -111,13 +111,6 @@ impl FileStream {
     }
 }
 
-/// What the streams transport measured besides the completion.
-pub(crate) struct StreamsOutcome {
-    pub completion: Completion,
-    pub peak_streams: u64,
-    pub waits: Waits,
-}
-
 /// Sends the whole run over per-file streams.
 pub(crate) async fn run<R, W>(
     control_rd: R,
@@ -126,7 +119,7 @@ pub(crate) async fn run<R, W>(
     hello: &Hello,
     mut reader: Reader,
     hooks: TestHooks,
-) -> Result<StreamsOutcome>
+) -> Result<Sent>
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin,
@@ -146,7 +139,7 @@ where
     .await;
     let completion = finish_with_reply(sent, reader.finish(), &mut replies).await;
     let _ = control_wr.shutdown().await;
-    Ok(StreamsOutcome {
+    Ok(Sent {
         completion: completion?,
         peak_streams: peak,
         waits,
