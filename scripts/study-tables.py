@@ -81,24 +81,24 @@ def main(path):
             bound = med([num(r.get("partial_mb_per_s")) for r in rs if r["status"] != "ok"])
             rng = (f"{fmt(med(mbs), 2)} ({fmt(min(mbs), 2)}–{fmt(max(mbs), 2)})"
                    if mbs else "–")
-            cpu_cols = ""
+            extra_cols = ""
             if cpu:
                 busy = [sum(num(r.get(k)) or 0 for k in
                             ("sender_cpu_seconds", "receiver_cpu_seconds", "link_cpu_seconds"))
                         / num(r["seconds"]) for r in ok if num(r["seconds"])]
-                cpu_cols = (f"| {fmt(med([num(r.get('receiver_cpu_seconds')) for r in rs]), 2)} "
+                extra_cols = (f"| {fmt(med([num(r.get('receiver_cpu_seconds')) for r in rs]), 2)} "
                             f"| {fmt(med([num(r.get('link_cpu_seconds')) for r in rs]), 2)} "
                             f"| {fmt(med(busy), 2)} ")
             if p90:
-                cpu_cols += f"| {fmt(med([num(r.get('host_busy_cores_p90')) for r in ok]) if ok else None, 2)} "
+                extra_cols += f"| {fmt(med([num(r.get('host_busy_cores_p90')) for r in ok]) if ok else None, 2)} "
             if waits:
-                cpu_cols += "".join(
+                extra_cols += "".join(
                     f"| {fmt(med([(num(r.get(k)) or 0) / 1e3 for r in ok]) if ok else None, 2)} "
                     for k in ("read_wait_ms", "stream_wait_ms"))
             print(f"| {name} | {len(ok)}/{len(rs)} | {rng} | {fmt(med(secs), 2)} "
                   f"| {rss_s:.0f} / {rss_r:.0f} "
                   f"| {fmt(med([num(r['sender_cpu_seconds']) for r in rs]), 2)} "
-                  + cpu_cols +
+                  + extra_cols +
                   f"| {fmt(med([num(r.get('rtt_ms')) for r in rs]), 0)} "
                   f"| {fmt(med([num(r.get('retransmits')) for r in rs]), 0)} "
                   f"| {fmt(med([num(r.get('peak_streams')) for r in rs]), 0)} "
