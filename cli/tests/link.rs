@@ -293,3 +293,103 @@ fn a_link_blackhole_mid_run_fails_the_run_and_the_receiver_serves_the_next() {
     drop(rx);
     guard.down().expect("link down");
 }
+
+/// Round trips a one-file run needs before the sender holds the completion report: TCP + TLS
+/// 1.3 take three (SYN, TLS, hello and data → completion), QUIC two (handshake, data →
+/// completion), and the stop-and-wait arm one more (the file's acknowledgement before the end
+/// marker goes out).
+fn protocol_round_trips(mode: &str) -> f64 {
+    match mode {
+        "quic-bundle" | "quic-streams" => 2.0,
+        "tcp-wait" => 4.0,
+        _ => 3.0,
+    }
+}
+
+/// `seconds` runs from the first connect to the decoded completion report, in every mode:
+/// a one-file run takes its protocol's round trips (no more than 10% over, never under), and
+/// a 32 MiB file's `seconds` exceed the receiver's own time by no more than the round trips
+/// before its first byte and the report's way back, + 50 ms. The QUIC modes used to stop the
+/// clock only after draining the endpoint, ~1 s later; `--fsync` used to be inside `seconds`.
+#[test]
+fn the_clock_stops_at_the_completion_report_in_every_mode() {
+    if !is_root() {
+        println!("skipped: needs root");
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let name = unique("ck");
+    let rtt = 0.1;
+    let cfg = UpConfig::new(&name, Duration::from_secs_f64(rtt), 300_000_000);
+    let guard = LinkGuard::up_with(&cfg, &launcher()).expect("link up");
+    let t = tempfile::tempdir().unwrap();
+    let tiny = t.path().join("tiny");
+    std::fs::create_dir_all(&tiny).unwrap();
+    std::fs::write(tiny.join("one"), [7u8; 100]).unwrap();
+    let large = t.path().join("large");
+    gen(&large, 1, "32MiB", 1, 5);
+    let dst = t.path().join("dst");
+    std::fs::create_dir_all(&dst).unwrap();
+    // --fsync: the sync follows the completion report and is timed on its own.
+    let rx = ReceiverProc::start_at(
+        "198.18.0.2:0",
+        Some(&format!("{name}-rcv")),
+        &t.path().join("id"),
+        &dst,
+        &["--fsync"],
+    );
+    let mut table = String::new();
+    let mut failures = Vec::new();
+    for mode in all_modes() {
+        let trips = protocol_round_trips(mode);
+        for (tree, what) in [(&tiny, "one 100-byte file"), (&large, "one 32 MiB file")] {
+            clear(&dst);
+            let out = send_in(
+                &format!("{name}-snd"),
+                &rx,
+                tree,
+                &["--mode", mode, "--json"],
+            );
+            assert!(out.status.success(), "{mode}: {}", text(&out));
+            assert!(trees_identical(tree, &dst), "{mode}: {what} differs");
+            let row = json(&out);
+            let seconds = row["seconds"].as_f64().unwrap();
+            let receiver = row["receiver_seconds"].as_f64().unwrap();
+            let fsync = row["fsync_seconds"].as_f64().unwrap();
+            table += &format!(
+                "{mode:>12} {what:>18}: seconds {seconds:.3} = {:.2} RTT, receiver {receiver:.3}, fsync {fsync:.3}\n",
+                seconds / rtt
+            );
+            if fsync <= 0.0 {
+                failures.push(format!("{mode} {what}: no fsync time with recv --fsync"));
+            }
+            if tree == &tiny {
+                let floor = trips * rtt;
+                if seconds > floor * 1.1 || seconds < floor * 0.97 {
+                    failures.push(format!(
+                        "{mode} {what}: {seconds:.3} s, outside {floor:.3} s (+10%, -3%)"
+                    ));
+                }
+            } else {
+                let overhead = seconds - receiver;
+                let allowed = trips * rtt + 0.05;
+                if overhead > allowed {
+                    failures.push(format!(
+                        "{mode} {what}: seconds − receiver_seconds = {overhead:.3} s > {allowed:.3} s"
+                    ));
+                }
+                // The link's rate is a ceiling no run can beat.
+                let mbit = 32.0 * 8.0 * 1.048576 / seconds;
+                if mbit > 300.0 {
+                    failures.push(format!(
+                        "{mode} {what}: {mbit:.0} Mbit/s on a 300 Mbit/s link"
+                    ));
+                }
+            }
+        }
+    }
+    drop(rx);
+    guard.down().expect("link down");
+    println!("{table}");
+    assert!(failures.is_empty(), "{}\n{table}", failures.join("\n"));
+}

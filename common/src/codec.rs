@@ -13,7 +13,8 @@ use crate::relpath::{display_raw, PathError, PathLimits, RelPath};
 /// First bytes of every sender stream.
 pub const MAGIC: [u8; 4] = *b"SHOL";
 /// The protocol version this build speaks.
-pub const PROTOCOL_VERSION: u16 = 1;
+/// 2: the completion says whether a sync report follows it (`Reply::Synced`).
+pub const PROTOCOL_VERSION: u16 = 2;
 /// Largest hello body accepted.
 pub const MAX_HELLO_BODY: usize = 64 * 1024;
 /// Longest token accepted.
@@ -33,6 +34,7 @@ const TAG_END: u8 = 0x03;
 const TAG_ACK: u8 = 0x81;
 const TAG_COMPLETION: u8 = 0x82;
 const TAG_ERROR: u8 = 0x83;
+const TAG_SYNCED: u8 = 0x84;
 
 /// The first message of a connection: who is sending what.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,8 +78,9 @@ pub struct Completion {
     pub bytes: u64,
     /// Receiver clock: first byte received → last file closed.
     pub receiver_micros: u64,
-    /// Time spent syncing at the end (`--fsync`), not part of the transfer time.
-    pub fsync_micros: u64,
+    /// The receiver syncs the destination (`--fsync`) after sending this report and then
+    /// sends `Reply::Synced` (or an error): the sync is not part of the transfer time.
+    pub sync_follows: bool,
     /// Receiver's peak resident set during the run, bytes.
     pub peak_rss: u64,
     /// Most per-file streams the receiver had open at once.
@@ -116,6 +119,9 @@ pub enum Reply {
     /// Per-file acknowledgement (stop-and-wait control arm): the count of files closed so far.
     Ack(u64),
     Completion(Completion),
+    /// After a completion with `sync_follows`: the destination is synced; how long that took
+    /// (µs).
+    Synced(u64),
     /// A fatal error: the receiver refused the run or failed; it closes the connection.
     Error(String),
 }
@@ -441,6 +447,7 @@ impl ReplyDecoder {
         };
         match tag {
             TAG_ACK => Ok(read_u64(input, 1).map(|n| (Reply::Ack(n), 9))),
+            TAG_SYNCED => Ok(read_u64(input, 1).map(|n| (Reply::Synced(n), 9))),
             TAG_ERROR => {
                 let Some((msg, n)) = read_message(input, 1)? else {
                     return Ok(None);
@@ -472,7 +479,15 @@ fn decode_completion(body: &[u8]) -> Result<Completion, DecodeError> {
         files: field(0)?,
         bytes: field(8)?,
         receiver_micros: field(16)?,
-        fsync_micros: field(24)?,
+        sync_follows: match field(24)? {
+            0 => false,
+            1 => true,
+            _ => {
+                return Err(DecodeError::BadReply(
+                    "completion's sync flag is neither 0 nor 1",
+                ))
+            }
+        },
         peak_rss: field(32)?,
         peak_streams: field(40)?,
         connections: field(48)?,
@@ -604,6 +619,11 @@ pub fn encode_ack(files_closed: u64, out: &mut impl BufMut) {
     out.put_u64(files_closed);
 }
 
+pub fn encode_synced(fsync_micros: u64, out: &mut impl BufMut) {
+    out.put_u8(TAG_SYNCED);
+    out.put_u64(fsync_micros);
+}
+
 pub fn encode_error(message: &str, out: &mut impl BufMut) {
     out.put_u8(TAG_ERROR);
     put_message(message, out);
@@ -614,7 +634,7 @@ pub fn encode_completion(c: &Completion, out: &mut BytesMut) {
     body.put_u64(c.files);
     body.put_u64(c.bytes);
     body.put_u64(c.receiver_micros);
-    body.put_u64(c.fsync_micros);
+    body.put_u64(u64::from(c.sync_follows));
     body.put_u64(c.peak_rss);
     body.put_u64(c.peak_streams);
     body.put_u64(c.connections);
@@ -849,6 +869,10 @@ pub mod fuzzing {
                     match &reply {
                         Reply::Ack(k) => {
                             encode_ack(*k, &mut again);
+                            assert_eq!(&again[..], &input[..n]);
+                        }
+                        Reply::Synced(k) => {
+                            encode_synced(*k, &mut again);
                             assert_eq!(&again[..], &input[..n]);
                         }
                         Reply::Error(m) => {
@@ -1463,7 +1487,7 @@ mod tests {
             files: 3,
             bytes: 12,
             receiver_micros: 1500,
-            fsync_micros: 7,
+            sync_follows: true,
             peak_rss: 1 << 20,
             peak_streams: 300,
             connections: 4,
@@ -1476,6 +1500,7 @@ mod tests {
         let mut s = BytesMut::new();
         encode_ack(1, &mut s);
         encode_completion(&completion, &mut s);
+        encode_synced(42, &mut s);
         encode_error("no such token", &mut s);
         let mut d = ReplyDecoder;
         let mut at = 0;
@@ -1494,6 +1519,7 @@ mod tests {
             vec![
                 Reply::Ack(1),
                 Reply::Completion(completion),
+                Reply::Synced(42),
                 Reply::Error("no such token".into())
             ]
         );

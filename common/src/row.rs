@@ -21,9 +21,9 @@ pub struct RunRow {
     /// Useful file bytes / `seconds`, MB = 10^6 bytes.
     pub mb_per_s: f64,
     pub files_per_s: f64,
-    /// Receiver clock: first byte received → last file closed.
+    /// Receiver clock: end of the run's first handshake → last file closed.
     pub receiver_seconds: f64,
-    /// `--fsync` time at the receiver after the last file closed (not in `seconds`).
+    /// `--fsync` time at the receiver, after its completion report (not in `seconds`).
     pub fsync_seconds: f64,
     pub files_ready: u64,
     pub bytes_ready: u64,

@@ -12,10 +12,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
+use futures::future::{BoxFuture, FutureExt, Shared};
 use shoal_common::codec::{Completion, Hello};
 use shoal_common::metrics;
 use shoal_common::pipeline::writer::{WriteBatch, WriterThread};
 use shoal_common::window_share::{SharedWindow, Side};
+use tokio::io::AsyncWrite;
 use tokio::sync::{mpsc, watch, Semaphore};
 use tokio_util::sync::CancellationToken;
 
@@ -49,7 +51,27 @@ pub(crate) struct Run {
     pub quic_window: Arc<SharedWindow>,
     writer: Mutex<Option<WriterThread>>,
     state: Mutex<State>,
-    done: watch::Sender<Option<Completion>>,
+    done: watch::Sender<Option<Finished>>,
+}
+
+/// A run's end as every connection sees it: the completion, and with `--fsync` the sync that
+/// runs after it (µs taken, or why it failed), awaited by each connection after its report.
+#[derive(Clone)]
+pub(crate) struct Finished {
+    pub completion: Completion,
+    pub sync: Option<Shared<BoxFuture<'static, Result<u64, String>>>>,
+}
+
+impl Finished {
+    fn failed(message: &str) -> Self {
+        Finished {
+            completion: Completion {
+                errors: vec![message.into()],
+                ..Default::default()
+            },
+            sync: None,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -120,7 +142,14 @@ impl Hub {
     }
 
     /// Creates the run of `hello`, or joins it; refuses a hello that does not match the run.
-    pub(crate) fn join(&self, config: &ReceiverConfig, hello: &Hello) -> Result<Membership> {
+    /// `ready`: when the connection could first carry the run's bytes (its handshake's end),
+    /// the receiver's clock start for a run this connection creates.
+    pub(crate) fn join(
+        &self,
+        config: &ReceiverConfig,
+        hello: &Hello,
+        ready: Instant,
+    ) -> Result<Membership> {
         let mut runs = self.runs.lock().expect("hub lock");
         let run = match runs.get(&hello.run_id) {
             Some(run) => {
@@ -151,7 +180,7 @@ impl Hub {
                 let writer = WriterThread::spawn(dest, config.fsync)?;
                 let run = Arc::new(Run {
                     hello: hello.clone(),
-                    first_byte: Instant::now(),
+                    first_byte: ready,
                     budget: Arc::new(Semaphore::new(config.write_budget)),
                     claims: Mutex::new(Claims::default()),
                     cancel: CancellationToken::new(),
@@ -200,9 +229,26 @@ impl Hub {
 }
 
 impl Membership {
-    /// Ends this connection's part; returns the run's completion once every connection has
-    /// ended (or the run failed or gave up waiting).
-    pub(crate) async fn finish(self, hub: &Hub, end: ConnEnd, idle: Duration) -> Completion {
+    /// Ends this connection's part and, once the run has ended, sends its sender the run's
+    /// completion (then, with `--fsync`, the sync's report); returns the completion.
+    pub(crate) async fn finish_and_reply<W: AsyncWrite + Unpin>(
+        self,
+        hub: &Hub,
+        end: ConnEnd,
+        idle: Duration,
+        wr: &mut W,
+    ) -> Completion {
+        let Finished {
+            mut completion,
+            sync,
+        } = self.finish(hub, end, idle).await;
+        run::reply(wr, &mut completion, sync).await;
+        completion
+    }
+
+    /// Ends this connection's part; returns the run's end once every connection has ended (or
+    /// the run failed or gave up waiting).
+    async fn finish(self, hub: &Hub, end: ConnEnd, idle: Duration) -> Finished {
         let Membership { run, batches } = self;
         // This connection's writer handle must go before the writer can finish.
         drop(batches);
@@ -253,10 +299,7 @@ impl Membership {
         let c = done.wait_for(Option::is_some).await;
         match c {
             Ok(c) => c.clone().expect("waited for Some"),
-            Err(_) => Completion {
-                errors: vec!["the run ended without a completion".into()],
-                ..Default::default()
-            },
+            Err(_) => Finished::failed("the run ended without a completion"),
         }
     }
 }
@@ -273,12 +316,17 @@ impl Run {
         false
     }
 
-    async fn finalize(self: &Arc<Self>, hub: &Hub) -> Completion {
+    async fn finalize(self: &Arc<Self>, hub: &Hub) -> Finished {
         let writer = self.writer.lock().expect("writer lock").take();
-        let report = match writer {
+        let mut report = match writer {
             Some(w) => w.finish().await,
-            None => unreachable!("finalize runs once"),
+            None => return Finished::failed("the run's writer was finished twice"),
         };
+        let sync = report.sync.take().map(|pending| {
+            async move { pending.wait().await.map(|d| d.as_micros() as u64) }
+                .boxed()
+                .shared()
+        });
         let (errors, peak, joined, facts) = {
             let st = self.state.lock().expect("run lock");
             (
@@ -291,9 +339,11 @@ impl Run {
         let mut completion = run::completion(&self.hello, &report, errors, self.first_byte, &facts);
         completion.peak_streams = peak;
         completion.connections = u64::from(joined);
+        completion.sync_follows = sync.is_some();
         hub.remove(&self.hello.run_id);
-        self.done.send_replace(Some(completion.clone()));
-        completion
+        let finished = Finished { completion, sync };
+        self.done.send_replace(Some(finished.clone()));
+        finished
     }
 }
 

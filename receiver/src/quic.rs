@@ -67,6 +67,8 @@ pub(crate) async fn handle(ctx: Arc<Shared>, incoming: quinn::Incoming, rcvbuf: 
             return;
         }
     };
+    // The client's handshake Finished and its first stream data arrive together.
+    let ready = std::time::Instant::now();
     let accept = tokio::time::timeout(config.idle_timeout, conn.accept_bi());
     let (mut wr, mut rd) = match tokio::time::timeout_at(deadline, accept).await {
         Ok(Ok(Ok(s))) => s,
@@ -104,7 +106,7 @@ pub(crate) async fn handle(ctx: Arc<Shared>, incoming: quinn::Incoming, rcvbuf: 
         }
     };
     let member = match run::admit(config, &ctx.identity.token, &hello, Wire::Quic)
-        .and_then(|()| ctx.hub.join(config, &hello))
+        .and_then(|()| ctx.hub.join(config, &hello, ready))
     {
         Ok(m) => m,
         Err(e) => {
@@ -131,9 +133,9 @@ pub(crate) async fn handle(ctx: Arc<Shared>, incoming: quinn::Incoming, rcvbuf: 
             let (end, mut wr) =
                 bundle::receive(config, &member, &mut rd, wr, buf, decoder, false, facts).await;
             seat.finished();
-            let mut completion = member.finish(&ctx.hub, end, config.idle_timeout).await;
-            run::reply(&mut wr, &mut completion).await;
-            completion
+            member
+                .finish_and_reply(&ctx.hub, end, config.idle_timeout, &mut wr)
+                .await
         }
         Mode::QuicStreams => {
             let (tx, files) = mpsc::unbounded_channel();
@@ -150,9 +152,9 @@ pub(crate) async fn handle(ctx: Arc<Shared>, incoming: quinn::Incoming, rcvbuf: 
             let end = streams::receive(config, &member, &mut rd, buf, decoder, files, facts).await;
             seat.finished();
             acceptor.abort();
-            let mut completion = member.finish(&ctx.hub, end, config.idle_timeout).await;
-            run::reply(&mut wr, &mut completion).await;
-            completion
+            member
+                .finish_and_reply(&ctx.hub, end, config.idle_timeout, &mut wr)
+                .await
         }
         _ => unreachable!("admit() refuses TCP modes on QUIC"),
     };

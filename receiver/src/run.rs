@@ -150,7 +150,6 @@ pub(crate) fn completion(
         files: report.files_ready,
         bytes: report.bytes_written,
         receiver_micros: last.saturating_duration_since(first_byte).as_micros() as u64,
-        fsync_micros: report.fsync.map_or(0, |d| d.as_micros() as u64),
         peak_rss: metrics::peak_rss_bytes(),
         connections: 1,
         latency: report.latency.to_bytes(),
@@ -162,8 +161,14 @@ pub(crate) fn completion(
     }
 }
 
-/// Sends the completion, or an error reply if the run failed, and closes the stream.
-pub(crate) async fn reply<W: AsyncWrite + Unpin>(wr: &mut W, completion: &mut Completion) {
+/// Sends the completion, or an error reply if the run failed, and closes the stream. With a
+/// sync under way (`--fsync`), the completion goes first, so the sender's clock stops at it,
+/// and the sync's own report follows it (or an error, which fails the run).
+pub(crate) async fn reply<W: AsyncWrite + Unpin>(
+    wr: &mut W,
+    completion: &mut Completion,
+    sync: Option<impl std::future::Future<Output = Result<u64, String>>>,
+) {
     if !completion.errors.is_empty() {
         send_error(wr, &completion.errors.join("; ")).await;
         return;
@@ -172,6 +177,20 @@ pub(crate) async fn reply<W: AsyncWrite + Unpin>(wr: &mut W, completion: &mut Co
     codec::encode_completion(completion, &mut out);
     let sent = async {
         wr.write_all(&out).await?;
+        // Out now: the sync's report below may be seconds away.
+        wr.flush().await?;
+        if let Some(sync) = sync {
+            let mut after = BytesMut::new();
+            match sync.await {
+                Ok(micros) => codec::encode_synced(micros, &mut after),
+                Err(e) => {
+                    let message = format!("syncing the destination failed: {e}");
+                    codec::encode_error(&message, &mut after);
+                    completion.errors.push(message);
+                }
+            }
+            wr.write_all(&after).await?;
+        }
         wr.shutdown().await
     }
     .await;

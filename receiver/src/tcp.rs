@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 use shoal_common::codec::RecordDecoder;
@@ -50,12 +50,26 @@ pub(crate) async fn handle(ctx: Arc<Shared>, tcp: TcpStream, peer: SocketAddr) {
         }
     };
     if plain {
-        serve(ctx, tcp, peer, Wire::Tcp { plain: true }, probe, deadline).await;
+        let ready = Instant::now();
+        serve(
+            ctx,
+            tcp,
+            peer,
+            Wire::Tcp { plain: true },
+            probe,
+            deadline,
+            ready,
+        )
+        .await;
         return;
     }
     let handshake = tokio::time::timeout(timeout, ctx.tls.accept(tcp));
     match tokio::time::timeout_at(deadline, handshake).await {
         Ok(Ok(Ok(tls))) => {
+            // The client's Finished and its first records arrive together, but a 16 KiB
+            // record that straddles the sender's first flight can be decrypted (and the hello
+            // read) only a round trip later: the run's first byte is the handshake's end.
+            let ready = Instant::now();
             serve(
                 ctx.clone(),
                 tls,
@@ -63,6 +77,7 @@ pub(crate) async fn handle(ctx: Arc<Shared>, tcp: TcpStream, peer: SocketAddr) {
                 Wire::Tcp { plain: false },
                 probe,
                 deadline,
+                ready,
             )
             .await
         }
@@ -112,6 +127,7 @@ async fn serve<S>(
     wire: Wire,
     probe: Option<OwnedFd>,
     deadline: tokio::time::Instant,
+    ready: Instant,
 ) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -142,7 +158,7 @@ async fn serve<S>(
     }
     let completion = match hello.mode {
         Mode::TcpBundle | Mode::TcpWait => {
-            let member = match admitted.and_then(|()| ctx.hub.join(config, &hello)) {
+            let member = match admitted.and_then(|()| ctx.hub.join(config, &hello, ready)) {
                 Ok(m) => m,
                 Err(e) => {
                     run::refuse(&mut wr, peer, &e).await;
@@ -156,9 +172,9 @@ async fn serve<S>(
             };
             let (end, mut wr) =
                 bundle::receive(config, &member, &mut rd, wr, buf, decoder, acks, facts).await;
-            let mut completion = member.finish(&ctx.hub, end, config.idle_timeout).await;
-            run::reply(&mut wr, &mut completion).await;
-            completion
+            member
+                .finish_and_reply(&ctx.hub, end, config.idle_timeout, &mut wr)
+                .await
         }
         Mode::TcpStreams => {
             // What was read past the hello already belongs to yamux. The sender has started
@@ -207,7 +223,7 @@ async fn serve<S>(
                         Ok(h) if h.run_id != hello.run_id => {
                             Err(anyhow::anyhow!("control stream hello is for another run"))
                         }
-                        Ok(_) => admitted.and_then(|()| ctx.hub.join(config, hello)),
+                        Ok(_) => admitted.and_then(|()| ctx.hub.join(config, hello, ready)),
                         Err(e) => Err(e),
                     };
                 let member = match joined {
@@ -227,8 +243,9 @@ async fn serve<S>(
                 let files = files.expect("an admitted connection keeps its file streams");
                 let end =
                     streams::receive(config, &member, &mut crd, cbuf, cdec, files, facts).await;
-                let mut completion = member.finish(&ctx.hub, end, config.idle_timeout).await;
-                run::reply(&mut cwr, &mut completion).await;
+                let completion = member
+                    .finish_and_reply(&ctx.hub, end, config.idle_timeout, &mut cwr)
+                    .await;
                 linger_until_closed(&mut ended).await;
                 Some(completion)
             })

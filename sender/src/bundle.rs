@@ -45,8 +45,10 @@ where
     .await;
     let result = finish_with_reply(sent, reader.finish(), &mut replies).await;
     let _ = wr.shutdown().await;
-    result.map(|completion| Sent {
-        completion,
+    result.map(|done| Sent {
+        completion: done.completion,
+        completed_at: done.decoded_at,
+        fsync: done.fsync,
         peak_streams: 0,
         waits,
     })

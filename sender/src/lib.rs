@@ -2,6 +2,7 @@
 //! over one of the transports; returns one result row whether the run succeeded or failed.
 
 mod bundle;
+mod clock;
 pub mod net;
 mod replies;
 mod sampler;
@@ -89,6 +90,7 @@ impl TestHooks {
 struct Measured {
     completion: Completion,
     seconds: f64,
+    fsync: Option<Duration>,
     connections: u64,
     sndbuf: u64,
     peak_streams: u64,
@@ -103,6 +105,10 @@ struct Measured {
 pub(crate) struct Sent {
     /// The receiver's completion report.
     pub completion: Completion,
+    /// When the completion report was decoded (see `clock`).
+    pub completed_at: Instant,
+    /// The receiver's `--fsync` time, reported after the completion.
+    pub fsync: Option<Duration>,
     /// Most per-file streams outstanding at once (0 in bundle modes).
     pub peak_streams: u64,
     pub waits: Waits,
@@ -167,7 +173,7 @@ pub async fn send(config: &SendConfig) -> RunRow {
             row.files_ready = c.files;
             row.bytes_ready = c.bytes;
             row.receiver_seconds = c.receiver_micros as f64 / 1e6;
-            row.fsync_seconds = c.fsync_micros as f64 / 1e6;
+            row.fsync_seconds = m.fsync.map_or(0.0, |d| d.as_secs_f64());
             row.receiver_peak_rss_bytes = c.peak_rss;
             row.mb_per_s = row.bytes as f64 / 1e6 / m.seconds;
             row.files_per_s = row.files as f64 / m.seconds;
@@ -220,8 +226,8 @@ pub async fn send(config: &SendConfig) -> RunRow {
     row
 }
 
-/// Connects (N connections), streams the tree and waits for the completion report. Timing
-/// starts when the sender starts connecting and ends when every connection has the report.
+/// Connects (N connections), streams the tree and waits for the completion report. The time
+/// is `clock::RunClock`'s: first connect to the last completion report decoded.
 async fn transfer(
     config: &SendConfig,
     run_id: [u8; 16],
@@ -243,9 +249,14 @@ async fn transfer(
         ..config.reader
     };
     let probes = Arc::new(Mutex::new(Vec::new()));
-    let t0 = Instant::now();
+    let clock = clock::RunClock::start();
     let sampler = match (config.stats_interval, &config.stats_out) {
-        (Some(every), Some(out)) => Some(sampler::spawn(every, out, probes.clone(), t0)?),
+        (Some(every), Some(out)) => Some(sampler::spawn(
+            every,
+            out,
+            probes.clone(),
+            clock.started_at(),
+        )?),
         _ => None,
     };
     // --max-streams is for the run, like the read-ahead: N connections share it (each file
@@ -279,7 +290,6 @@ async fn transfer(
     // The first connection to fail ends the run (the others are dropped, so the receiver
     // sees them go and fails the run too).
     let outcomes = futures::future::try_join_all(connections).await;
-    let seconds = t0.elapsed().as_secs_f64();
     if let Some(s) = sampler {
         s.stop().await;
     }
@@ -288,7 +298,8 @@ async fn transfer(
     let stats: Vec<ConnStats> = outcomes.iter().map(|o| o.stats).collect();
     Ok(Measured {
         completion: first.sent.completion.clone(),
-        seconds,
+        seconds: clock.seconds(outcomes.iter().map(|o| o.sent.completed_at)),
+        fsync: first.sent.fsync,
         connections: outcomes.len() as u64,
         sndbuf: outcomes.iter().map(|o| o.sndbuf).max().unwrap_or(0),
         peak_streams: outcomes
@@ -389,7 +400,7 @@ async fn one_connection(
                 Ok(_) => quic.conn.close(0u32.into(), b"done"),
                 Err(_) => quic.conn.close(1u32.into(), b"sender failed"),
             }
-            // Let the close reach the receiver (after the clock stopped for this connection),
+            // Let the close reach the receiver (the clock stopped at the completion report),
             // failed runs too: one that fails at once (an unreadable source file) would
             // otherwise exit before the close is sent and leave the receiver waiting.
             let _ = tokio::time::timeout(Duration::from_secs(1), quic.endpoint.wait_idle()).await;
@@ -422,36 +433,67 @@ impl Probe {
 /// How long to wait for the receiver's reason after a write fails.
 const REASON_GRACE: Duration = Duration::from_secs(3);
 
+/// The receiver's verdict on one connection.
+pub(crate) struct Completed {
+    pub completion: Completion,
+    /// When the completion report was decoded: the run's clock stops here.
+    pub decoded_at: Instant,
+    /// `--fsync` at the receiver: its report follows the completion.
+    pub fsync: Option<Duration>,
+}
+
 /// Turns what happened on the sending side plus the receiver's final reply into the run's
 /// result: the receiver's stated reason wins over a local "broken pipe".
 async fn finish_with_reply(
     sent: Result<()>,
     reader_result: Result<()>,
     replies: &mut replies::Replies,
-) -> Result<Completion> {
-    match (sent, reader_result) {
-        (Ok(()), Ok(())) => final_reply(replies.final_reply().await),
-        (_, Err(e)) => Err(e),
+) -> Result<Completed> {
+    let last = match (sent, reader_result) {
+        (Ok(()), Ok(())) => replies.final_reply().await,
+        (_, Err(e)) => return Err(e),
         // A source file that cannot be read is our failure, not the receiver's: no reason to
         // wait for one (the reader's error reaches here through `sent`).
-        (Err(e), Ok(())) if SourceFileError::is_in(&e) => Err(e),
+        (Err(e), Ok(())) if SourceFileError::is_in(&e) => return Err(e),
         (Err(e), Ok(())) => match tokio::time::timeout(REASON_GRACE, replies.final_reply()).await {
-            Ok(Some(reply)) => final_reply(Some(reply)),
-            _ => Err(e),
+            Ok(last) if last.reply.is_some() => last,
+            _ => return Err(e),
         },
-    }
+    };
+    let completion = final_reply(last.reply)?;
+    let fsync = match completion.sync_follows {
+        false => None,
+        true => Some(sync_reply(replies.sync_reply().await)?),
+    };
+    Ok(Completed {
+        completion,
+        decoded_at: last.decoded_at,
+        fsync,
+    })
 }
 
 /// Turns the receiver's final reply into the run's result.
 fn final_reply(reply: Option<Reply>) -> Result<Completion> {
     match reply {
-        Some(Reply::Completion(c)) if c.errors.is_empty() => Ok(c),
+        Some(Reply::Completion(c)) if c.errors.is_empty() => anyhow::Ok(c),
         Some(Reply::Completion(c)) => bail!("receiver reported: {}", c.errors.join("; ")),
         Some(Reply::Error(msg)) => bail!("receiver refused the run: {msg}"),
         Some(Reply::Ack(_)) => bail!("receiver sent an acknowledgement where a report was due"),
+        Some(Reply::Synced(_)) => bail!("receiver sent a sync report before its completion"),
         None => Err(anyhow!(
             "receiver closed the connection without a completion report"
         )),
     }
     .context("transfer failed")
+}
+
+/// The reply after a completion that announced a sync (`--fsync`).
+fn sync_reply(reply: Option<Reply>) -> Result<Duration> {
+    match reply {
+        Some(Reply::Synced(micros)) => anyhow::Ok(Duration::from_micros(micros)),
+        Some(Reply::Error(msg)) => bail!("receiver reported: {msg}"),
+        Some(_) => bail!("receiver sent something else where its sync report was due"),
+        None => bail!("receiver closed the connection before its sync report"),
+    }
+    .context("transfer failed after every file was ready")
 }

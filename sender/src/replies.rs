@@ -1,6 +1,8 @@
 //! The receiver's replies on a connection: acknowledgements (stop-and-wait arm) and the final
 //! completion or error.
 
+use std::time::Instant;
+
 use anyhow::Result;
 use bytes::BytesMut;
 use shoal_common::codec::{Reply, ReplyDecoder};
@@ -12,25 +14,49 @@ use tokio::task::JoinHandle;
 pub(crate) struct Replies {
     /// Files the receiver has closed so far, from its acknowledgements.
     pub acks: watch::Receiver<u64>,
-    final_reply: Option<oneshot::Receiver<Option<Reply>>>,
+    final_reply: Option<oneshot::Receiver<FinalReply>>,
+    /// The reply after a completion that announced a sync (`--fsync`).
+    sync_reply: Option<oneshot::Receiver<Option<Reply>>>,
     task: JoinHandle<()>,
+}
+
+/// The receiver's final reply and when it was decoded (the run's clock stops at a completion's).
+pub(crate) struct FinalReply {
+    /// `None`: the connection closed without one.
+    pub reply: Option<Reply>,
+    pub decoded_at: Instant,
 }
 
 impl Replies {
     pub(crate) fn spawn<R: AsyncRead + Unpin + Send + 'static>(rd: R) -> Self {
         let (ack_tx, acks) = watch::channel(0);
         let (final_tx, final_rx) = oneshot::channel();
-        let task = tokio::spawn(read_replies(rd, ack_tx, final_tx));
+        let (sync_tx, sync_rx) = oneshot::channel();
+        let task = tokio::spawn(read_replies(rd, ack_tx, final_tx, sync_tx));
         Self {
             acks,
             final_reply: Some(final_rx),
+            sync_reply: Some(sync_rx),
             task,
         }
     }
 
-    /// Waits for the final reply (`None`: the connection closed without one).
-    pub(crate) async fn final_reply(&mut self) -> Option<Reply> {
+    /// Waits for the final reply.
+    pub(crate) async fn final_reply(&mut self) -> FinalReply {
+        let closed = || FinalReply {
+            reply: None,
+            decoded_at: Instant::now(),
+        };
         match self.final_reply.take() {
+            Some(rx) => rx.await.unwrap_or_else(|_| closed()),
+            None => closed(),
+        }
+    }
+
+    /// After a completion with `sync_follows`: waits for the sync's report (`None`: the
+    /// connection closed without one).
+    pub(crate) async fn sync_reply(&mut self) -> Option<Reply> {
+        match self.sync_reply.take() {
             Some(rx) => rx.await.ok().flatten(),
             None => None,
         }
@@ -51,25 +77,46 @@ impl Drop for Replies {
 async fn read_replies<R: AsyncRead + Unpin>(
     mut rd: R,
     acks: watch::Sender<u64>,
-    final_tx: oneshot::Sender<Option<Reply>>,
+    final_tx: oneshot::Sender<FinalReply>,
+    sync_tx: oneshot::Sender<Option<Reply>>,
 ) {
     let mut decoder = ReplyDecoder;
     let mut buf = BytesMut::with_capacity(4096);
-    let reply = loop {
-        match decoder.decode(&buf) {
+    let reply = next_final(&mut rd, &mut decoder, &mut buf, &acks).await;
+    let sync_follows = matches!(&reply, Some(Reply::Completion(c)) if c.sync_follows);
+    let _ = final_tx.send(FinalReply {
+        reply,
+        decoded_at: Instant::now(),
+    });
+    if sync_follows {
+        let _ = sync_tx.send(next_final(&mut rd, &mut decoder, &mut buf, &acks).await);
+    }
+}
+
+/// Reads up to the next reply that is not an acknowledgement (`None`: the stream ended).
+async fn next_final<R: AsyncRead + Unpin>(
+    rd: &mut R,
+    decoder: &mut ReplyDecoder,
+    buf: &mut BytesMut,
+    acks: &watch::Sender<u64>,
+) -> Option<Reply> {
+    loop {
+        match decoder.decode(buf) {
             Ok(Some((Reply::Ack(n), used))) => {
                 let _ = buf.split_to(used);
                 acks.send_replace(n);
                 continue;
             }
-            Ok(Some((reply, _))) => break Some(reply),
+            Ok(Some((reply, used))) => {
+                let _ = buf.split_to(used);
+                return Some(reply);
+            }
             Ok(None) => {}
-            Err(e) => break Some(Reply::Error(format!("unreadable reply: {e}"))),
+            Err(e) => return Some(Reply::Error(format!("unreadable reply: {e}"))),
         }
-        match rd.read_buf(&mut buf).await {
-            Ok(0) | Err(_) => break None,
+        match rd.read_buf(buf).await {
+            Ok(0) | Err(_) => return None,
             Ok(_) => {}
         }
-    };
-    let _ = final_tx.send(reply);
+    }
 }

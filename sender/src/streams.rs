@@ -137,10 +137,13 @@ where
         &mut waits,
     )
     .await;
-    let completion = finish_with_reply(sent, reader.finish(), &mut replies).await;
+    let done = finish_with_reply(sent, reader.finish(), &mut replies).await;
     let _ = control_wr.shutdown().await;
+    let done = done?;
     Ok(Sent {
-        completion: completion?,
+        completion: done.completion,
+        completed_at: done.decoded_at,
+        fsync: done.fsync,
         peak_streams: peak,
         waits,
     })

@@ -15,13 +15,12 @@ use std::io::{self, Write};
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use bytes::Bytes;
 use rustix::fs::{mkdirat, openat, unlinkat, AtFlags, Mode, OFlags};
-use tokio::sync::{mpsc, OwnedSemaphorePermit};
+use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit};
 
 use crate::latency::LatencyHistogram;
 use crate::metrics::wall_clock_us;
@@ -306,11 +305,25 @@ pub struct WriterReport {
     pub files_ready: u64,
     pub bytes_written: u64,
     pub last_close: Option<Instant>,
-    pub fsync: Option<Duration>,
+    /// With `--fsync`: the sync that starts once this report is out (so the run's completion
+    /// can go to the sender first and the sync is timed on its own).
+    pub sync: Option<PendingSync>,
     /// Partial files removed after a failure.
     pub removed_partials: Vec<RelPath>,
     pub latency: LatencyHistogram,
     pub error: Option<anyhow::Error>,
+}
+
+/// The writer thread's sync of the destination, under way: how long it took, or why it failed.
+#[derive(Debug)]
+pub struct PendingSync(oneshot::Receiver<Result<Duration, String>>);
+
+impl PendingSync {
+    pub async fn wait(self) -> Result<Duration, String> {
+        self.0
+            .await
+            .unwrap_or_else(|_| Err("the writer thread ended before the sync".into()))
+    }
 }
 
 impl WriterReport {
@@ -319,7 +332,7 @@ impl WriterReport {
             files_ready: 0,
             bytes_written: 0,
             last_close: None,
-            fsync: None,
+            sync: None,
             removed_partials: Vec::new(),
             latency: LatencyHistogram::default(),
             error: Some(error),
@@ -331,21 +344,24 @@ impl WriterReport {
 #[derive(Debug)]
 pub struct WriterThread {
     pub batches: mpsc::Sender<WriteBatch>,
-    thread: JoinHandle<WriterReport>,
+    report: oneshot::Receiver<WriterReport>,
 }
 
 impl WriterThread {
     /// Starts a writer for `dest`. With `fsync`, the file system is synced once the channel
-    /// closes without error.
-    /// batch, if given.
+    /// closes without error, after the report is out (`WriterReport::sync`).
     pub fn spawn(dest: PathBuf, fsync: bool) -> Result<Self> {
         let (tx, mut rx) = mpsc::channel::<WriteBatch>(256);
-        let thread = std::thread::Builder::new()
+        let (report_tx, report) = oneshot::channel();
+        std::thread::Builder::new()
             .name("shoal-writer".into())
             .spawn(move || {
                 let mut writer = match DestWriter::open(&dest) {
                     Ok(w) => w,
-                    Err(e) => return WriterReport::failed(e),
+                    Err(e) => {
+                        let _ = report_tx.send(WriterReport::failed(e));
+                        return;
+                    }
                 };
                 let mut error = None;
                 'outer: while let Some(batch) = rx.blocking_recv() {
@@ -364,37 +380,38 @@ impl WriterThread {
                         removed_partials.len()
                     ));
                 }
-                let mut fsync_time = None;
-                if fsync && error.is_none() {
-                    match writer.sync() {
-                        Ok(t) => fsync_time = Some(t),
-                        Err(e) => error = Some(e),
+                let (sync_tx, sync) = match fsync && error.is_none() {
+                    true => {
+                        let (tx, rx) = oneshot::channel();
+                        (Some(tx), Some(PendingSync(rx)))
                     }
-                }
-                WriterReport {
+                    false => (None, None),
+                };
+                let _ = report_tx.send(WriterReport {
                     files_ready: writer.files_ready(),
                     bytes_written: writer.bytes_written(),
                     last_close: writer.last_close(),
-                    fsync: fsync_time,
+                    sync,
                     removed_partials,
                     latency: writer.latency().clone(),
                     error,
+                });
+                if let Some(tx) = sync_tx {
+                    let _ = tx.send(writer.sync().map_err(|e| format!("{e:#}")));
                 }
             })
             .context("cannot start the writer thread")?;
         Ok(Self {
             batches: tx,
-            thread,
+            report,
         })
     }
 
     /// Closes the input and waits for the report. Drop every other clone of `batches` first.
     pub async fn finish(self) -> WriterReport {
         drop(self.batches);
-        let thread = self.thread;
-        tokio::task::spawn_blocking(move || thread.join())
+        self.report
             .await
-            .expect("join task")
             .unwrap_or_else(|_| WriterReport::failed(anyhow!("writer thread panicked")))
     }
 }
