@@ -80,6 +80,7 @@ pub async fn run(a: DemoArgs) -> Result<ExitCode> {
         stats_interval: None,
         stats_out: None,
         run_id: None,
+        provenance: crate::provenance(),
         hooks: Default::default(),
     })
     .await;

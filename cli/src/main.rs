@@ -23,7 +23,7 @@ use shoal_common::verify::{self, Manifest};
 /// is TLS 1.3 with a pinned certificate and a shared token; `shoal verify` proves a tree
 /// arrived by SHA-256 of every file.
 #[derive(Debug, Parser)]
-#[command(name = "shoal", version, max_term_width = 100)]
+#[command(name = "shoal", version = env!("SHOAL_LONG_VERSION"), max_term_width = 100)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -51,6 +51,24 @@ enum Command {
         #[command(subcommand)]
         cmd: shoal_link::cli::LinkCommand,
     },
+    /// Print this end's settings as JSON, as the kernel reports them (a sweep runs it in each
+    /// namespace for meta.json): kernel, CPU, TCP/UDP buffers and controller, metrics saving,
+    /// the interface towards PEER with its qdisc and offloads, DEST's file system.
+    #[command(hide = true)]
+    HostFacts {
+        #[arg(long)]
+        peer: Option<std::net::IpAddr>,
+        #[arg(long)]
+        dest: Option<PathBuf>,
+    },
+}
+
+/// The build that runs, for rows and meta.json.
+fn provenance() -> shoal_common::provenance::Provenance {
+    shoal_common::provenance::Provenance::of_this_process(
+        env!("SHOAL_GIT_COMMIT"),
+        env!("SHOAL_GIT_DIRTY") != "false",
+    )
 }
 
 #[derive(Debug, Args)]
@@ -308,6 +326,11 @@ fn run(command: Command) -> Result<ExitCode> {
         Command::Demo(a) => runtime()?.block_on(demo::run(a)),
         Command::Sweep(a) => shoal_sweep::cli::run_sweep(a),
         Command::Report(a) => shoal_sweep::cli::run_report(a),
+        Command::HostFacts { peer, dest } => {
+            let facts = shoal_common::hostfacts::HostFacts::collect(peer, dest.as_deref());
+            println!("{}", serde_json::to_string(&facts)?);
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Link { cmd } => {
             let code = shoal_link::cli::run(cmd)?;
             Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
@@ -443,6 +466,7 @@ async fn send(a: SendArgs) -> Result<ExitCode> {
         connections: a.connections,
         stats_interval: a.stats_interval,
         stats_out: a.stats_out,
+        provenance: provenance(),
         hooks: shoal_sender::TestHooks {
             corrupt_file: a.test_corrupt_file,
         },

@@ -84,6 +84,22 @@ pub struct RunRow {
     pub receiver: String,
     pub kernel: String,
     pub host: String,
+    /// The build that ran (see `provenance`): commit, uncommitted changes, binary SHA-256.
+    #[serde(default)]
+    pub shoal_commit: String,
+    #[serde(default)]
+    pub shoal_dirty: bool,
+    #[serde(default)]
+    pub shoal_sha256: String,
+    /// UDP datagrams the sender's network namespace dropped during the run (receive buffer
+    /// full; all undeliverable). Empty where not read.
+    #[serde(default)]
+    pub sender_udp_rcvbuf_errors: Option<u64>,
+    #[serde(default)]
+    pub sender_udp_in_errors: Option<u64>,
+    /// CPU time the hypervisor stole from the sending machine during the run, all CPUs.
+    #[serde(default)]
+    pub cpu_steal_seconds: Option<f64>,
     /// `ok`, or `failed`.
     pub status: String,
     /// Why the run failed (empty when ok).

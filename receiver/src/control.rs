@@ -128,6 +128,23 @@ async fn handle(ctx: &Shared, request: Request) -> Result<(Reply, Option<Vec<u8>
                 }
             }
             f.insert("load_1m".into(), format!("{:.2}", metrics::load_avg_1m()));
+            // What this end has in effect (buffers, controller, metrics saving, file system),
+            // for the sweep's meta.json and its kernel-state guard.
+            let facts = shoal_common::hostfacts::HostFacts::collect(None, Some(&dest_root));
+            if let Ok(serde_json::Value::Object(m)) = serde_json::to_value(&facts) {
+                for (k, v) in m {
+                    let text = match v {
+                        serde_json::Value::String(s) => s,
+                        serde_json::Value::Array(a) => a
+                            .iter()
+                            .filter_map(|x| x.as_str())
+                            .collect::<Vec<_>>()
+                            .join("; "),
+                        other => other.to_string(),
+                    };
+                    f.entry(format!("facts.{k}")).or_insert(text);
+                }
+            }
             Ok((reply, None))
         }
         Request::Prepare { run_id } => {

@@ -19,6 +19,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use bytes::BytesMut;
 use shoal_common::codec::{self, Completion, Hello, Reply};
 use shoal_common::config::{Cc, FlowConfig, Mode};
+use shoal_common::hostfacts::{cpu_steal_seconds, UdpDrops};
 use shoal_common::identity::Pin;
 use shoal_common::latency::LatencyHistogram;
 use shoal_common::metrics;
@@ -63,6 +64,8 @@ pub struct SendConfig {
     /// The run's id (`None`: random). A sweep sets it to the id it prepared a folder for on a
     /// receiver with `--control`.
     pub run_id: Option<[u8; 16]>,
+    /// The build that runs (recorded in the row).
+    pub provenance: shoal_common::provenance::Provenance,
     pub hooks: TestHooks,
 }
 
@@ -126,6 +129,8 @@ struct ConnOutcome {
 /// file ready).
 pub async fn send(config: &SendConfig) -> RunRow {
     let cpu_start = metrics::cpu_seconds();
+    let udp_start = UdpDrops::read();
+    let steal_start = cpu_steal_seconds();
     let mut row = RunRow {
         timestamp: metrics::utc_timestamp(),
         mode: config.mode.to_string(),
@@ -143,6 +148,9 @@ pub async fn send(config: &SendConfig) -> RunRow {
         receiver: config.to.clone(),
         kernel: metrics::kernel_release(),
         host: metrics::host_name(),
+        shoal_commit: config.provenance.commit.clone(),
+        shoal_dirty: config.provenance.dirty,
+        shoal_sha256: config.provenance.binary_sha256.clone(),
         ..Default::default()
     };
     let run_id: [u8; 16] = config.run_id.unwrap_or_else(rand::random);
@@ -165,6 +173,14 @@ pub async fn send(config: &SendConfig) -> RunRow {
         Err(e) => Err(e),
     };
     row.sender_cpu_seconds = metrics::cpu_seconds() - cpu_start;
+    if let (Some(a), Some(b)) = (udp_start, UdpDrops::read()) {
+        let d = b.since(a);
+        row.sender_udp_rcvbuf_errors = Some(d.rcvbuf_errors);
+        row.sender_udp_in_errors = Some(d.in_errors);
+    }
+    if let (Some(a), Some(b)) = (steal_start, cpu_steal_seconds()) {
+        row.cpu_steal_seconds = Some((b - a).max(0.0));
+    }
     row.sender_peak_rss_bytes = metrics::peak_rss_bytes();
     match result {
         Ok(m) => {

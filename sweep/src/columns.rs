@@ -49,6 +49,8 @@ pub const TAIL: &[&str] = &[
     "receiver_kernel",
     "receiver_version",
     "receiver_cpu_seconds",
+    "receiver_udp_rcvbuf_errors",
+    "receiver_udp_in_errors",
     "receiver_report",
     "command",
     "link_name",

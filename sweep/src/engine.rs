@@ -337,6 +337,8 @@ struct Sweep<'a> {
     dest_root: PathBuf,
     logs: PathBuf,
     hooks: Hooks,
+    /// Two hosts without `tcp_no_metrics_save`: forget cached TCP metrics before each run.
+    flush_tcp_metrics: bool,
     /// When destinations were last deleted in bulk (this sweep or an earlier one, from
     /// `WORK/.last-bulk-delete`).
     last_bulk_delete: std::cell::Cell<Option<SystemTime>>,
@@ -434,7 +436,8 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
         "sweep_id": sweep_id,
         "started": started_at,
         "shoal_version": env!("CARGO_PKG_VERSION"),
-        "git": git_info(),
+        // The build that ran the runs (not the git state of the folder the sweep started in).
+        "shoal": binary_provenance(&opts.shoal_bin),
         "kernel": metrics::kernel_release(),
         "host": metrics::host_name(),
         "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
@@ -478,6 +481,14 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
         }
         LinkSpec::Emulated { .. } => None,
     };
+    let mut flush_metrics = false;
+    if let Some(r) = &remote_ctx {
+        meta["ends"] = serde_json::json!({
+            "sender": shoal_common::hostfacts::HostFacts::collect(None, None),
+            "receiver": r.facts,
+        });
+        flush_metrics = guard_tcp_metrics(&r.facts, &mut meta)?;
+    }
 
     // The link (local) or the remote receiver.
     let mut guard = None;
@@ -554,6 +565,13 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
             }
             let st = g.state().clone();
             guard = Some(g);
+            // What each end had in effect, read inside its namespace.
+            // Global settings (udp_mem) are visible only outside the namespaces: "host".
+            meta["ends"] = serde_json::json!({
+                "host": shoal_common::hostfacts::HostFacts::collect(None, None),
+                "sender": host_facts(&opts.shoal_bin, &st.snd_ns, &st.rcv_addr, None),
+                "receiver": host_facts(&opts.shoal_bin, &st.rcv_ns, &st.snd_addr, Some(&dest_root)),
+            });
             Some(LinkCtx {
                 name: name.clone(),
                 snd_ns: st.snd_ns.clone(),
@@ -616,6 +634,7 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
         identity,
         dest_root,
         logs,
+        flush_tcp_metrics: flush_metrics,
         hooks: Hooks::from_env(),
         last_bulk_delete: std::cell::Cell::new(last_delete),
         remote: remote_ctx,
@@ -740,21 +759,112 @@ fn write_meta(out: &Path, meta: &serde_json::Value) -> Result<()> {
         .context("writing meta.json")
 }
 
-fn git_info() -> serde_json::Value {
-    let git = |args: &[&str]| -> Option<String> {
-        let o = Command::new("git")
-            .args(args)
-            .stderr(Stdio::null())
-            .output()
-            .ok()?;
-        o.status
-            .success()
-            .then(|| String::from_utf8_lossy(&o.stdout).trim().to_string())
-    };
+/// The build of `bin`: what `bin --version` says it was built from, and its SHA-256.
+fn binary_provenance(bin: &Path) -> serde_json::Value {
+    let version = Command::new(bin)
+        .arg("--version")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    // "shoal 0.1.0 (commit <hex>[, dirty tree])"
+    let commit = version.split("commit ").nth(1).map(|r| {
+        r.trim_end_matches(')')
+            .split(',')
+            .next()
+            .unwrap_or("")
+            .to_string()
+    });
     serde_json::json!({
-        "commit": git(&["rev-parse", "HEAD"]),
-        "dirty": git(&["status", "--porcelain", "--untracked-files=no"]).map(|s| !s.is_empty()),
+        "binary": bin.display().to_string(),
+        "version": version,
+        "commit": commit,
+        "dirty": version.contains("dirty tree"),
+        "sha256": shoal_common::provenance::file_sha256(bin).ok(),
     })
+}
+
+/// `shoal host-facts` inside namespace `ns` (towards `peer`; `dest`'s file system).
+fn host_facts(bin: &Path, ns: &str, peer: &str, dest: Option<&Path>) -> serde_json::Value {
+    let mut cmd = Command::new(bin);
+    cmd.args(["host-facts", "--peer", peer]);
+    if let Some(d) = dest {
+        cmd.arg("--dest").arg(d);
+    }
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let out = shoal_link::spawn_in_netns(ns, &mut cmd).and_then(|c| c.wait_with_output());
+    match out {
+        Ok(o) if o.status.success() => serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|e| serde_json::json!({ "error": format!("unreadable facts: {e}") })),
+        Ok(o) => serde_json::json!({ "error": String::from_utf8_lossy(&o.stderr).trim() }),
+        Err(e) => serde_json::json!({ "error": format!("{e:#}") }),
+    }
+}
+
+/// Across two hosts nothing resets the kernel's per-destination TCP metrics (ssthresh, RTT)
+/// between runs, so one run's slow start would depend on the run before it. The emulated link
+/// sets `net.ipv4.tcp_no_metrics_save = 1` in its namespaces; across hosts the sending end
+/// must have it, or be root so the sweep can flush the metrics before every run (else the
+/// sweep refuses, naming the sysctl). The receiving end only replies, so there it is recorded
+/// and warned about. Returns whether to flush before each run.
+fn guard_tcp_metrics(
+    receiver_facts: &BTreeMap<String, String>,
+    meta: &mut serde_json::Value,
+) -> Result<bool> {
+    let local = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_no_metrics_save")
+        .map(|t| t.trim().to_string())
+        .unwrap_or_default();
+    let remote = receiver_facts
+        .get("facts.tcp_no_metrics_save")
+        .cloned()
+        .unwrap_or_default();
+    if remote != "1" {
+        println!(
+            "warning: net.ipv4.tcp_no_metrics_save is {remote:?} on the receiving host: its TCP metrics towards this host carry from run to run (set it to 1 there; docs/two-hosts.md)"
+        );
+    }
+    let flush = local != "1";
+    let root = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self")?) == 0;
+    if flush && !root {
+        bail!(
+            "net.ipv4.tcp_no_metrics_save is {local:?} on this sending host: the kernel would carry TCP metrics (ssthresh, RTT) from one run into the next; set it with `sysctl -w net.ipv4.tcp_no_metrics_save=1`, or run the sweep as root so it flushes them (`ip tcp_metrics flush`) before every run"
+        );
+    }
+    meta["tcp_metrics"] = serde_json::json!({
+        "sender_tcp_no_metrics_save": local,
+        "receiver_tcp_no_metrics_save": remote,
+        "flushed_at_sender_before_each_run": flush,
+    });
+    Ok(flush)
+}
+
+/// Forgets the kernel's cached TCP metrics in this namespace (see `guard_tcp_metrics`).
+fn flush_tcp_metrics() -> Result<()> {
+    let st = Command::new("ip")
+        .args(["tcp_metrics", "flush", "all"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .context("running ip tcp_metrics flush")?;
+    // Exit 2 when there was nothing to flush is fine.
+    if !st.success() && st.code() != Some(2) {
+        bail!("ip tcp_metrics flush failed ({st})");
+    }
+    Ok(())
+}
+
+/// UDP drop counters of namespace `ns` now (`/proc/net/snmp` read inside it).
+fn udp_drops_in(ns: &str) -> Option<shoal_common::hostfacts::UdpDrops> {
+    let mut cmd = Command::new("cat");
+    cmd.arg("/proc/net/snmp")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let out = shoal_link::spawn_in_netns(ns, &mut cmd)
+        .ok()?
+        .wait_with_output()
+        .ok()?;
+    shoal_common::hostfacts::parse_snmp_udp(&String::from_utf8_lossy(&out.stdout))
 }
 
 fn result_line(cfg: &Config, row: &Row) -> String {
@@ -872,7 +982,11 @@ impl Sweep<'_> {
         let pre = payload::preread(payload)?;
         row.insert("preread_seconds".into(), f3(pre));
 
+        if self.flush_tcp_metrics {
+            flush_tcp_metrics()?;
+        }
         let before = self.link.as_ref().map(|l| counters(&l.name));
+        let rcv_udp_before = self.link.as_ref().and_then(|l| udp_drops_in(&l.rcv_ns));
         let load = metrics::load_avg_1m();
         row.insert("sweep_load_1m_start".into(), format!("{load:.2}"));
         let timestamp = metrics::utc_timestamp();
@@ -887,6 +1001,17 @@ impl Sweep<'_> {
         } else {
             self.baseline_transfer(order, cfg, payload, &dest, timeout)
         };
+        if let (Some(a), Some(b)) = (
+            rcv_udp_before,
+            self.link.as_ref().and_then(|l| udp_drops_in(&l.rcv_ns)),
+        ) {
+            let d = b.since(a);
+            row.insert(
+                "receiver_udp_rcvbuf_errors".into(),
+                d.rcvbuf_errors.to_string(),
+            );
+            row.insert("receiver_udp_in_errors".into(), d.in_errors.to_string());
+        }
         if let Some(busy) = host_cpu.finish() {
             row.insert("host_busy_cores_p90".into(), format!("{:.2}", busy.p90));
             row.insert("host_busy_cores_mean".into(), format!("{:.2}", busy.mean));

@@ -60,6 +60,16 @@ fn shoal_bin() -> PathBuf {
     .clone()
 }
 
+/// `sha256sum FILE`, hex.
+fn sha256sum(p: &Path) -> String {
+    let o = Command::new("sha256sum").arg(p).output().unwrap();
+    String::from_utf8_lossy(&o.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string()
+}
+
 /// Root tests share two cores: one sweep at a time.
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
@@ -243,6 +253,40 @@ fn two_configs_three_runs_verified_with_seeded_order() {
         serde_json::from_slice(&std::fs::read(a.out.join("meta.json")).unwrap()).unwrap();
     assert_eq!(meta["order_seed"], 11);
     assert_eq!(meta["runs_ok"], 6);
+    // Provenance: the build that ran, in meta.json and every row.
+    let sha = sha256sum(&shoal_bin());
+    assert_eq!(meta["shoal"]["sha256"], sha.as_str(), "{}", meta["shoal"]);
+    let commit = meta["shoal"]["commit"].as_str().unwrap().to_string();
+    assert_eq!(commit.len(), 40, "{}", meta["shoal"]);
+    for r in &ra {
+        assert_eq!(r["shoal_sha256"], sha);
+        assert_eq!(r["shoal_commit"], commit);
+        assert!(r["shoal_dirty"] == "true" || r["shoal_dirty"] == "false");
+        // UDP drops at both ends and CPU steal, counted over the run.
+        for c in [
+            "sender_udp_rcvbuf_errors",
+            "sender_udp_in_errors",
+            "receiver_udp_rcvbuf_errors",
+            "receiver_udp_in_errors",
+        ] {
+            assert!(r[c].parse::<u64>().is_ok(), "{c}: {r:?}");
+        }
+        assert!(r["cpu_steal_seconds"].parse::<f64>().is_ok(), "{r:?}");
+    }
+    // Each end's settings, read inside its namespace.
+    for end in ["sender", "receiver"] {
+        let f = &meta["ends"][end];
+        assert_eq!(f["tcp_no_metrics_save"], "1", "{end}: {f}");
+        assert!(!f["tcp_rmem"].as_str().unwrap().is_empty(), "{end}: {f}");
+        assert!(!f["interface"].as_str().unwrap().is_empty(), "{end}: {f}");
+        assert!(!f["qdisc"].as_str().unwrap().is_empty(), "{end}: {f}");
+        assert!(!f["offloads"].as_array().unwrap().is_empty(), "{end}: {f}");
+    }
+    assert!(!meta["ends"]["receiver"]["dest_fs"]
+        .as_str()
+        .unwrap()
+        .is_empty());
+    assert!(!meta["ends"]["host"]["udp_mem"].as_str().unwrap().is_empty());
     // The same seed reproduces the order.
     let b = sweep(
         t.path(),
