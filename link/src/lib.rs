@@ -4,6 +4,7 @@
 //! The `shoal` binary mounts [`cli::LinkCommand`] as `shoal link …`; the sweep engine and
 //! tests use [`LinkGuard`], [`link_info`] and [`spawn_in_netns`]. See docs/link.md.
 
+pub mod bulk_loss;
 pub mod check;
 pub mod cli;
 pub mod control;
