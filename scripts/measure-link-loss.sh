@@ -3,7 +3,7 @@
 # For each loss setting: bring a 20 ms / 300 Mbit/s link up (offload on, the default), send one
 # file of SIZE over tcp-bundle with BBR, and print lost_bytes / bytes_sent and
 # retransmits / sent_packets from the sender's row, plus the forwarder's own drop counters.
-# Usage: scripts/measure-link-loss.sh [SHOAL] [SIZE] [LOSSES...]   (root)
+# Usage: [MODE=tcp-bundle] [CC=bbr] scripts/measure-link-loss.sh [SHOAL] [SIZE] [LOSSES...]   (root)
 set -euo pipefail
 S=${1:-target/release/shoal}
 SIZE=${2:-64MiB}
@@ -22,7 +22,7 @@ for L in "${LOSSES[@]}"; do
   RX=$!
   for _ in $(seq 50); do [ -s "$W/id/token" ] && break; sleep 0.1; done
   sleep 0.3
-  ROW=$(timeout 300 $S link exec --name "$NAME" snd -- "$S" send --to 198.18.0.2:7474 --src "$W/src" --identity "$W/id" --mode tcp-bundle --cc bbr --json)
+  ROW=$(timeout 300 $S link exec --name "$NAME" snd -- "$S" send --to 198.18.0.2:7474 --src "$W/src" --identity "$W/id" --mode "${MODE:-tcp-bundle}" --cc "${CC:-bbr}" --json)
   wait $RX || true
   ST=$($S link status --name "$NAME" --json)
   python3 - "$L" "$SIZE" "$ROW" "$ST" <<'PY'
