@@ -4,7 +4,8 @@
 //! Phases, in order: idle RTT (UDP echo probes), a bulk TCP flow sender → receiver with RTT
 //! probes alongside (throughput and RTT under load, measured after a warm-up that gets past
 //! slow start), then, when loss is configured, a long run of spaced probes whose one-way loss
-//! is counted at the echo server. Sockets are created by threads that enter a namespace
+//! is counted at the echo server and a paced bulk TCP flow whose retransmissions show the loss
+//! per wire segment ([`crate::bulk_loss`]). Sockets are created by threads that enter a namespace
 //! ([`netns::run_in`]) and keep belonging to it; probe traffic only goes to 198.18.x.
 
 use std::io::{Read, Write};
@@ -17,6 +18,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
+use crate::bulk_loss::{self, BulkLoss};
 use crate::control::{self, LinkInfo};
 use crate::forwarder::{monotonic_ns, set_fine_timer_slack, set_realtime, ForwarderStats};
 use crate::netns;
@@ -42,6 +44,9 @@ pub struct CheckOptions {
     pub warmup: Option<Duration>,
     /// Loss probes when loss is configured.
     pub loss_probes: u64,
+    /// Longest the bulk TCP loss flow may run when loss is configured (zero: skip it). It
+    /// stops earlier once its sample is large enough ([`crate::report::bulk_loss_target_segments`]).
+    pub bulk_loss_max: Duration,
 }
 
 impl Default for CheckOptions {
@@ -50,6 +55,7 @@ impl Default for CheckOptions {
             duration: None,
             warmup: None,
             loss_probes: 20_000,
+            bulk_loss_max: Duration::from_secs(10),
         }
     }
 }
@@ -152,6 +158,8 @@ pub struct CheckReport {
     pub loaded_rtt: RttStats,
     pub throughput: Throughput,
     pub loss: Option<LossResult>,
+    /// Segment loss a paced bulk TCP flow saw (when loss is configured).
+    pub bulk_loss: Option<BulkLoss>,
     pub forwarder: Option<ForwarderUse>,
     /// Forwarder drops during the check (sum of both directions).
     pub dropped_queue: u64,
@@ -366,9 +374,39 @@ fn tx_dropped_total(info: &LinkInfo) -> u64 {
 
 /// The forwarder's stats file is rewritten every 250 ms: wait for a fresh copy so deltas
 /// line up with our own clock.
-fn fresh_stats(name: &str) -> Option<ForwarderStats> {
+pub(crate) fn fresh_stats(name: &str) -> Option<ForwarderStats> {
     std::thread::sleep(Duration::from_millis(300));
     control::forwarder_stats(name)
+}
+
+/// One TCP connection from a socket in `snd_ns` to a listener on `rcv_ip` in `rcv_ns`:
+/// `(sender, receiver)`, both blocking. Accepting is bounded by 5 s.
+pub(crate) fn tcp_pair(snd_ns: &str, rcv_ns: &str, rcv_ip: &str) -> Result<(TcpStream, TcpStream)> {
+    let ip = rcv_ip.to_string();
+    let listener = netns::run_in(rcv_ns, move || {
+        TcpListener::bind((ip.as_str(), 0)).context("binding the bulk listener")
+    })?;
+    let dst = listener.local_addr()?;
+    let sender = netns::run_in(snd_ns, move || {
+        TcpStream::connect_timeout(&dst, Duration::from_secs(5)).context("connecting bulk flow")
+    })?;
+    listener.set_nonblocking(true)?;
+    let t_accept = Instant::now();
+    loop {
+        match listener.accept() {
+            Ok((receiver, _)) => {
+                receiver.set_nonblocking(false)?;
+                return Ok((sender, receiver));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if t_accept.elapsed() > Duration::from_secs(5) {
+                    bail!("bulk flow not accepted within 5 s");
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(e) => return Err(e).context("accepting bulk flow"),
+        }
+    }
 }
 
 struct BulkResult {
@@ -385,29 +423,7 @@ fn bulk_phase(
     duration: Duration,
 ) -> Result<BulkResult> {
     let st = &info.state;
-    let rcv_ip = st.rcv_addr.clone();
-    let listener = netns::run_in(&st.rcv_ns, move || {
-        TcpListener::bind((rcv_ip.as_str(), 0)).context("binding the bulk listener")
-    })?;
-    let dst = listener.local_addr()?;
-    let sender = netns::run_in(&st.snd_ns, move || {
-        TcpStream::connect_timeout(&dst, Duration::from_secs(5)).context("connecting bulk flow")
-    })?;
-    listener.set_nonblocking(true)?;
-    let t_accept = Instant::now();
-    let receiver = loop {
-        match listener.accept() {
-            Ok((s, _)) => break s,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                if t_accept.elapsed() > Duration::from_secs(5) {
-                    bail!("bulk flow not accepted within 5 s");
-                }
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            Err(e) => return Err(e).context("accepting bulk flow"),
-        }
-    };
-    receiver.set_nonblocking(false)?;
+    let (sender, receiver) = tcp_pair(&st.snd_ns, &st.rcv_ns, &st.rcv_addr)?;
     receiver.set_read_timeout(Some(Duration::from_millis(200)))?;
     sender.set_write_timeout(Some(Duration::from_millis(200)))?;
     let received = AtomicU64::new(0);
@@ -608,6 +624,17 @@ pub fn check(name: &str, opts: &CheckOptions) -> Result<CheckReport> {
     };
     drop(echo);
 
+    // Bulk TCP loss: what a flow of TSO super-packets loses, which probes cannot show.
+    let bulk_loss = if st.loss > 0.0 && !opts.bulk_loss_max.is_zero() {
+        let target = crate::report::bulk_loss_target_segments(st.loss);
+        Some(
+            bulk_loss::measure(&before, target, opts.bulk_loss_max)
+                .context("measuring loss with a bulk TCP flow")?,
+        )
+    } else {
+        None
+    };
+
     let after_stats = fresh_stats(name);
     let after = control::link_info(name)?;
     let (dq0, dl0, _) = fwd_totals(&before.counters);
@@ -632,6 +659,7 @@ pub fn check(name: &str, opts: &CheckOptions) -> Result<CheckReport> {
         loaded_rtt: bulk.loaded,
         throughput: bulk.throughput,
         loss,
+        bulk_loss,
         forwarder: bulk.forwarder,
         dropped_queue: dq1.saturating_sub(dq0),
         dropped_loss: dl1.saturating_sub(dl0),

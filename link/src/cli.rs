@@ -126,6 +126,10 @@ pub struct CheckArgs {
     /// Loss probes (when loss is configured).
     #[arg(long, default_value_t = 20_000)]
     pub loss_probes: u64,
+    /// Longest the bulk TCP loss flow may run (when loss is configured; 0s skips it). It stops
+    /// earlier once it has sent 225/loss segments.
+    #[arg(long, default_value = "10s")]
+    pub bulk_loss_max: Span,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -323,6 +327,7 @@ pub fn run(cmd: LinkCommand) -> Result<i32> {
                 duration: a.duration.map(|s| s.0),
                 warmup: a.warmup.map(|s| s.0),
                 loss_probes: a.loss_probes,
+                bulk_loss_max: a.bulk_loss_max.0,
             };
             let report = crate::check::check(&a.name, &opts)?;
             if a.json {

@@ -17,7 +17,8 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::schedule::{LinkSchedule, LossGen, Verdict};
+use crate::admit::{admit, Piece};
+use crate::schedule::{LinkSchedule, LossGen};
 use crate::tun::Tun;
 use crate::vnet::{self, VNET_HDR_LEN};
 
@@ -100,22 +101,30 @@ pub struct DirCounters {
     pub late_over_1ms: AtomicU64,
 }
 
-/// A snapshot of [`DirCounters`], as written to the stats file.
+/// A snapshot of [`DirCounters`], as written to the stats file. Frames are what crosses the
+/// TUN (a TSO/USO super-packet, or a piece of one, counts once); every drop counter counts
+/// wire packets (segments), like `forwarded_segments`.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct DirStats {
+    /// Frames read from the TUN.
     pub received: u64,
+    /// Frames written to the other TUN.
     pub forwarded: u64,
+    /// Wire bytes and wire packets of the forwarded frames.
     pub forwarded_wire_bytes: u64,
     pub forwarded_segments: u64,
+    /// Wire packets refused by the full drop-tail queue.
     pub dropped_queue: u64,
+    /// Wire packets taken by random loss.
     pub dropped_loss: u64,
-    /// Dropped because the link was black-holed (`shoal link blackhole`).
+    /// Wire packets dropped because the link was black-holed (`shoal link blackhole`).
     #[serde(default)]
     pub dropped_blackhole: u64,
+    /// Frames the receiving TUN refused.
     pub write_errors: u64,
     /// Worst lateness of a delivery against its deadline, in microseconds.
     pub late_max_us: u64,
-    /// Deliveries more than 1 ms late.
+    /// Deliveries (frames) more than 1 ms late.
     pub late_over_1ms: u64,
 }
 
@@ -204,12 +213,6 @@ impl Blackhole {
     }
 }
 
-struct Pending {
-    deliver_ns: u64,
-    wire: vnet::WireSize,
-    frame: Vec<u8>,
-}
-
 /// Waits until `fd` is readable or `timeout_ns` passes.
 fn wait_readable(fd: i32, timeout_ns: u64) {
     let mut pfd = libc::pollfd {
@@ -243,7 +246,8 @@ pub fn run_direction(
     let vnet = input.offload.vnet_hdr;
     let mut sched = LinkSchedule::new(cfg.rate_bps, cfg.delay_ns, cfg.queue_bytes);
     let mut loss = LossGen::new(cfg.loss, cfg.seed);
-    let mut queue: VecDeque<Pending> = VecDeque::new();
+    let mut queue: VecDeque<Piece> = VecDeque::new();
+    let mut admitted: Vec<Piece> = Vec::new();
     let mut buf = vec![0u8; FRAME_BUF];
     let c = counters;
 
@@ -257,24 +261,14 @@ pub fn run_direction(
                     c.received.fetch_add(1, Ordering::Relaxed);
                     let frame = &buf[..n];
                     if blackhole.drops_at(now) {
-                        c.dropped_blackhole.fetch_add(1, Ordering::Relaxed);
+                        let n = vnet::wire_size(frame, vnet).segments as u64;
+                        c.dropped_blackhole.fetch_add(n, Ordering::Relaxed);
                         continue;
                     }
-                    let w = vnet::wire_size(frame, vnet);
-                    if loss.lose(w.segments) {
-                        c.dropped_loss.fetch_add(1, Ordering::Relaxed);
-                        continue;
-                    }
-                    match sched.offer(now, w.bytes) {
-                        Verdict::Deliver { delivery_ns, .. } => queue.push_back(Pending {
-                            deliver_ns: delivery_ns,
-                            wire: w,
-                            frame: frame.to_vec(),
-                        }),
-                        Verdict::QueueFull => {
-                            c.dropped_queue.fetch_add(1, Ordering::Relaxed);
-                        }
-                    }
+                    let d = admit(frame, vnet, now, &mut sched, &mut loss, &mut admitted);
+                    c.dropped_loss.fetch_add(d.loss, Ordering::Relaxed);
+                    c.dropped_queue.fetch_add(d.queue, Ordering::Relaxed);
+                    queue.extend(admitted.drain(..));
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,

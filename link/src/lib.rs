@@ -4,6 +4,8 @@
 //! The `shoal` binary mounts [`cli::LinkCommand`] as `shoal link …`; the sweep engine and
 //! tests use [`LinkGuard`], [`link_info`] and [`spawn_in_netns`]. See docs/link.md.
 
+pub mod admit;
+pub mod bulk_loss;
 pub mod check;
 pub mod cli;
 pub mod control;
@@ -13,6 +15,7 @@ pub mod netns;
 pub mod parse;
 pub mod report;
 pub mod schedule;
+pub mod segment;
 pub mod state;
 pub mod tun;
 pub mod vnet;

@@ -25,6 +25,32 @@ pub fn loss_tolerance(p: f64, n: u64) -> f64 {
     4.0 * (p * (1.0 - p) / n.max(1) as f64).sqrt() + 0.1 * p
 }
 
+/// Bulk TCP loss must lie within this band around the configured loss `p` (issue 14).
+pub const BULK_LOSS_BAND: (f64, f64) = (0.8, 1.25);
+
+/// Lost segments the bulk flow's sample is sized to hold on average. With `k` expected losses
+/// the count's standard deviation is about √k; at k = 225 the band's lower edge (−20 %) is
+/// 3σ away (0.2·225 = 45 = 3·√225) and the upper (+25 %) 3.75σ, so a correct link fails the
+/// check by chance about once in 700 runs. At 0.1 % that is 225,000 segments (~326 MB).
+pub const BULK_LOSS_EXPECTED_LOSSES: f64 = 225.0;
+
+/// Segments the bulk loss flow should send at loss `p`.
+pub fn bulk_loss_target_segments(p: f64) -> u64 {
+    (BULK_LOSS_EXPECTED_LOSSES / p).ceil() as u64
+}
+
+/// Accepted range of the bulk loss measured over `n` segments at loss `p`: the band, widened to
+/// ±3σ when the sample is smaller than [`bulk_loss_target_segments`] (a slow link or the time
+/// cap), so a short sample does not fail a correct link. A link that drops super-packets whole
+/// (loss ≈ n·p, n ≈ 10–44) is still far outside.
+pub fn bulk_loss_band(p: f64, n: u64) -> (f64, f64) {
+    let three_sigma = 3.0 * (p * (1.0 - p) / n.max(1) as f64).sqrt();
+    (
+        (BULK_LOSS_BAND.0 * p).min(p - three_sigma).max(0.0),
+        (BULK_LOSS_BAND.1 * p).max(p + three_sigma),
+    )
+}
+
 fn row(metric: &str, expected: String, measured: String, tolerance: String, v: Verdict) -> Row {
     Row {
         metric: metric.to_string(),
@@ -165,6 +191,61 @@ pub fn judge(r: &CheckReport) -> Vec<Row> {
             String::new(),
             Verdict::Info,
         ));
+    }
+
+    if let Some(b) = &r.bulk_loss {
+        let (lo, hi) = bulk_loss_band(st.loss, b.segments_sent);
+        let widened = b.segments_sent < b.target_segments;
+        rows.push(row(
+            "loss, bulk TCP sender → receiver",
+            format!(
+                "{} ({}–{}×)",
+                Loss(st.loss),
+                BULK_LOSS_BAND.0,
+                BULK_LOSS_BAND.1
+            ),
+            format!(
+                "{:.3}% ({} of {} segments retransmitted, {}, paced ≤ {}, {:.1} s)",
+                b.rate * 100.0,
+                b.segments_retransmitted,
+                b.segments_sent,
+                b.cc,
+                format_rate(b.pacing_cap_bytes_per_s * 8),
+                b.seconds
+            ),
+            format!(
+                "{:.3}%–{:.3}%{}",
+                lo * 100.0,
+                hi * 100.0,
+                if widened {
+                    format!(" (±3σ: sample < {} segments)", b.target_segments)
+                } else {
+                    String::new()
+                }
+            ),
+            within((lo..=hi).contains(&b.rate)),
+        ));
+        if let (Some(l), Some(q), Some(o)) = (
+            b.emulator_lost,
+            b.emulator_queue_dropped,
+            b.emulator_offered,
+        ) {
+            rows.push(row(
+                "forwarder drops in bulk flow",
+                String::new(),
+                format!(
+                    "loss {l} of {o} wire packets ({:.3}%), queue {q}{}",
+                    l as f64 / o.max(1) as f64 * 100.0,
+                    if q > 0 {
+                        " (queue drops inflate the TCP figure)"
+                    } else {
+                        ""
+                    }
+                ),
+                String::new(),
+                Verdict::Info,
+            ));
+        }
     }
 
     rows.push(row(
@@ -371,5 +452,26 @@ mod tests {
         // 1 % over 20,000 probes: 4σ = 0.281 %, + 0.1 % → 0.381 %, inside [0.5 %, 1.5 %].
         let t = loss_tolerance(0.01, 20_000);
         assert!((t - 0.00381).abs() < 1e-4, "{t}");
+    }
+
+    #[test]
+    fn bulk_loss_band_is_the_issue_band_when_the_sample_is_full() {
+        for p in [0.001, 0.01, 0.05] {
+            let n = bulk_loss_target_segments(p);
+            let (lo, hi) = bulk_loss_band(p, n);
+            assert!((lo - 0.8 * p).abs() < 1e-12, "{p}: {lo}");
+            assert!((hi - 1.25 * p).abs() < 1e-12, "{p}: {hi}");
+        }
+        assert_eq!(bulk_loss_target_segments(0.001), 225_000);
+        assert_eq!(bulk_loss_target_segments(0.01), 22_500);
+    }
+
+    #[test]
+    fn bulk_loss_band_widens_for_a_short_sample_but_not_to_n_times_p() {
+        // A tenth of the sample at 1 %: ±3σ = ±0.63 %, wider than the band.
+        let (lo, hi) = bulk_loss_band(0.01, 2_250);
+        assert!(lo < 0.8 * 0.01 && hi > 1.25 * 0.01, "{lo} {hi}");
+        // Still far below what dropping 10-segment super-packets whole would give (~10 %).
+        assert!(hi < 0.02, "{hi}");
     }
 }

@@ -11,6 +11,9 @@
 //! The queue is drop-tail in bytes: the backlog at time `t` is the work the link still has to
 //! do, `(link_free - t) * rate`. A packet that would push the backlog over the limit is dropped,
 //! except into an empty queue (so one packet larger than a tiny queue can still pass).
+//!
+//! "Packet" here is a wire packet: the forwarder offers a TSO/USO super-packet's segments one
+//! by one ([`crate::admit`]), so loss and the queue act on what a real wire would carry.
 
 /// Nanoseconds per second.
 const NS: u128 = 1_000_000_000;
@@ -56,7 +59,7 @@ impl LinkSchedule {
         (left * self.rate_bps as u128 / 8 / NS) as u64
     }
 
-    /// Offers a packet of `wire_bytes` (its on-wire, segmented size) arriving at `now_ns`.
+    /// Offers one wire packet of `wire_bytes` arriving at `now_ns`.
     pub fn offer(&mut self, now_ns: u64, wire_bytes: u64) -> Verdict {
         let backlog = self.backlog_bytes(now_ns);
         if backlog > 0 && backlog + wire_bytes > self.queue_limit_bytes {
@@ -98,20 +101,15 @@ impl LossGen {
         (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
 
-    /// Whether to drop a packet that stands for `segments` wire packets. A TSO super-packet is
-    /// dropped whole with the probability that any of its segments would be lost, which keeps
-    /// the expected count of lost segments close to `p × segments` (but makes losses bursty;
-    /// see docs/link.md).
-    pub fn lose(&mut self, segments: u32) -> bool {
+    /// Whether to drop the next wire packet: one independent draw per wire packet, so every
+    /// packet on the wire is lost with probability `p`. A TSO/USO super-packet gets one draw
+    /// per segment and loses only the segments drawn ([`crate::admit`]); dropping it whole
+    /// with probability 1 − (1 − p)^n would lose ≈ n·p of its segments, in bursts.
+    pub fn lose(&mut self) -> bool {
         if self.p <= 0.0 {
             return false;
         }
-        let p = if segments <= 1 {
-            self.p
-        } else {
-            1.0 - (1.0 - self.p).powi(segments as i32)
-        };
-        self.next_f64() < p
+        self.next_f64() < self.p
     }
 }
 
@@ -201,21 +199,17 @@ mod tests {
     #[test]
     fn loss_rate_and_seed() {
         let mut a = LossGen::new(0.01, 42);
-        let lost = (0..200_000).filter(|_| a.lose(1)).count();
+        let lost = (0..200_000).filter(|_| a.lose()).count();
         // 2,000 expected; 5 sigma ≈ 222.
         assert!((1_778..=2_222).contains(&lost), "lost {lost}");
         // Same seed, same sequence.
         let mut b = LossGen::new(0.3, 7);
         let mut c = LossGen::new(0.3, 7);
-        let xb: Vec<bool> = (0..100).map(|_| b.lose(1)).collect();
-        let xc: Vec<bool> = (0..100).map(|_| c.lose(1)).collect();
+        let xb: Vec<bool> = (0..100).map(|_| b.lose()).collect();
+        let xc: Vec<bool> = (0..100).map(|_| c.lose()).collect();
         assert_eq!(xb, xc);
         // No loss configured: never drops.
         let mut z = LossGen::new(0.0, 1);
-        assert!((0..1000).all(|_| !z.lose(40)));
-        // A 40-segment super-packet is lost with 1-(1-p)^40.
-        let mut g = LossGen::new(0.01, 3);
-        let lost = (0..100_000).filter(|_| g.lose(40)).count() as f64 / 100_000.0;
-        assert!((lost - 0.331).abs() < 0.01, "lost {lost}");
+        assert!((0..1000).all(|_| !z.lose()));
     }
 }

@@ -40,6 +40,18 @@ impl VnetHdr {
         })
     }
 
+    /// The header as the TUN reads it (host byte order).
+    pub fn to_bytes(&self) -> [u8; VNET_HDR_LEN] {
+        let mut b = [0u8; VNET_HDR_LEN];
+        b[0] = self.flags;
+        b[1] = self.gso_type;
+        b[2..4].copy_from_slice(&self.hdr_len.to_ne_bytes());
+        b[4..6].copy_from_slice(&self.gso_size.to_ne_bytes());
+        b[6..8].copy_from_slice(&self.csum_start.to_ne_bytes());
+        b[8..10].copy_from_slice(&self.csum_offset.to_ne_bytes());
+        b
+    }
+
     pub fn is_gso(&self) -> bool {
         self.gso_type & !GSO_ECN != GSO_NONE && self.gso_size > 0
     }
