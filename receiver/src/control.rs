@@ -128,6 +128,15 @@ async fn handle(ctx: &Shared, request: Request) -> Result<(Reply, Option<Vec<u8>
                 }
             }
             f.insert("load_1m".into(), format!("{:.2}", metrics::load_avg_1m()));
+            // Counters a sweep reads before and after each run (this host's UDP drops and CPU
+            // steal over the run).
+            if let Some(d) = shoal_common::hostfacts::UdpDrops::read() {
+                f.insert("udp_rcvbuf_errors".into(), d.rcvbuf_errors.to_string());
+                f.insert("udp_in_errors".into(), d.in_errors.to_string());
+            }
+            if let Some(s) = shoal_common::hostfacts::cpu_steal_seconds() {
+                f.insert("cpu_steal_seconds".into(), format!("{s:.2}"));
+            }
             // What this end has in effect (buffers, controller, metrics saving, file system),
             // for the sweep's meta.json and its kernel-state guard.
             let facts = shoal_common::hostfacts::HostFacts::collect(None, Some(&dest_root));

@@ -51,6 +51,7 @@ pub const TAIL: &[&str] = &[
     "receiver_cpu_seconds",
     "receiver_udp_rcvbuf_errors",
     "receiver_udp_in_errors",
+    "receiver_cpu_steal_seconds",
     "receiver_report",
     "command",
     "link_name",

@@ -854,6 +854,12 @@ fn flush_tcp_metrics() -> Result<()> {
     Ok(())
 }
 
+/// The receiving end's counters at one moment (see `Sweep::receiver_counters`).
+struct ReceiverCounters {
+    drops: shoal_common::hostfacts::UdpDrops,
+    steal: Option<f64>,
+}
+
 /// UDP drop counters of namespace `ns` now (`/proc/net/snmp` read inside it).
 fn udp_drops_in(ns: &str) -> Option<shoal_common::hostfacts::UdpDrops> {
     let mut cmd = Command::new("cat");
@@ -900,6 +906,29 @@ fn f3(x: f64) -> String {
 }
 
 impl Sweep<'_> {
+    /// The receiving end's UDP drop counters (and, on another host, its CPU steal) now: read
+    /// inside the receiver's namespace, or asked of a remote receiver's control channel.
+    fn receiver_counters(&self) -> Option<ReceiverCounters> {
+        if let Some(l) = &self.link {
+            return Some(ReceiverCounters {
+                drops: udp_drops_in(&l.rcv_ns)?,
+                // One host: the sender's row has the machine's steal.
+                steal: None,
+            });
+        }
+        let facts = self.remote.as_ref()?.control.info().ok()?.facts;
+        let num = |k: &str| facts.get(k).and_then(|v| v.parse::<u64>().ok());
+        Some(ReceiverCounters {
+            drops: shoal_common::hostfacts::UdpDrops {
+                rcvbuf_errors: num("udp_rcvbuf_errors")?,
+                in_errors: num("udp_in_errors")?,
+            },
+            steal: facts
+                .get("cpu_steal_seconds")
+                .and_then(|v| v.parse::<f64>().ok()),
+        })
+    }
+
     fn one_run(&self, order: usize, p: Planned, progress: &mut Progress) -> Result<Row> {
         let cfg = &self.matrix.configs[p.config];
         let payload = &self.payloads[cfg.payload()];
@@ -986,7 +1015,7 @@ impl Sweep<'_> {
             flush_tcp_metrics()?;
         }
         let before = self.link.as_ref().map(|l| counters(&l.name));
-        let rcv_udp_before = self.link.as_ref().and_then(|l| udp_drops_in(&l.rcv_ns));
+        let rcv_udp_before = self.receiver_counters();
         let load = metrics::load_avg_1m();
         row.insert("sweep_load_1m_start".into(), format!("{load:.2}"));
         let timestamp = metrics::utc_timestamp();
@@ -1001,16 +1030,16 @@ impl Sweep<'_> {
         } else {
             self.baseline_transfer(order, cfg, payload, &dest, timeout)
         };
-        if let (Some(a), Some(b)) = (
-            rcv_udp_before,
-            self.link.as_ref().and_then(|l| udp_drops_in(&l.rcv_ns)),
-        ) {
-            let d = b.since(a);
+        if let (Some(a), Some(b)) = (rcv_udp_before, self.receiver_counters()) {
+            let d = b.drops.since(a.drops);
             row.insert(
                 "receiver_udp_rcvbuf_errors".into(),
                 d.rcvbuf_errors.to_string(),
             );
             row.insert("receiver_udp_in_errors".into(), d.in_errors.to_string());
+            if let (Some(x), Some(y)) = (a.steal, b.steal) {
+                row.insert("receiver_cpu_steal_seconds".into(), f3((y - x).max(0.0)));
+            }
         }
         if let Some(busy) = host_cpu.finish() {
             row.insert("host_busy_cores_p90".into(), format!("{:.2}", busy.p90));

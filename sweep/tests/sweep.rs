@@ -607,6 +607,19 @@ fn two_host_sweep_gets_fresh_verified_folders_through_the_control_channel() {
             assert_eq!(row["verify_result"], "identical");
             assert_eq!(row["files_verified"], "200");
             assert!(!row["receiver_host"].is_empty());
+            // The receiving host's UDP drops and CPU steal over the run, via its control channel.
+            assert!(
+                row["receiver_udp_rcvbuf_errors"].parse::<u64>().is_ok(),
+                "{row:?}"
+            );
+            assert!(
+                row["receiver_udp_in_errors"].parse::<u64>().is_ok(),
+                "{row:?}"
+            );
+            assert!(
+                row["receiver_cpu_steal_seconds"].parse::<f64>().is_ok(),
+                "{row:?}"
+            );
         }
     }
     // Every run folder was removed through the control channel at the end.
