@@ -18,6 +18,8 @@ command -v rsync >/dev/null 2>&1 || need+=(rsync)
 command -v socat >/dev/null 2>&1 || need+=(socat)
 # Host facts in meta.json: the offloads of the interface a run uses.
 command -v ethtool >/dev/null 2>&1 || need+=(ethtool)
+# scripts/check-vendor.sh applies vendor/yamux/shoal.patch to upstream yamux.
+command -v patch >/dev/null 2>&1 || need+=(patch)
 command -v bash >/dev/null 2>&1 || need+=(bash)
 
 if [ ${#need[@]} -gt 0 ]; then

@@ -8,6 +8,9 @@ scripts/setup.sh
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --release -- -D warnings
 cargo test --workspace --release --no-fail-fast "$@"
+# The vendored yamux: exactly upstream + our patch, and upstream's own tests pass on it.
+scripts/check-vendor.sh
+cargo test --release --manifest-path vendor/yamux/Cargo.toml --target-dir target/vendor-yamux
 # Root-only tests say "skipped: … needs root" and return when not root.
 root_only=$(grep -rh --include='*.rs' -c 'skipped: .*needs root' cli link sweep | awk '{s+=$1} END {print s+0}')
 if [ "$(id -u)" -eq 0 ]; then
