@@ -24,9 +24,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use crate::check::{fresh_stats, tcp_pair};
 use crate::control::{self, LinkInfo};
 use crate::forwarder::ForwarderStats;
+use crate::netns;
 
 /// Share of the link rate the flow may pace at: low enough that the queue stays empty
 /// (TCP/IP headers and ACK timing add a few percent), high enough to gather a sample fast.
@@ -142,7 +142,7 @@ fn up_counts(s: &ForwarderStats) -> (u64, u64, u64) {
 /// or `max_time` has passed, and reports its retransmission ratio.
 pub fn measure(info: &LinkInfo, target_segments: u64, max_time: Duration) -> Result<BulkLoss> {
     let st = &info.state;
-    let (sender, receiver) = tcp_pair(&st.snd_ns, &st.rcv_ns, &st.rcv_addr)?;
+    let (sender, receiver) = netns::tcp_pair(&st.snd_ns, &st.rcv_ns, &st.rcv_addr)?;
     let cc = set_congestion(&sender, CC);
     let cap = (st.rate_bps as f64 * PACING_SHARE / 8.0) as u64;
     set_max_pacing_rate(&sender, cap)?;
@@ -186,7 +186,7 @@ pub fn measure(info: &LinkInfo, target_segments: u64, max_time: Duration) -> Res
     })?;
     let seconds = t0.elapsed().as_secs_f64();
     // The stats file lags up to 250 ms: the flow's last segments are in the fresh copy.
-    let after = fresh_stats(&st.name);
+    let after = control::fresh_stats(&st.name);
     let emu = match (&before, &after) {
         (Some(b), Some(a)) => {
             let (l0, q0, o0) = up_counts(b);

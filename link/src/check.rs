@@ -9,20 +9,20 @@
 //! ([`netns::run_in`]) and keep belonging to it; probe traffic only goes to 198.18.x.
 
 use std::io::{Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::net::{Shutdown, SocketAddr, TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use serde::Serialize;
 
-use crate::bulk_loss::{self, BulkLoss};
+use crate::bulk_loss;
 use crate::control::{self, LinkInfo};
 use crate::forwarder::{monotonic_ns, set_fine_timer_slack, set_realtime, ForwarderStats};
 use crate::netns;
 use crate::state::Backend;
+use crate::verdict::{CheckReport, ForwarderUse, LossResult, RttStats, Throughput, Verdict};
 
 const MAGIC: u32 = 0x5348_4c4b; // "SHLK"
 const PROBE_LEN: usize = 32;
@@ -45,7 +45,7 @@ pub struct CheckOptions {
     /// Loss probes when loss is configured.
     pub loss_probes: u64,
     /// Longest the bulk TCP loss flow may run when loss is configured (zero: skip it). It
-    /// stops earlier once its sample is large enough ([`crate::report::bulk_loss_target_segments`]).
+    /// stops earlier once its sample is large enough ([`crate::verdict::bulk_loss_target_segments`]).
     pub bulk_loss_max: Duration,
 }
 
@@ -58,119 +58,6 @@ impl Default for CheckOptions {
             bulk_loss_max: Duration::from_secs(10),
         }
     }
-}
-
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct RttStats {
-    pub sent: u64,
-    pub replies: u64,
-    pub min_ms: f64,
-    pub median_ms: f64,
-    pub p95_ms: f64,
-    pub p99_ms: f64,
-    pub max_ms: f64,
-}
-
-impl RttStats {
-    fn from_samples(sent: u64, mut ns: Vec<u64>) -> RttStats {
-        ns.sort_unstable();
-        let q = |f: f64| -> f64 {
-            if ns.is_empty() {
-                return f64::NAN;
-            }
-            let i = ((ns.len() - 1) as f64 * f).round() as usize;
-            ns[i] as f64 / 1e6
-        };
-        RttStats {
-            sent,
-            replies: ns.len() as u64,
-            min_ms: q(0.0),
-            median_ms: q(0.5),
-            p95_ms: q(0.95),
-            p99_ms: q(0.99),
-            max_ms: q(1.0),
-        }
-    }
-}
-
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct Throughput {
-    /// TCP payload received per second over the measurement window.
-    pub goodput_bps: f64,
-    /// What a link at the configured rate carries as payload with this MSS.
-    pub expected_goodput_bps: f64,
-    /// Wire rate the forwarder forwarded sender → receiver in the window (TUN backend).
-    pub wire_bps: Option<f64>,
-    pub mss: u32,
-    pub retransmits: u32,
-    pub window_s: f64,
-    pub warmup_s: f64,
-    /// Goodput per 0.5 s over the whole flow, Mbit/s (shows slow start).
-    pub series_mbps: Vec<f64>,
-    /// Whether the link rate, not loss or the TCP window, should limit this flow.
-    pub rate_bound: bool,
-}
-
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct LossResult {
-    pub probes: u64,
-    pub interval_us: u64,
-    /// Lost on the way sender → receiver (counted at the echo server).
-    pub up_lost: u64,
-    pub up_rate: f64,
-    /// Lost on the way back.
-    pub down_rate: f64,
-}
-
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct ForwarderUse {
-    pub pid: u32,
-    /// CPU of the whole forwarder process over the measurement window, % of one core.
-    pub cpu_pct: f64,
-    /// The same per Gbit/s of wire traffic forwarded (both directions).
-    pub cpu_pct_per_gbit: f64,
-    pub late_max_us: u64,
-    pub late_over_1ms: u64,
-}
-
-#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum Verdict {
-    Pass,
-    Fail,
-    Info,
-}
-
-/// One line of the fidelity table.
-#[derive(Clone, Debug, Serialize)]
-pub struct Row {
-    pub metric: String,
-    pub expected: String,
-    pub measured: String,
-    pub tolerance: String,
-    pub verdict: Verdict,
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub struct CheckReport {
-    pub link: LinkInfo,
-    pub idle_rtt: RttStats,
-    pub loaded_rtt: RttStats,
-    pub throughput: Throughput,
-    pub loss: Option<LossResult>,
-    /// Segment loss a paced bulk TCP flow saw (when loss is configured).
-    pub bulk_loss: Option<BulkLoss>,
-    pub forwarder: Option<ForwarderUse>,
-    /// Forwarder drops during the check (sum of both directions).
-    pub dropped_queue: u64,
-    pub dropped_loss: u64,
-    /// Packets the kernel dropped in the TUN rings during the check: emulator artefacts.
-    pub tun_tx_dropped: u64,
-    /// Packets the forwarder delivered during the check, and how many of them > 1 ms late.
-    pub forwarded: u64,
-    pub late_over_1ms: u64,
-    pub rows: Vec<Row>,
-    pub pass: bool,
 }
 
 fn encode_probe(session: u32, seq: u64) -> [u8; PROBE_LEN] {
@@ -372,43 +259,6 @@ fn tx_dropped_total(info: &LinkInfo) -> u64 {
     info.tun_tx_dropped.snd.unwrap_or(0) + info.tun_tx_dropped.rcv.unwrap_or(0)
 }
 
-/// The forwarder's stats file is rewritten every 250 ms: wait for a fresh copy so deltas
-/// line up with our own clock.
-pub(crate) fn fresh_stats(name: &str) -> Option<ForwarderStats> {
-    std::thread::sleep(Duration::from_millis(300));
-    control::forwarder_stats(name)
-}
-
-/// One TCP connection from a socket in `snd_ns` to a listener on `rcv_ip` in `rcv_ns`:
-/// `(sender, receiver)`, both blocking. Accepting is bounded by 5 s.
-pub(crate) fn tcp_pair(snd_ns: &str, rcv_ns: &str, rcv_ip: &str) -> Result<(TcpStream, TcpStream)> {
-    let ip = rcv_ip.to_string();
-    let listener = netns::run_in(rcv_ns, move || {
-        TcpListener::bind((ip.as_str(), 0)).context("binding the bulk listener")
-    })?;
-    let dst = listener.local_addr()?;
-    let sender = netns::run_in(snd_ns, move || {
-        TcpStream::connect_timeout(&dst, Duration::from_secs(5)).context("connecting bulk flow")
-    })?;
-    listener.set_nonblocking(true)?;
-    let t_accept = Instant::now();
-    loop {
-        match listener.accept() {
-            Ok((receiver, _)) => {
-                receiver.set_nonblocking(false)?;
-                return Ok((sender, receiver));
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                if t_accept.elapsed() > Duration::from_secs(5) {
-                    bail!("bulk flow not accepted within 5 s");
-                }
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            Err(e) => return Err(e).context("accepting bulk flow"),
-        }
-    }
-}
-
 struct BulkResult {
     throughput: Throughput,
     loaded: RttStats,
@@ -423,7 +273,7 @@ fn bulk_phase(
     duration: Duration,
 ) -> Result<BulkResult> {
     let st = &info.state;
-    let (sender, receiver) = tcp_pair(&st.snd_ns, &st.rcv_ns, &st.rcv_addr)?;
+    let (sender, receiver) = netns::tcp_pair(&st.snd_ns, &st.rcv_ns, &st.rcv_addr)?;
     receiver.set_read_timeout(Some(Duration::from_millis(200)))?;
     sender.set_write_timeout(Some(Duration::from_millis(200)))?;
     let received = AtomicU64::new(0);
@@ -626,7 +476,7 @@ pub fn check(name: &str, opts: &CheckOptions) -> Result<CheckReport> {
 
     // Bulk TCP loss: what a flow of TSO super-packets loses, which probes cannot show.
     let bulk_loss = if st.loss > 0.0 && !opts.bulk_loss_max.is_zero() {
-        let target = crate::report::bulk_loss_target_segments(st.loss);
+        let target = crate::verdict::bulk_loss_target_segments(st.loss);
         Some(
             bulk_loss::measure(&before, target, opts.bulk_loss_max)
                 .context("measuring loss with a bulk TCP flow")?,
@@ -635,7 +485,7 @@ pub fn check(name: &str, opts: &CheckOptions) -> Result<CheckReport> {
         None
     };
 
-    let after_stats = fresh_stats(name);
+    let after_stats = control::fresh_stats(name);
     let after = control::link_info(name)?;
     let (dq0, dl0, _) = fwd_totals(&before.counters);
     let (dq1, dl1, _) = fwd_totals(&after_stats);
@@ -669,7 +519,7 @@ pub fn check(name: &str, opts: &CheckOptions) -> Result<CheckReport> {
         rows: Vec::new(),
         pass: false,
     };
-    report.rows = crate::report::judge(&report);
+    report.rows = crate::verdict::judge(&report);
     report.pass = report.rows.iter().all(|r| r.verdict != Verdict::Fail);
     Ok(report)
 }

@@ -11,9 +11,9 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 
 use crate::control::{self, BackendChoice, Launcher, UpConfig, DEFAULT_TCP_MEM_MAX};
-use crate::forwarder::{DirectionConfig, ForwarderConfig};
+
 use crate::parse::{format_rate, Loss, QueueSpec, Rate, Span};
-use crate::state::{self, LinkState};
+use crate::state;
 
 #[derive(Debug, Subcommand)]
 pub enum LinkCommand {
@@ -158,120 +158,14 @@ pub struct StatusArgs {
     pub json: bool,
 }
 
-/// The forwarder daemon's arguments, in raw units (written by `up`, not by people).
+/// The forwarder daemon's arguments (written by `up`, not by people): the link's name (so
+/// `down` can recognise the process) and its typed configuration, a JSON file `up` wrote.
 #[derive(Debug, Clone, Args)]
 pub struct ForwardArgs {
     #[arg(long)]
     pub name: String,
     #[arg(long)]
-    pub snd_ns: String,
-    #[arg(long)]
-    pub rcv_ns: String,
-    #[arg(long)]
-    pub device: String,
-    #[arg(long)]
-    pub rtt_ns: u64,
-    #[arg(long)]
-    pub rate_bps: u64,
-    #[arg(long)]
-    pub down_rate_bps: u64,
-    #[arg(long)]
-    pub queue_bytes: u64,
-    #[arg(long)]
-    pub down_queue_bytes: u64,
-    /// Fraction, not percent.
-    #[arg(long)]
-    pub loss: f64,
-    #[arg(long)]
-    pub seed: u64,
-    #[arg(long)]
-    pub no_offload: bool,
-    #[arg(long)]
-    pub stats: PathBuf,
-    #[arg(long)]
-    pub no_pm_qos: bool,
-}
-
-impl ForwardArgs {
-    pub fn from_state(st: &LinkState, offload: bool, pm_qos: bool) -> ForwardArgs {
-        ForwardArgs {
-            name: st.name.clone(),
-            snd_ns: st.snd_ns.clone(),
-            rcv_ns: st.rcv_ns.clone(),
-            device: st.device.clone(),
-            rtt_ns: st.rtt_ns,
-            rate_bps: st.rate_bps,
-            down_rate_bps: st.down_rate_bps,
-            queue_bytes: st.queue_bytes,
-            down_queue_bytes: st.down_queue_bytes,
-            loss: st.loss,
-            seed: st.seed,
-            no_offload: !offload,
-            stats: state::stats_path(&st.name),
-            no_pm_qos: !pm_qos,
-        }
-    }
-
-    pub fn to_argv(&self) -> Vec<String> {
-        let mut v = vec![
-            "--name".into(),
-            self.name.clone(),
-            "--snd-ns".into(),
-            self.snd_ns.clone(),
-            "--rcv-ns".into(),
-            self.rcv_ns.clone(),
-            "--device".into(),
-            self.device.clone(),
-            "--rtt-ns".into(),
-            self.rtt_ns.to_string(),
-            "--rate-bps".into(),
-            self.rate_bps.to_string(),
-            "--down-rate-bps".into(),
-            self.down_rate_bps.to_string(),
-            "--queue-bytes".into(),
-            self.queue_bytes.to_string(),
-            "--down-queue-bytes".into(),
-            self.down_queue_bytes.to_string(),
-            "--loss".into(),
-            self.loss.to_string(),
-            "--seed".into(),
-            self.seed.to_string(),
-            "--stats".into(),
-            self.stats.display().to_string(),
-        ];
-        if self.no_offload {
-            v.push("--no-offload".into());
-        }
-        if self.no_pm_qos {
-            v.push("--no-pm-qos".into());
-        }
-        v
-    }
-
-    pub fn to_config(&self) -> ForwarderConfig {
-        let dir = |rate_bps, queue_bytes, seed| DirectionConfig {
-            rate_bps,
-            delay_ns: self.rtt_ns / 2,
-            queue_bytes,
-            loss: self.loss,
-            seed,
-        };
-        ForwarderConfig {
-            snd_ns: self.snd_ns.clone(),
-            rcv_ns: self.rcv_ns.clone(),
-            device: self.device.clone(),
-            offload: !self.no_offload,
-            up: dir(self.rate_bps, self.queue_bytes, self.seed),
-            // A different stream per direction, still fixed by the one seed.
-            down: dir(
-                self.down_rate_bps,
-                self.down_queue_bytes,
-                self.seed ^ 0x5DEE_CE66_D1CE_F00D,
-            ),
-            stats_path: self.stats.clone(),
-            pm_qos: !self.no_pm_qos,
-        }
-    }
+    pub config: PathBuf,
 }
 
 /// Runs one `shoal link` command; returns the process exit code.
@@ -374,7 +268,11 @@ pub fn run(cmd: LinkCommand) -> Result<i32> {
             Ok(0)
         }
         LinkCommand::Forward(a) => {
-            crate::forwarder::run_daemon(&a.to_config())?;
+            let text = std::fs::read_to_string(&a.config)
+                .with_context(|| format!("reading {}", a.config.display()))?;
+            let cfg: crate::forwarder::ForwarderConfig = serde_json::from_str(&text)
+                .with_context(|| format!("parsing {}", a.config.display()))?;
+            crate::forwarder::run_daemon(&cfg)?;
             Ok(0)
         }
     }
@@ -434,37 +332,5 @@ mod tests {
         assert!(a.end && a.duration.is_none());
         assert!(Top::try_parse_from(["x", "blackhole"]).is_err());
         assert!(Top::try_parse_from(["x", "blackhole", "--end", "--for", "1s"]).is_err());
-    }
-
-    #[test]
-    fn forward_args_round_trip() {
-        let f = ForwardArgs {
-            name: "n".into(),
-            snd_ns: "n-snd".into(),
-            rcv_ns: "n-rcv".into(),
-            device: "shoal0".into(),
-            rtt_ns: 141_000_000,
-            rate_bps: 300_000_000,
-            down_rate_bps: 100_000_000,
-            queue_bytes: 5_287_500,
-            down_queue_bytes: 1_762_500,
-            loss: 0.001,
-            seed: 9,
-            no_offload: true,
-            stats: "/run/shoal/x".into(),
-            no_pm_qos: false,
-        };
-        let mut argv = vec!["x".to_string(), "forward".to_string()];
-        argv.extend(f.to_argv());
-        let t = Top::try_parse_from(argv).unwrap();
-        let LinkCommand::Forward(g) = t.cmd else {
-            panic!()
-        };
-        let c = g.to_config();
-        assert_eq!(c.up.delay_ns, 70_500_000);
-        assert_eq!(c.down.rate_bps, 100_000_000);
-        assert_eq!(c.up.loss, 0.001);
-        assert!(!c.offload);
-        assert!(c.pm_qos);
     }
 }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
-use crate::forwarder::ForwarderStats;
+use crate::forwarder::{ForwarderConfig, ForwarderStats};
 use crate::netns::{self, ip};
 use crate::parse::{format_duration, format_rate, QueueSpec};
 use crate::state::{self, Backend, LinkState, Sysctls};
@@ -130,6 +130,7 @@ impl Drop for Rollback {
             }
         }
         let _ = std::fs::remove_file(state::stats_path(&self.name));
+        let _ = std::fs::remove_file(state::forwarder_config_path(&self.name));
     }
 }
 
@@ -305,12 +306,16 @@ fn start_forwarder(
     pm_qos: bool,
     launcher: &Launcher,
 ) -> Result<(Child, Offload)> {
-    let fwd = crate::cli::ForwardArgs::from_state(st, offload, pm_qos);
+    let fwd = ForwarderConfig::from_state(st, offload, pm_qos);
+    let config_path = state::forwarder_config_path(&st.name);
+    std::fs::write(&config_path, serde_json::to_vec_pretty(&fwd)?)
+        .with_context(|| format!("writing {}", config_path.display()))?;
     let log = std::fs::File::create(state::log_path(&st.name))
         .with_context(|| format!("creating {}", state::log_path(&st.name).display()))?;
     let mut cmd = Command::new(&launcher.exe);
     cmd.args(&launcher.prefix)
-        .args(fwd.to_argv())
+        .args(["--name", st.name.as_str(), "--config"])
+        .arg(&config_path)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(log);
@@ -420,6 +425,7 @@ pub fn down(name: &str) -> Result<DownOutcome> {
     for p in [
         state::state_path(name),
         state::stats_path(name),
+        state::forwarder_config_path(name),
         state::log_path(name),
     ] {
         if p.exists() {
@@ -617,4 +623,11 @@ impl Drop for LinkGuard {
             eprintln!("shoal link: tearing down {}: {e:#}", self.name);
         }
     }
+}
+
+/// The forwarder's stats file is rewritten every 250 ms: wait for a fresh copy so deltas
+/// line up with our own clock.
+pub(crate) fn fresh_stats(name: &str) -> Option<ForwarderStats> {
+    std::thread::sleep(Duration::from_millis(300));
+    forwarder_stats(name)
 }

@@ -77,7 +77,7 @@ pub fn hold_cpu_latency_zero() -> io::Result<std::fs::File> {
 }
 
 /// Parameters of one direction.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct DirectionConfig {
     pub rate_bps: u64,
     pub delay_ns: u64,
@@ -317,8 +317,9 @@ pub fn run_direction(
     Ok(())
 }
 
-/// What the forwarder daemon needs to run.
-#[derive(Clone, Debug)]
+/// What the forwarder daemon needs to run; `up` writes it to the link's run folder
+/// (`state::forwarder_config_path`) and starts `shoal link forward --config FILE`.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct ForwarderConfig {
     pub snd_ns: String,
     pub rcv_ns: String,
@@ -329,6 +330,34 @@ pub struct ForwarderConfig {
     pub stats_path: PathBuf,
     /// Hold `/dev/cpu_dma_latency` at 0 while running (see [`hold_cpu_latency_zero`]).
     pub pm_qos: bool,
+}
+
+impl ForwarderConfig {
+    /// The forwarder of link `st`, in raw units.
+    pub fn from_state(st: &crate::state::LinkState, offload: bool, pm_qos: bool) -> Self {
+        let dir = |rate_bps, queue_bytes, seed| DirectionConfig {
+            rate_bps,
+            delay_ns: st.rtt_ns / 2,
+            queue_bytes,
+            loss: st.loss,
+            seed,
+        };
+        ForwarderConfig {
+            snd_ns: st.snd_ns.clone(),
+            rcv_ns: st.rcv_ns.clone(),
+            device: st.device.clone(),
+            offload,
+            up: dir(st.rate_bps, st.queue_bytes, st.seed),
+            // A different stream per direction, still fixed by the one seed.
+            down: dir(
+                st.down_rate_bps,
+                st.down_queue_bytes,
+                st.seed ^ 0x5DEE_CE66_D1CE_F00D,
+            ),
+            stats_path: crate::state::stats_path(&st.name),
+            pm_qos,
+        }
+    }
 }
 
 fn write_stats(path: &Path, stats: &ForwarderStats) -> Result<()> {
@@ -498,6 +527,32 @@ pub fn run_daemon(cfg: &ForwarderConfig) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_config_comes_from_the_link_state_and_survives_its_file() {
+        let st: crate::state::LinkState = serde_json::from_value(serde_json::json!({
+            "name": "n", "backend": "tun", "snd_ns": "n-snd", "rcv_ns": "n-rcv",
+            "device": "shoal0", "snd_addr": "198.18.0.1", "rcv_addr": "198.18.0.2",
+            "prefix_len": 30, "rtt_ns": 141_000_000u64, "rate_bps": 300_000_000u64,
+            "down_rate_bps": 100_000_000u64, "queue_spec": "1bdp",
+            "queue_bytes": 5_287_500u64, "down_queue_bytes": 1_762_500u64, "loss": 0.001,
+            "mtu": 1500, "seed": 9,
+            "offload": serde_json::to_value(crate::tun::Offload::default()).unwrap(),
+            "sysctls": serde_json::to_value(crate::state::Sysctls::default()).unwrap(),
+            "forwarder_pid": null, "created_unix_s": 0
+        }))
+        .unwrap();
+        let c = ForwarderConfig::from_state(&st, false, true);
+        assert_eq!(c.up.delay_ns, 70_500_000);
+        assert_eq!(c.down.rate_bps, 100_000_000);
+        assert_eq!(c.up.loss, 0.001);
+        assert_ne!(c.up.seed, c.down.seed);
+        assert!(!c.offload);
+        assert!(c.pm_qos);
+        let back: ForwarderConfig =
+            serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
+        assert_eq!(back, c);
+    }
 
     #[test]
     fn blackhole_drops_until_its_deadline() {

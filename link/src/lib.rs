@@ -18,12 +18,14 @@ pub mod schedule;
 pub mod segment;
 pub mod state;
 pub mod tun;
+pub mod verdict;
 pub mod vnet;
 
-pub use check::{check, CheckOptions, CheckReport};
+pub use check::{check, CheckOptions};
 pub use control::{
     blackhole, down, link_info, up, BackendChoice, BlackholeOutcome, Launcher, LinkGuard, LinkInfo,
     UpConfig, UpOutcome,
 };
 pub use netns::spawn_in_netns;
 pub use state::{Backend, LinkState, Sysctls};
+pub use verdict::CheckReport;

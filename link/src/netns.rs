@@ -8,10 +8,12 @@
 
 use std::fs::File;
 use std::io;
+use std::net::{TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
@@ -139,4 +141,34 @@ pub fn set_sysctl_in(ns: &str, key: &str, value: &str) -> Result<String> {
         write_sysctl(&key, &value)?;
         read_sysctl(&key)
     })
+}
+
+/// One TCP connection from a socket in `snd_ns` to a listener on `rcv_ip` in `rcv_ns`:
+/// `(sender, receiver)`, both blocking. Accepting is bounded by 5 s.
+pub(crate) fn tcp_pair(snd_ns: &str, rcv_ns: &str, rcv_ip: &str) -> Result<(TcpStream, TcpStream)> {
+    let ip = rcv_ip.to_string();
+    let listener = run_in(rcv_ns, move || {
+        TcpListener::bind((ip.as_str(), 0)).context("binding the bulk listener")
+    })?;
+    let dst = listener.local_addr()?;
+    let sender = run_in(snd_ns, move || {
+        TcpStream::connect_timeout(&dst, Duration::from_secs(5)).context("connecting bulk flow")
+    })?;
+    listener.set_nonblocking(true)?;
+    let t_accept = Instant::now();
+    loop {
+        match listener.accept() {
+            Ok((receiver, _)) => {
+                receiver.set_nonblocking(false)?;
+                return Ok((sender, receiver));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if t_accept.elapsed() > Duration::from_secs(5) {
+                    bail!("bulk flow not accepted within 5 s");
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(e) => return Err(e).context("accepting bulk flow"),
+        }
+    }
 }

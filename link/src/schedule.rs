@@ -13,7 +13,7 @@
 //! except into an empty queue (so one packet larger than a tiny queue can still pass).
 //!
 //! "Packet" here is a wire packet: the forwarder offers a TSO/USO super-packet's segments one
-//! by one ([`crate::admit`]), so loss and the queue act on what a real wire would carry.
+//! by one (`admit.rs`), so loss and the queue act on what a real wire would carry.
 
 /// Nanoseconds per second.
 const NS: u128 = 1_000_000_000;
@@ -103,7 +103,7 @@ impl LossGen {
 
     /// Whether to drop the next wire packet: one independent draw per wire packet, so every
     /// packet on the wire is lost with probability `p`. A TSO/USO super-packet gets one draw
-    /// per segment and loses only the segments drawn ([`crate::admit`]); dropping it whole
+    /// per segment and loses only the segments drawn (`admit.rs`); dropping it whole
     /// with probability 1 − (1 − p)^n would lose ≈ n·p of its segments, in bursts.
     pub fn lose(&mut self) -> bool {
         if self.p <= 0.0 {

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use shoal_link::report::{bulk_loss_band, bulk_loss_target_segments};
+use shoal_link::verdict::{bulk_loss_band, bulk_loss_target_segments};
 use shoal_link::{check, CheckOptions, Launcher, LinkGuard, UpConfig};
 
 /// The checks measure timing and throughput on a 2-core machine: run them one at a time.
