@@ -307,6 +307,59 @@ pub fn flags(cfg: &Config, receiver_flags: &[String]) -> (Vec<String>, Vec<Strin
     (send, recv)
 }
 
+/// `shoal recv …` as the sweep starts it for one run (without the program name).
+pub fn recv_argv(
+    listen: &str,
+    dest: &Path,
+    identity: &Path,
+    recv_flags: &[String],
+) -> Vec<std::ffi::OsString> {
+    let mut v: Vec<std::ffi::OsString> = vec!["recv".into(), "--listen".into(), listen.into()];
+    v.extend(["--dest".into(), dest.into()]);
+    v.extend(["--identity".into(), identity.into()]);
+    v.push("--once".into());
+    v.extend(recv_flags.iter().map(Into::into));
+    v
+}
+
+/// `shoal send …` as the sweep starts it for one run (without the program name).
+pub fn send_argv(
+    link: &LinkSpec,
+    to: &str,
+    src: &Path,
+    timeout: Duration,
+    run_id: Option<&str>,
+    identity: &Path,
+    send_flags: &[String],
+) -> Vec<std::ffi::OsString> {
+    let mut v: Vec<std::ffi::OsString> = vec!["send".into(), "--to".into(), to.into()];
+    v.extend(["--src".into(), src.into()]);
+    v.extend([
+        "--json".into(),
+        "--timeout".into(),
+        format!("{}s", timeout.as_secs_f64()).into(),
+    ]);
+    if let Some(id) = run_id {
+        v.extend(["--run-id".into(), id.into()]);
+    }
+    match link {
+        LinkSpec::Remote {
+            pin: Some(pin),
+            token_file: Some(tf),
+            ..
+        } => {
+            v.extend(["--pin".into(), pin.into()]);
+            v.extend(["--token-file".into(), tf.into()]);
+        }
+        LinkSpec::Remote { .. } => {}
+        LinkSpec::Emulated { .. } => {
+            v.extend(["--identity".into(), identity.into()]);
+        }
+    }
+    v.extend(send_flags.iter().map(Into::into));
+    v
+}
+
 /// The per-run result before it becomes a row.
 #[derive(Default)]
 struct Outcome {
@@ -793,11 +846,7 @@ impl Sweep<'_> {
     fn one_run(&self, order: usize, p: Planned, progress: &mut Progress) -> Result<Row> {
         let cfg = &self.matrix.configs[p.config];
         let payload = &self.payloads[cfg.payload()];
-        let timeout = match cfg.get("timeout") {
-            Some(v) => shoal_common::units::parse_duration(&v.text())
-                .map_err(|e| anyhow::anyhow!("timeout: {e}"))?,
-            None => self.opts.timeout,
-        };
+        let timeout = crate::preflight::config_timeout(cfg, self.opts.timeout)?;
 
         let mut row = Row::new();
         let mut put = |k: &str, v: String| {
@@ -1169,15 +1218,15 @@ impl Sweep<'_> {
         let to = match (&self.link, &self.matrix.link) {
             (Some(l), _) => {
                 let mut cmd = Command::new(&self.opts.shoal_bin);
-                cmd.args(["recv", "--listen", &format!("{}:0", l.rcv_addr), "--dest"])
-                    .arg(dest)
-                    .arg("--identity")
-                    .arg(&self.identity)
-                    .arg("--once")
-                    .args(&recv_flags)
-                    .stdin(Stdio::null())
-                    .stdout(Stdio::piped())
-                    .stderr(std::fs::File::create(self.log(order, "recv"))?);
+                cmd.args(recv_argv(
+                    &format!("{}:0", l.rcv_addr),
+                    dest,
+                    &self.identity,
+                    &recv_flags,
+                ))
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(std::fs::File::create(self.log(order, "recv"))?);
                 let mut p = Proc::spawn(&mut cmd, Some(&l.rcv_ns), "shoal recv")?;
                 let rx = proc::lines(p.child.stdout.take().expect("piped"));
                 let first = rx.recv_timeout(Duration::from_secs(15)).unwrap_or_default();
@@ -1198,30 +1247,18 @@ impl Sweep<'_> {
         };
 
         let mut cmd = Command::new(&self.opts.shoal_bin);
-        cmd.args(["send", "--to", &to, "--src"])
-            .arg(&payload.root)
-            .args(["--json", "--timeout"])
-            .arg(format!("{}s", timeout.as_secs_f64()));
-        if let Some(id) = run_id {
-            cmd.args(["--run-id", id]);
-        }
-        match &self.matrix.link {
-            LinkSpec::Remote {
-                pin: Some(pin),
-                token_file: Some(tf),
-                ..
-            } => {
-                cmd.args(["--pin", pin]).arg("--token-file").arg(tf);
-            }
-            LinkSpec::Remote { .. } => {}
-            LinkSpec::Emulated { .. } => {
-                cmd.arg("--identity").arg(&self.identity);
-            }
-        }
-        cmd.args(&send_flags)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(self.log(order, "send"))?);
+        cmd.args(send_argv(
+            &self.matrix.link,
+            &to,
+            &payload.root,
+            timeout,
+            run_id,
+            &self.identity,
+            &send_flags,
+        ))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(self.log(order, "send"))?);
         out.command = command_line(&cmd);
         let t0 = Instant::now();
         let mut sender = Proc::spawn(

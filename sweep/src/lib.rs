@@ -11,6 +11,7 @@ pub mod engine;
 pub mod hostcpu;
 pub mod matrix;
 pub mod payload;
+pub mod preflight;
 pub mod proc;
 pub mod progress;
 pub mod remote;

@@ -651,3 +651,95 @@ fn the_control_channel_stays_inside_its_destination_and_needs_the_token() {
         incoming.display().to_string()
     );
 }
+
+/// `shoal sweep` with `args`; no link is involved (the matrix names a link that must never
+/// come up: these sweeps stop before it).
+fn sweep_no_link(dir: &Path, matrix: &str, args: &[&str]) -> (bool, String, String) {
+    let mpath = dir.join("m.toml");
+    std::fs::write(&mpath, matrix).unwrap();
+    let out = Command::new(shoal_bin())
+        .args(["sweep", "--matrix"])
+        .arg(&mpath)
+        .arg("--out")
+        .arg(dir.join("out"))
+        .arg("--work")
+        .arg(dir.join("work"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+const NO_LINK: &str = "[link]\nname = \"never\"\nrtt = \"20ms\"\nrate = \"100mbit\"\n\
+                       [payload.p]\nfiles = 2\nsize = \"1KiB\"\n";
+
+#[test]
+fn typos_stop_the_sweep_before_it_touches_anything() {
+    let t = tempfile::tempdir().unwrap();
+    for (axes, says) in [
+        ("mdoe = [\"tcp-bundle\"]", "unexpected argument '--mdoe'"),
+        ("mode = [\"tcp-bundel\"]", "invalid value 'tcp-bundel'"),
+        ("cc = [\"cubik\"]", "unknown congestion controller 'cubik'"),
+        ("connections = [0]", "invalid value '0'"),
+        (
+            "\"recv.fsnyc\" = [true]",
+            "shoal recv: error: unexpected argument '--fsnyc'",
+        ),
+    ] {
+        let (ok, _, err) = sweep_no_link(
+            t.path(),
+            &format!("{NO_LINK}[axes]\nmode = [\"tcp-bundle\", \"quic-bundle\"]\n{axes}\n")
+                .replace("mode = [\"tcp-bundle\", \"quic-bundle\"]\nmode", "mode"),
+            &[],
+        );
+        assert!(!ok, "{axes}: the sweep ran\n{err}");
+        assert!(err.contains(says), "{axes}: {err}");
+        assert!(
+            err.contains("c01 (payload=p kind=shoal"),
+            "{axes}: names the configuration: {err}"
+        );
+        assert!(
+            !t.path().join("out").exists(),
+            "{axes}: wrote an output folder"
+        );
+        assert!(!t.path().join("work").exists(), "{axes}: made a payload");
+    }
+    // --runs 0 is refused by the parser; [sweep] runs = 0 by the matrix.
+    let good = format!("{NO_LINK}[axes]\nmode = [\"tcp-bundle\"]\n");
+    let (ok, _, err) = sweep_no_link(t.path(), &good, &["--runs", "0"]);
+    assert!(!ok && err.contains("--runs"), "{err}");
+    let (ok, _, err) = sweep_no_link(t.path(), &format!("[sweep]\nruns = 0\n{good}"), &[]);
+    assert!(
+        !ok && err.contains("runs must be a positive number"),
+        "{err}"
+    );
+    assert!(!t.path().join("out").exists());
+}
+
+#[test]
+fn dry_run_prints_the_plan_and_touches_nothing() {
+    let t = tempfile::tempdir().unwrap();
+    let m = format!(
+        "{NO_LINK}[axes]\nmode = [\"tcp-bundle\", \"quic-streams\"]\ncc = [\"cubic\", \"bbr\"]\n\
+         [[also]]\nkind = [\"tar-ssh\"]\n"
+    );
+    let (ok, out, err) = sweep_no_link(t.path(), &m, &["--dry-run", "--runs", "3", "--seed", "9"]);
+    assert!(ok, "{out}\n{err}");
+    assert!(
+        out.contains("plan: 5 configurations × 3 runs = 15 runs in one shuffled order (seed 9)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("c04  payload=p kind=shoal mode=quic-streams cc=bbr"),
+        "{out}"
+    );
+    assert!(out.contains("c05  payload=p kind=tar-ssh"), "{out}");
+    assert!(out.contains("estimated time: about"), "{out}");
+    assert!(!t.path().join("out").exists(), "wrote an output folder");
+    assert!(!t.path().join("work").exists(), "made a payload");
+}
