@@ -939,6 +939,10 @@ impl Sweep<'_> {
         if let Some(busy) = host_cpu.finish() {
             row.insert("host_busy_cores_p90".into(), format!("{:.2}", busy.p90));
             row.insert("host_busy_cores_mean".into(), format!("{:.2}", busy.mean));
+            row.insert(
+                "host_all_cores_busy_share".into(),
+                format!("{:.2}", busy.all_busy_share),
+            );
         }
         // A run that could not even start (e.g. the receiver did not come up) is a failure
         // row too, and the sweep goes on.

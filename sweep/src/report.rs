@@ -244,6 +244,8 @@ pub fn write_medians(rep: &Report, path: &Path) -> Result<()> {
             "tun_tx_dropped",
             "failed_median_partial_mb_per_s",
             "failures",
+            "median_host_all_cores_busy_share",
+            "host_saturated",
             "reference_config",
             "speedup_vs_reference",
         ]
@@ -305,6 +307,10 @@ pub fn write_medians(rep: &Report, path: &Path) -> Result<()> {
                 failures.push(e);
             }
         }
+        // Whether the transfers ran on a saturated machine: the median run's share of 100 ms
+        // samples in which every core was busy (over all runs: a failed run shared the cores
+        // too).
+        let busy_share = median(&col(&all_rows, "host_all_cores_busy_share"));
         let refc = reference.get(c.payload.as_str());
         let speedup = match (refc.and_then(|r| median_seconds(r)), median_seconds(c)) {
             (Some(rs), Some(s)) if s > 0.0 => Some(rs / s),
@@ -344,6 +350,10 @@ pub fn write_medians(rep: &Report, path: &Path) -> Result<()> {
             format!("{dropped:.0}"),
             f3(median(&partial)),
             failures.join(" || "),
+            busy_share.map(|x| format!("{x:.2}")).unwrap_or_default(),
+            busy_share
+                .map(|x| (x >= crate::hostcpu::SATURATED_SHARE).to_string())
+                .unwrap_or_default(),
             refc.map(|r| r.id.clone()).unwrap_or_default(),
             f3(speedup),
         ]);
@@ -362,6 +372,42 @@ mod tests {
         assert_eq!(median(&[]), None);
         assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
         assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
+    }
+
+    fn medians_of(runs_csv: &str) -> Vec<BTreeMap<String, String>> {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::write(t.path().join("runs.csv"), runs_csv).unwrap();
+        let rep = load(&t.path().join("runs.csv"), None).unwrap();
+        write_medians(&rep, &t.path().join("medians.csv")).unwrap();
+        let mut r = csv::Reader::from_path(t.path().join("medians.csv")).unwrap();
+        let h = r.headers().unwrap().clone();
+        r.records()
+            .map(|rec| {
+                let rec = rec.unwrap();
+                h.iter()
+                    .zip(rec.iter())
+                    .map(|(a, b)| (a.to_string(), b.to_string()))
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn arms_on_a_saturated_machine_are_flagged() {
+        let m = medians_of(
+            "config_id,config,payload,status,seconds,mb_per_s,host_all_cores_busy_share\n\
+             c01,a,p,ok,1,10,0.80\n\
+             c01,a,p,ok,1,10,0.60\n\
+             c01,a,p,failed,1,0,0.10\n\
+             c02,b,p,ok,1,10,0.10\n\
+             c02,b,p,ok,1,10,0.70\n\
+             c03,c,p,ok,1,10,\n",
+        );
+        assert_eq!(m[0]["median_host_all_cores_busy_share"], "0.60");
+        assert_eq!(m[0]["host_saturated"], "true");
+        assert_eq!(m[1]["median_host_all_cores_busy_share"], "0.40");
+        assert_eq!(m[1]["host_saturated"], "false");
+        assert_eq!(m[2]["host_saturated"], "", "not measured");
     }
 
     #[test]

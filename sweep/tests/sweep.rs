@@ -73,8 +73,27 @@ struct Sweep {
     ok: bool,
 }
 
-/// Runs `shoal sweep` with a time limit; brings the link down afterwards whatever happened.
+/// Runs `shoal sweep` with a time limit; brings the link down afterwards whatever happened;
+/// the sweep must exit 0.
 fn sweep(
+    dir: &Path,
+    name: &str,
+    matrix: &str,
+    link: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> Sweep {
+    let s = sweep_any(dir, name, matrix, link, extra, env);
+    assert!(
+        s.ok,
+        "shoal sweep failed\nstdout:\n{}\nstderr:\n{}",
+        s.stdout, s.stderr
+    );
+    s
+}
+
+/// [`sweep`], whatever its exit status.
+fn sweep_any(
     dir: &Path,
     name: &str,
     matrix: &str,
@@ -129,11 +148,6 @@ fn sweep(
         stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
         ok: output.status.success(),
     };
-    assert!(
-        s.ok,
-        "shoal sweep failed\nstdout:\n{}\nstderr:\n{}",
-        s.stdout, s.stderr
-    );
     s
 }
 
@@ -329,7 +343,7 @@ fn tampered_destination_and_killed_run_are_failures() {
         "[payload.q]\nfiles = 600\nsize = \"16KiB\"\ndirs = 4",
         "[axes]\nmode = [\"tcp-bundle\"]\n[[also]]\nkind = [\"tar-ssh\"]",
     );
-    let s = sweep(
+    let s = sweep_any(
         t.path(),
         "kill",
         &m,
@@ -337,6 +351,9 @@ fn tampered_destination_and_killed_run_are_failures() {
         &["--runs", "1", "--seed", "1"],
         &[("SHOAL_SWEEP_TEST_KILL", "2500ms@all")],
     );
+    // Every run failed: the sweep says so and exits 1 (without --strict).
+    assert!(!s.ok, "exit 0 although every run failed\n{}", s.stdout);
+    assert!(s.stderr.contains("every run failed"), "{}", s.stderr);
     let r = rows(&s.out.join("runs.csv"));
     assert_eq!(r.len(), 2);
     for row in &r {
