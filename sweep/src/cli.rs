@@ -103,7 +103,12 @@ pub fn exit_status(s: &engine::Summary, strict: bool) -> u8 {
 /// `shoal sweep`. `parse` is the `shoal` binary's own argument parser: every
 /// configuration's command lines go through it before anything is touched.
 pub fn run_sweep(a: SweepArgs, parse: ArgCheck) -> Result<ExitCode> {
-    let matrix = Matrix::load(&a.matrix)?;
+    let mut matrix = Matrix::load(&a.matrix)?;
+    // The controller in effect where no cc axis sets it, in the labels when it differs.
+    let tcp_default = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "host-default".into());
+    matrix.note_cc_in_effect(&tcp_default);
     let a_strict = a.strict;
     let matrix_remote = matrix.is_remote();
     let shoal_bin = match a.shoal_bin {

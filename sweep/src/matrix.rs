@@ -162,6 +162,11 @@ pub struct Config {
     pub id: String,
     /// Axis name → value, in matrix order (payload and kind always present).
     pub params: Vec<(String, AxisValue)>,
+    /// Settings in effect that are not axes but differ between configurations (the
+    /// congestion controller when `cc` is not an axis: TCP's host default against quinn's
+    /// CUBIC), name → value; shown in the label as `[cc=quinn-cubic]`. See
+    /// [`Matrix::note_cc_in_effect`].
+    pub implied: Vec<(String, String)>,
 }
 
 impl Config {
@@ -183,13 +188,36 @@ impl Config {
         }
     }
 
-    /// `payload=small kind=shoal mode=tcp-bundle cc=bbr`.
+    /// `payload=small kind=shoal mode=tcp-bundle cc=bbr`; settings in effect that are not
+    /// axes follow in brackets: `payload=small kind=shoal mode=quic-bundle [cc=quinn-cubic]`.
     pub fn label(&self) -> String {
         self.params
             .iter()
             .map(|(k, v)| format!("{k}={}", v.text()))
+            .chain(self.implied.iter().map(|(k, v)| format!("[{k}={v}]")))
             .collect::<Vec<_>>()
             .join(" ")
+    }
+
+    /// The congestion controller this configuration's transfer will use when no `cc` axis
+    /// chooses one: QUIC modes quinn's CUBIC, TCP modes and the baselines over the link the
+    /// sending host's default (`tcp_default`); `tar-local` none.
+    fn cc_in_effect(&self, tcp_default: &str) -> Option<String> {
+        if self.get("cc").is_some() {
+            return None;
+        }
+        match self.kind() {
+            "shoal" => {
+                let mode = self.get("mode").map(|v| v.text()).unwrap_or_default();
+                Some(if mode.starts_with("quic") {
+                    "quinn-cubic".to_string()
+                } else {
+                    tcp_default.to_string()
+                })
+            }
+            "tar-local" => None,
+            _ => Some(tcp_default.to_string()),
+        }
     }
 
     /// Whether every pair of `sel` holds for this configuration.
@@ -224,6 +252,34 @@ impl Matrix {
 
     pub fn is_remote(&self) -> bool {
         matches!(self.link, LinkSpec::Remote { .. })
+    }
+
+    /// Names the congestion controller in the label of every configuration that has no `cc`
+    /// axis, when the controllers in effect differ between configurations (e.g. a `mode` axis
+    /// over TCP and QUIC: the host's default, often cubic, against quinn's CUBIC, which are
+    /// different implementations). `tcp_default` is the sending host's
+    /// `net.ipv4.tcp_congestion_control`.
+    pub fn note_cc_in_effect(&mut self, tcp_default: &str) {
+        let ccs: Vec<Option<String>> = self
+            .configs
+            .iter()
+            .map(|c| c.cc_in_effect(tcp_default))
+            .collect();
+        let mut distinct: Vec<&String> = ccs.iter().flatten().collect();
+        distinct.sort();
+        distinct.dedup();
+        // Configurations whose cc axis sets it differ from those running a default, too.
+        let some_set = self.configs.iter().any(|c| c.get("cc").is_some());
+        let differ = distinct.len() > 1 || (some_set && !distinct.is_empty());
+        if !differ {
+            return;
+        }
+        for (c, cc) in self.configs.iter_mut().zip(ccs) {
+            if let Some(cc) = cc {
+                c.implied.retain(|(k, _)| k != "cc");
+                c.implied.push(("cc".into(), cc));
+            }
+        }
     }
 
     pub fn load(path: &std::path::Path) -> Result<Matrix> {
@@ -352,6 +408,7 @@ impl Matrix {
                 let probe = Config {
                     id: String::new(),
                     params: params.clone(),
+                    implied: Vec::new(),
                 };
                 if excludes.iter().any(|ex| probe.matches(ex)) {
                     continue;
@@ -360,6 +417,7 @@ impl Matrix {
                     configs.push(Config {
                         id: String::new(),
                         params,
+                        implied: Vec::new(),
                     });
                 }
             }
@@ -780,6 +838,42 @@ connections = 8
             .map(|c| c.payload().to_string())
             .collect();
         assert_eq!(refs, ["small", "large", "subset"]);
+    }
+
+    #[test]
+    fn the_controller_in_effect_is_named_when_it_is_not_an_axis_and_differs() {
+        let m = |axes: &str| {
+            let mut m = Matrix::parse(&format!(
+                "[link]\nrtt = \"20ms\"\nrate = \"1gbit\"\n[payload.p]\nfiles = 1\nsize = 1\n{axes}"
+            ))
+            .unwrap();
+            m.note_cc_in_effect("cubic");
+            m.configs.iter().map(|c| c.label()).collect::<Vec<_>>()
+        };
+        assert_eq!(
+            m("[axes]\nmode = [\"tcp-bundle\", \"quic-bundle\"]\n"),
+            [
+                "payload=p kind=shoal mode=tcp-bundle [cc=cubic]",
+                "payload=p kind=shoal mode=quic-bundle [cc=quinn-cubic]"
+            ]
+        );
+        // All TCP, one controller: nothing to say.
+        assert_eq!(
+            m("[axes]\nmode = [\"tcp-bundle\", \"tcp-streams\"]\n"),
+            [
+                "payload=p kind=shoal mode=tcp-bundle",
+                "payload=p kind=shoal mode=tcp-streams"
+            ]
+        );
+        // A cc axis names it; the baseline beside it (no cc axis) gets the host's.
+        assert_eq!(
+            m("[axes]\nmode = [\"quic-bundle\"]\ncc = [\"bbr\"]\n[[also]]\nkind = [\"tar-ssh\", \"tar-local\"]\n"),
+            [
+                "payload=p kind=shoal mode=quic-bundle cc=bbr",
+                "payload=p kind=tar-ssh [cc=cubic]",
+                "payload=p kind=tar-local"
+            ]
+        );
     }
 
     #[test]

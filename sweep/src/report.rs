@@ -34,6 +34,9 @@ pub struct ConfigSummary {
     pub params: Vec<(String, String)>,
     pub runs: Vec<RunPoint>,
     pub median_mb_per_s: Option<f64>,
+    /// The congestion controller(s) in effect, from the runs' `cc` column (`/`-joined when
+    /// they differ).
+    pub cc: String,
     pub is_reference: bool,
     /// A few link settings, for chart subtitles.
     pub link: String,
@@ -138,9 +141,17 @@ pub fn load(runs_csv: &Path, reference: Option<&[(String, String)]>) -> Result<R
             params: param_columns.iter().map(|c| (c.clone(), g(c))).collect(),
             runs: Vec::new(),
             median_mb_per_s: None,
+            cc: String::new(),
             is_reference: g("reference") == "true",
             link: link_text(&row),
         });
+        let cc = g("cc");
+        if !cc.is_empty() && !entry.cc.split('/').any(|x| x == cc) {
+            if !entry.cc.is_empty() {
+                entry.cc.push('/');
+            }
+            entry.cc.push_str(&cc);
+        }
         let ok = g("status") == "ok";
         entry.runs.push(RunPoint {
             run: g("run"),
@@ -217,7 +228,7 @@ fn link_text(row: &BTreeMap<String, String>) -> String {
 
 /// Writes medians.csv.
 pub fn write_medians(rep: &Report, path: &Path) -> Result<()> {
-    let mut header: Vec<String> = ["config_id", "config", "kind", "payload"]
+    let mut header: Vec<String> = ["config_id", "config", "kind", "payload", "cc"]
         .iter()
         .map(|s| s.to_string())
         .collect();
@@ -321,6 +332,7 @@ pub fn write_medians(rep: &Report, path: &Path) -> Result<()> {
             c.config.clone(),
             c.kind.clone(),
             c.payload.clone(),
+            c.cc.clone(),
         ];
         rec.extend(c.params.iter().map(|(_, v)| v.clone()));
         let (mn, mx) = minmax(&ok_mb).unzip();
