@@ -429,6 +429,34 @@ impl Matrix {
         for (i, c) in configs.iter_mut().enumerate() {
             c.id = format!("c{:0width$}", i + 1);
         }
+        if !reference.is_empty() {
+            let sel = reference
+                .iter()
+                .map(|(k, v)| format!("{k}={}", v.text()))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let chosen: Vec<&Config> = configs.iter().filter(|c| c.matches(&reference)).collect();
+            if chosen.is_empty() {
+                bail!("[sweep] reference {{ {sel} }}: no configuration matches");
+            }
+            for c in &chosen {
+                let same: Vec<&&Config> = chosen
+                    .iter()
+                    .filter(|o| o.payload() == c.payload())
+                    .collect();
+                if same.len() > 1 {
+                    bail!(
+                        "[sweep] reference {{ {sel} }}: {} configurations match for payload {} ({}); name more axes so that one remains",
+                        same.len(),
+                        c.payload(),
+                        same.iter()
+                            .map(|o| format!("{} {}", o.id, o.label()))
+                            .collect::<Vec<_>>()
+                            .join("; ")
+                    );
+                }
+            }
+        }
         if matches!(link, LinkSpec::Remote { .. }) {
             if let Some(c) = configs.iter().find(|c| c.kind() != "shoal") {
                 bail!(
@@ -770,7 +798,7 @@ mod tests {
     const M: &str = r#"
 [sweep]
 runs = 3
-reference = { mode = "tcp-bundle" }
+reference = { mode = "tcp-bundle", connections = 1 }
 [link]
 name = "t1"
 rtt = "20ms"
@@ -885,5 +913,23 @@ connections = 8
         assert!(format!("{e:#}").contains("payload nope"), "{e:#}");
         let e = Matrix::parse(&M.replace("name = \"t1\"", "name = \"waytoolong\"")).unwrap_err();
         assert!(format!("{e:#}").contains("8 characters"), "{e:#}");
+        // A reference that picks nothing, or two configurations of one payload.
+        let m = M.replace("[[also]]\n", "[[also]]\npayload = \"small\"\n");
+        let e =
+            Matrix::parse(&m.replace("\"tcp-bundle\", connections", "\"tcp-bundel\", connections"))
+                .unwrap_err();
+        assert!(
+            format!("{e:#}").contains("no configuration matches"),
+            "{e:#}"
+        );
+        let e = Matrix::parse(&m.replace(
+            "mode = \"tcp-bundle\", connections = 1 }",
+            "kind = \"shoal\" }",
+        ))
+        .unwrap_err();
+        assert!(
+            format!("{e:#}").contains("4 configurations match for payload small"),
+            "{e:#}"
+        );
     }
 }

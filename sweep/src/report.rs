@@ -167,23 +167,38 @@ pub fn load(runs_csv: &Path, reference: Option<&[(String, String)]>) -> Result<R
     if let Some(sel) = reference {
         for c in by_id.values_mut() {
             let row = &extra[&c.id][0];
-            c.is_reference = sel.iter().all(|(k, v)| {
-                let col = if row.contains_key(k) {
-                    k.clone()
-                } else {
-                    crate::columns::param_column(k)
-                };
-                match row.get(&col) {
-                    Some(x) => x == v,
-                    None => k == "kind" && v == "shoal",
-                }
-            });
+            c.is_reference = selects(sel, row);
         }
-        // At most one reference per payload: the first in matrix order.
-        let mut seen = std::collections::BTreeSet::new();
-        for c in by_id.values_mut() {
-            if c.is_reference && !seen.insert(c.payload.clone()) {
-                c.is_reference = false;
+        let chosen: Vec<&ConfigSummary> = by_id.values().filter(|c| c.is_reference).collect();
+        if chosen.is_empty() {
+            bail!(
+                "reference {}: no configuration matches",
+                sel.iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            );
+        }
+        // One reference per payload, or the ratio column would depend on the order.
+        let mut per_payload: BTreeMap<&str, Vec<&ConfigSummary>> = BTreeMap::new();
+        for c in chosen {
+            per_payload.entry(&c.payload).or_default().push(c);
+        }
+        for (payload, cs) in per_payload {
+            if cs.len() > 1 {
+                bail!(
+                    "reference {}: {} configurations match for payload {payload} ({}); name more \
+                     axes so that one remains",
+                    sel.iter()
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect::<Vec<_>>()
+                        .join(","),
+                    cs.len(),
+                    cs.iter()
+                        .map(|c| format!("{} {}", c.id, c.config))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                );
             }
         }
     }
@@ -199,6 +214,27 @@ pub fn load(runs_csv: &Path, reference: Option<&[(String, String)]>) -> Result<R
         param_columns,
         runs_per_config_max: max_runs,
         raw,
+    })
+}
+
+/// Whether a row's configuration matches every `name=value` of a reference selector. A name
+/// is an axis first: when runs.csv has the axis (`cc=bbr` → `param_cc`), it is compared with
+/// the axis value as given, so it matches QUIC's BBR rows, whose `cc` column reads
+/// `quinn-bbr`, and a configuration without the axis does not match. Only a name that is no
+/// axis of the sweep is a column of runs.csv (`kind`, `payload`, `cc` in a sweep without a cc
+/// axis, …). `kind=shoal` also matches rows without a kind.
+pub fn selects(sel: &[(String, String)], row: &BTreeMap<String, String>) -> bool {
+    sel.iter().all(|(k, v)| {
+        let param = crate::columns::param_column(k);
+        let cell = if row.contains_key(&param) {
+            row.get(&param)
+        } else {
+            row.get(k)
+        };
+        match cell {
+            Some(x) if !x.is_empty() => x == v,
+            _ => k == "kind" && v == "shoal",
+        }
     })
 }
 
@@ -420,6 +456,46 @@ mod tests {
         assert_eq!(m[1]["median_host_all_cores_busy_share"], "0.40");
         assert_eq!(m[1]["host_saturated"], "false");
         assert_eq!(m[2]["host_saturated"], "", "not measured");
+    }
+
+    #[test]
+    fn reference_keys_are_axes_first_and_must_pick_one_per_payload() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("runs.csv");
+        std::fs::write(
+            &p,
+            "config_id,config,kind,payload,param_mode,param_cc,cc,status,seconds,mb_per_s\n\
+             c01,a,shoal,p,tcp-bundle,cubic,cubic,ok,2,10\n\
+             c02,b,shoal,p,quic-bundle,bbr,quinn-bbr,ok,1,20\n\
+             c03,c,shoal,p,tcp-bundle,bbr,bbr,ok,1,20\n\
+             c04,d,tar-ssh,p,,,cubic,ok,4,5\n",
+        )
+        .unwrap();
+        let refs = |sel: &str| -> Result<Vec<String>> {
+            let sel = parse_selector(sel)?;
+            Ok(load(&p, Some(&sel))?
+                .configs
+                .iter()
+                .filter(|c| c.is_reference)
+                .map(|c| c.id.clone())
+                .collect())
+        };
+        // cc=bbr is the axis: it matches QUIC's BBR (cc column quinn-bbr) too.
+        assert_eq!(refs("mode=quic-bundle,cc=bbr").unwrap(), ["c02"]);
+        assert_eq!(refs("mode=tcp-bundle,cc=cubic").unwrap(), ["c01"]);
+        assert_eq!(refs("kind=tar-ssh").unwrap(), ["c04"]);
+        // With a cc axis, cc names the axis: the cc column is not consulted.
+        let e = format!("{:#}", refs("cc=quinn-bbr").unwrap_err());
+        assert!(e.contains("no configuration matches"), "{e}");
+        // A name that is no axis is a column.
+        assert_eq!(refs("kind=tar-ssh,seconds=4").unwrap(), ["c04"]);
+        let e = format!("{:#}", refs("cc=bbr").unwrap_err());
+        assert!(
+            e.contains("2 configurations match for payload p (c02 b; c03 c)"),
+            "{e}"
+        );
+        let e = format!("{:#}", refs("mode=tcp-bundel").unwrap_err());
+        assert!(e.contains("no configuration matches"), "{e}");
     }
 
     #[test]
