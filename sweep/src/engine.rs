@@ -436,6 +436,26 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
         opts.seed
     );
 
+    // A remote receiver must take control connections: that is how every run gets a fresh
+    // folder and is verified. Contacted before payloads are generated, its problems named as
+    // what they are (address, pin, token, no --control).
+    let remote_ctx = match &matrix.link {
+        LinkSpec::Remote {
+            receiver,
+            pin,
+            token_file,
+        } => {
+            let control = Remote::new(receiver, pin.as_deref(), token_file.as_deref())?;
+            let info = crate::remote::first_contact(&control, token_file.as_deref())?;
+            Some(RemoteCtx {
+                control,
+                runs: Default::default(),
+                facts: info.facts,
+            })
+        }
+        LinkSpec::Emulated { .. } => None,
+    };
+
     // Work area: payload cache (kept) and this sweep's destinations (deleted at the end).
     let work_run = opts
         .work
@@ -510,27 +530,6 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
         "settle_s": opts.settle.as_secs_f64(),
     });
     write_meta(&opts.out, &meta)?;
-
-    // A remote receiver must take control connections: that is how every run gets a fresh
-    // folder and is verified. Checked before anything else starts.
-    let remote_ctx = match &matrix.link {
-        LinkSpec::Remote {
-            receiver,
-            pin,
-            token_file,
-        } => {
-            let control = Remote::new(receiver, pin.as_deref(), token_file.as_deref())?;
-            let info = control.info().with_context(|| {
-                format!("the receiver at {receiver} must run `shoal recv --control` (docs/two-hosts.md)")
-            })?;
-            Some(RemoteCtx {
-                control,
-                runs: Default::default(),
-                facts: info.facts,
-            })
-        }
-        LinkSpec::Emulated { .. } => None,
-    };
 
     // The link (local) or the remote receiver.
     let mut guard = None;

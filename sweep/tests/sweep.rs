@@ -762,3 +762,46 @@ fn dry_run_prints_the_plan_and_touches_nothing() {
     assert!(!t.path().join("out").exists(), "wrote an output folder");
     assert!(!t.path().join("work").exists(), "made a payload");
 }
+
+#[test]
+fn a_two_host_sweep_names_address_pin_and_token_errors_before_any_payload() {
+    let _l = serial();
+    let t = tempfile::tempdir().unwrap();
+    let rx = ControlReceiver::start(t.path(), &["--control"]);
+    let good = rx.matrix("[axes]\nmode = [\"tcp-bundle\"]");
+    // Same form, another certificate's pin.
+    let last = rx.pin.chars().last().unwrap();
+    let other = format!(
+        "{}{}",
+        &rx.pin[..rx.pin.len() - 1],
+        if last == '0' { '1' } else { '0' }
+    );
+    let wrong_token = t.path().join("wrong-token");
+    std::fs::write(&wrong_token, "not-the-token\n").unwrap();
+    for (matrix, says) in [
+        (
+            good.replace(&rx.addr, "127.0.0.1:1"),
+            "cannot reach the receiver at 127.0.0.1:1",
+        ),
+        (
+            good.replace(&rx.pin, &other),
+            "is not the one [link] pin names",
+        ),
+        (
+            good.replace(
+                &rx.token_file.display().to_string(),
+                &wrong_token.display().to_string(),
+            ),
+            "refused the token in",
+        ),
+    ] {
+        let (ok, out, err) = sweep_no_link(t.path(), &matrix, &[]);
+        assert!(!ok, "{says}: the sweep ran\n{out}");
+        assert!(err.contains(says), "{says}: {err}");
+        assert!(!err.contains("must run `shoal recv --control`"), "{err}");
+        assert!(
+            !t.path().join("work").join("payloads").exists(),
+            "{says}: a payload was generated before the receiver was contacted"
+        );
+    }
+}
