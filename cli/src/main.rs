@@ -324,7 +324,7 @@ fn run(command: Command) -> Result<ExitCode> {
         Command::Send(a) => runtime()?.block_on(send(a)),
         Command::Verify(a) => verify_trees(a),
         Command::Demo(a) => runtime()?.block_on(demo::run(a)),
-        Command::Sweep(a) => shoal_sweep::cli::run_sweep(a),
+        Command::Sweep(a) => shoal_sweep::cli::run_sweep(a, &parses),
         Command::Report(a) => shoal_sweep::cli::run_report(a),
         Command::HostFacts { peer, dest } => {
             let facts = shoal_common::hostfacts::HostFacts::collect(peer, dest.as_deref());
@@ -336,6 +336,14 @@ fn run(command: Command) -> Result<ExitCode> {
             Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
         }
     }
+}
+
+/// Whether `shoal ARGS…` parses: the sweep checks every configuration's command lines with
+/// this before it runs anything.
+fn parses(args: &[std::ffi::OsString]) -> Result<(), String> {
+    Cli::try_parse_from(std::iter::once("shoal".into()).chain(args.iter().cloned()))
+        .map(|_| ())
+        .map_err(|e| e.to_string())
 }
 
 /// glibc malloc tuning for a process that moves many small buffers between a few threads.

@@ -41,10 +41,13 @@ pub struct RunRow {
     pub peak_streams: u64,
     pub receiver_peak_streams: u64,
     /// Receiver's stream and connection receive windows in effect (QUIC; yamux), bytes.
-    pub stream_window: u64,
-    pub conn_window: u64,
-    /// QUIC send window asked for at the sender, bytes.
-    pub send_window: u64,
+    /// `None` where they do not apply (tcp-bundle, tcp-wait) or were not reported (failed
+    /// run). Every `Option` field is empty in CSV and null in JSON when `None`: a field that
+    /// does not apply is never 0.
+    pub stream_window: Option<u64>,
+    pub conn_window: Option<u64>,
+    /// QUIC send window asked for at the sender, bytes (`None` in TCP modes).
+    pub send_window: Option<u64>,
     /// Sender socket send buffer read back from the kernel at the end of the run (TCP: after
     /// autotuning; QUIC: the UDP socket's), bytes.
     pub sndbuf_bytes: u64,
@@ -57,19 +60,21 @@ pub struct RunRow {
     pub cc: String,
     pub connections_requested: u64,
     /// Transport statistics at the end of the run, over all connections: RTTs and cwnd
-    /// averaged, counts summed, min RTT the lowest (see docs/csv-schema.md).
-    pub rtt_ms: f64,
-    pub min_rtt_ms: f64,
-    pub cwnd_bytes: u64,
-    pub retransmits: u64,
-    pub lost_bytes: u64,
-    pub congestion_events: u64,
-    pub sent_packets: u64,
-    pub delivery_rate_bytes_per_s: u64,
-    pub bytes_sent: u64,
-    pub bytes_acked: u64,
-    pub rwnd_limited_ms: f64,
-    pub sndbuf_limited_ms: f64,
+    /// averaged, counts summed, min RTT the lowest (see docs/csv-schema.md). `None` for a
+    /// failed run, and where the transport does not expose one (TCP: congestion_events;
+    /// QUIC: delivery rate, bytes_acked, the *_limited times).
+    pub rtt_ms: Option<f64>,
+    pub min_rtt_ms: Option<f64>,
+    pub cwnd_bytes: Option<u64>,
+    pub retransmits: Option<u64>,
+    pub lost_bytes: Option<u64>,
+    pub congestion_events: Option<u64>,
+    pub sent_packets: Option<u64>,
+    pub delivery_rate_bytes_per_s: Option<u64>,
+    pub bytes_sent: Option<u64>,
+    pub bytes_acked: Option<u64>,
+    pub rwnd_limited_ms: Option<f64>,
+    pub sndbuf_limited_ms: Option<f64>,
     /// Time the sending loops waited for the reader (source side) / for a per-file stream
     /// slot (the outstanding limit, or the receiver's stream credit), summed over
     /// connections, ms.
@@ -175,5 +180,45 @@ mod tests {
         let mut r = csv::Reader::from_path(&p).unwrap();
         let back: Vec<RunRow> = r.deserialize().collect::<Result<_, _>>().unwrap();
         assert_eq!(back, vec![row.clone(), row]);
+    }
+
+    #[test]
+    fn fields_that_do_not_apply_are_empty_in_csv_and_null_in_json() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("rows.csv");
+        // A failed run: no transport statistics at all. A QUIC run: no bytes_acked.
+        let failed = RunRow {
+            status: "failed".into(),
+            ..Default::default()
+        };
+        let quic = RunRow {
+            status: "ok".into(),
+            rtt_ms: Some(141.5),
+            congestion_events: Some(0),
+            ..Default::default()
+        };
+        failed.append_csv(&p).unwrap();
+        quic.append_csv(&p).unwrap();
+        let mut r = csv::Reader::from_path(&p).unwrap();
+        let h = r.headers().unwrap().clone();
+        let recs: Vec<csv::StringRecord> = r.records().map(Result::unwrap).collect();
+        let cell = |i: usize, k: &str| recs[i][h.iter().position(|c| c == k).unwrap()].to_string();
+        for k in [
+            "rtt_ms",
+            "cwnd_bytes",
+            "congestion_events",
+            "bytes_acked",
+            "stream_window",
+        ] {
+            assert_eq!(cell(0, k), "", "failed run: {k}");
+        }
+        assert_eq!(cell(1, "rtt_ms"), "141.5");
+        assert_eq!(cell(1, "congestion_events"), "0", "a real 0 stays 0");
+        assert_eq!(cell(1, "bytes_acked"), "");
+        let j = serde_json::to_value(&failed).unwrap();
+        assert!(j["rtt_ms"].is_null() && j["bytes_acked"].is_null(), "{j}");
+        let mut r = csv::Reader::from_path(&p).unwrap();
+        let back: Vec<RunRow> = r.deserialize().collect::<Result<_, _>>().unwrap();
+        assert_eq!(back, vec![failed, quic]);
     }
 }

@@ -125,6 +125,30 @@ struct ConnOutcome {
     stats: ConnStats,
 }
 
+/// Whether the receiver's stream and connection windows mean anything in `mode`: QUIC's, and
+/// yamux's in tcp-streams; tcp-bundle and tcp-wait carry one TLS stream with neither.
+fn receive_windows_apply(mode: Mode) -> bool {
+    mode.is_quic() || mode == Mode::TcpStreams
+}
+
+/// The transport statistics of an ok run, each only where `mode`'s transport exposes it
+/// (docs/csv-schema.md); the others stay `None` (empty in CSV, null in JSON), never 0.
+fn put_transport_stats(row: &mut RunRow, mode: Mode, s: &ConnStats) {
+    let tcp = !mode.is_quic();
+    row.rtt_ms = Some(s.rtt_ms);
+    row.min_rtt_ms = Some(s.min_rtt_ms);
+    row.cwnd_bytes = Some(s.cwnd_bytes);
+    row.retransmits = Some(s.retransmits);
+    row.lost_bytes = Some(s.lost_bytes);
+    row.congestion_events = (!tcp).then_some(s.congestion_events);
+    row.sent_packets = Some(s.sent_packets);
+    row.delivery_rate_bytes_per_s = tcp.then_some(s.delivery_rate);
+    row.bytes_sent = Some(s.bytes_sent);
+    row.bytes_acked = tcp.then_some(s.bytes_acked);
+    row.rwnd_limited_ms = tcp.then_some(s.rwnd_limited_ms);
+    row.sndbuf_limited_ms = tcp.then_some(s.sndbuf_limited_ms);
+}
+
 /// Runs one transfer and returns its row (status `ok` only if the receiver reported every
 /// file ready).
 pub async fn send(config: &SendConfig) -> RunRow {
@@ -141,10 +165,12 @@ pub async fn send(config: &SendConfig) -> RunRow {
         cc_requested: config.cc.map(|c| c.to_string()).unwrap_or_default(),
         connections_requested: u64::from(config.connections),
         // Per QUIC connection: the window is shared by the run's connections.
-        send_window: shoal_common::transport::quic_window_per_connection(
-            config.flow.send_window,
-            config.connections,
-        ),
+        send_window: config.mode.is_quic().then(|| {
+            shoal_common::transport::quic_window_per_connection(
+                config.flow.send_window,
+                config.connections,
+            )
+        }),
         receiver: config.to.clone(),
         kernel: metrics::kernel_release(),
         host: metrics::host_name(),
@@ -197,25 +223,16 @@ pub async fn send(config: &SendConfig) -> RunRow {
             row.receiver_connections = c.connections;
             row.sndbuf_bytes = m.sndbuf;
             row.receiver_rcvbuf_bytes = c.rcvbuf;
-            row.stream_window = c.stream_window;
-            row.conn_window = c.conn_window;
+            if receive_windows_apply(config.mode) {
+                row.stream_window = Some(c.stream_window);
+                row.conn_window = Some(c.conn_window);
+            }
             row.peak_streams = m.peak_streams;
             row.receiver_peak_streams = c.peak_streams;
             row.read_wait_ms = m.waits.read.as_secs_f64() * 1e3;
             row.stream_wait_ms = m.waits.stream.as_secs_f64() * 1e3;
             row.cc = m.cc;
-            row.rtt_ms = m.stats.rtt_ms;
-            row.min_rtt_ms = m.stats.min_rtt_ms;
-            row.cwnd_bytes = m.stats.cwnd_bytes;
-            row.retransmits = m.stats.retransmits;
-            row.lost_bytes = m.stats.lost_bytes;
-            row.congestion_events = m.stats.congestion_events;
-            row.sent_packets = m.stats.sent_packets;
-            row.delivery_rate_bytes_per_s = m.stats.delivery_rate;
-            row.bytes_sent = m.stats.bytes_sent;
-            row.bytes_acked = m.stats.bytes_acked;
-            row.rwnd_limited_ms = m.stats.rwnd_limited_ms;
-            row.sndbuf_limited_ms = m.stats.sndbuf_limited_ms;
+            put_transport_stats(&mut row, config.mode, &m.stats);
             row.status = "ok".into();
             match LatencyHistogram::from_bytes(&c.latency) {
                 Ok(h) => {
@@ -512,4 +529,44 @@ fn sync_reply(reply: Option<Reply>) -> Result<Duration> {
         None => bail!("receiver closed the connection before its sync report"),
     }
     .context("transfer failed after every file was ready")
+}
+
+#[cfg(test)]
+mod row_tests {
+    use super::*;
+
+    #[test]
+    fn statistics_a_transport_does_not_expose_stay_empty() {
+        let s = ConnStats {
+            rtt_ms: 141.0,
+            congestion_events: 3,
+            bytes_acked: 10,
+            delivery_rate: 5,
+            ..Default::default()
+        };
+        let mut tcp = RunRow::default();
+        put_transport_stats(&mut tcp, Mode::TcpBundle, &s);
+        assert_eq!(tcp.rtt_ms, Some(141.0));
+        assert_eq!(tcp.congestion_events, None, "TCP does not expose it");
+        assert_eq!(
+            (tcp.bytes_acked, tcp.delivery_rate_bytes_per_s),
+            (Some(10), Some(5))
+        );
+        let mut quic = RunRow::default();
+        put_transport_stats(&mut quic, Mode::QuicStreams, &s);
+        assert_eq!(quic.congestion_events, Some(3));
+        assert_eq!(
+            (
+                quic.bytes_acked,
+                quic.delivery_rate_bytes_per_s,
+                quic.rwnd_limited_ms
+            ),
+            (None, None, None),
+            "quinn does not expose them"
+        );
+        assert!(!receive_windows_apply(Mode::TcpBundle));
+        assert!(!receive_windows_apply(Mode::TcpWait));
+        assert!(receive_windows_apply(Mode::TcpStreams));
+        assert!(receive_windows_apply(Mode::QuicBundle));
+    }
 }

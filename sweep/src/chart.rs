@@ -101,6 +101,18 @@ fn panels(rep: &Report) -> Vec<Panel<'_>> {
                 })
                 .cloned()
                 .collect();
+            // The controller in effect, where no cc axis names it, when it differs among
+            // them (TCP's host default against quinn's CUBIC).
+            let cc_differs = {
+                let mut ccs: Vec<&str> = shoal
+                    .iter()
+                    .filter(|c| value(c, "param_cc").is_empty())
+                    .map(|c| c.cc.as_str())
+                    .collect();
+                ccs.sort();
+                ccs.dedup();
+                ccs.len() > 1
+            };
             let colour_axis = COLOUR_AXES
                 .iter()
                 .find(|a| varying.iter().any(|v| v == *a))
@@ -111,7 +123,7 @@ fn panels(rep: &Report) -> Vec<Panel<'_>> {
                 let (label, key) = if c.kind != "shoal" {
                     (c.kind.clone(), String::new())
                 } else {
-                    let parts: Vec<String> = varying
+                    let mut parts: Vec<String> = varying
                         .iter()
                         .filter(|v| Some(*v) != colour_axis.as_ref())
                         .map(|v| {
@@ -123,6 +135,12 @@ fn panels(rep: &Report) -> Vec<Panel<'_>> {
                             }
                         })
                         .collect();
+                    if cc_differs && value(c, "param_cc").is_empty() && !c.cc.is_empty() {
+                        if parts.is_empty() {
+                            parts.push(value(c, "param_mode").to_string());
+                        }
+                        parts.push(format!("cc {}", c.cc));
+                    }
                     let label = if parts.is_empty() {
                         value(c, "param_mode").to_string()
                     } else {
@@ -469,4 +487,47 @@ fn draw_legend<DB: DrawingBackend>(
         x += 20 + tw + 22;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_name_the_controller_in_effect_when_it_is_not_an_axis_and_differs() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("runs.csv");
+        std::fs::write(
+            &p,
+            "config_id,config,kind,payload,param_mode,cc,status,seconds,mb_per_s\n\
+             c01,a,shoal,p,tcp-bundle,cubic,ok,1,10\n\
+             c02,b,shoal,p,quic-bundle,quinn-cubic,ok,1,10\n",
+        )
+        .unwrap();
+        let rep = crate::report::load(&p, None).unwrap();
+        let labels: Vec<String> = panels(&rep)[0]
+            .rows
+            .iter()
+            .map(|(l, _)| l.clone())
+            .collect();
+        assert_eq!(
+            labels,
+            ["tcp-bundle · cc cubic", "quic-bundle · cc quinn-cubic"]
+        );
+        // One controller in effect: the label stays the mode.
+        std::fs::write(
+            &p,
+            "config_id,config,kind,payload,param_mode,cc,status,seconds,mb_per_s\n\
+             c01,a,shoal,p,tcp-bundle,cubic,ok,1,10\n\
+             c02,b,shoal,p,tcp-streams,cubic,ok,1,10\n",
+        )
+        .unwrap();
+        let rep = crate::report::load(&p, None).unwrap();
+        let labels: Vec<String> = panels(&rep)[0]
+            .rows
+            .iter()
+            .map(|(l, _)| l.clone())
+            .collect();
+        assert_eq!(labels, ["tcp-bundle", "tcp-streams"]);
+    }
 }

@@ -9,6 +9,7 @@ use clap::Args;
 
 use crate::engine::{self, Options};
 use crate::matrix::Matrix;
+use crate::preflight::{self, ArgCheck};
 
 /// Run a parameter matrix: every configuration N times in shuffled order, every run verified.
 #[derive(Debug, Args)]
@@ -20,8 +21,8 @@ pub struct SweepArgs {
     /// Output folder [default: results/<UTC timestamp>/].
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Runs per configuration [default: the matrix's [sweep] runs, else 5].
-    #[arg(long)]
+    /// Runs per configuration, at least 1 [default: the matrix's [sweep] runs, else 5].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub runs: Option<u32>,
     /// Seed of the run order; the same seed gives the same order [default: the matrix's, else
     /// random; recorded in runs.csv and meta.json].
@@ -56,9 +57,14 @@ pub struct SweepArgs {
     #[arg(long)]
     pub no_check: bool,
     /// Exit 1 when any run failed (by default failures are results: exit 0 once every run is
-    /// recorded).
+    /// recorded, unless every run failed).
     #[arg(long)]
     pub strict: bool,
+    /// Check the matrix (every configuration's `shoal send` and `shoal recv` command line,
+    /// parsed as the runs would give it) and print the plan: configurations, runs, estimated
+    /// time. Touches nothing: no link, payload, receiver or output folder.
+    #[arg(long)]
+    pub dry_run: bool,
     /// The shoal binary for recv, send and the link forwarder [default: this program].
     #[arg(long, hide = true)]
     pub shoal_bin: Option<PathBuf>,
@@ -82,9 +88,27 @@ fn default_out() -> PathBuf {
     PathBuf::from("results").join(ts)
 }
 
-/// `shoal sweep`.
-pub fn run_sweep(a: SweepArgs) -> Result<ExitCode> {
-    let matrix = Matrix::load(&a.matrix)?;
+/// The exit status of a finished sweep: 130 when interrupted; 1 when every run failed, or
+/// with `--strict` when any did; else 0 (failures are results).
+pub fn exit_status(s: &engine::Summary, strict: bool) -> u8 {
+    if s.interrupted {
+        130
+    } else if (s.done > 0 && s.ok == 0) || (strict && s.ok < s.done) {
+        1
+    } else {
+        0
+    }
+}
+
+/// `shoal sweep`. `parse` is the `shoal` binary's own argument parser: every
+/// configuration's command lines go through it before anything is touched.
+pub fn run_sweep(a: SweepArgs, parse: ArgCheck) -> Result<ExitCode> {
+    let mut matrix = Matrix::load(&a.matrix)?;
+    // The controller in effect where no cc axis sets it, in the labels when it differs.
+    let tcp_default = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "host-default".into());
+    matrix.note_cc_in_effect(&tcp_default);
     let a_strict = a.strict;
     let matrix_remote = matrix.is_remote();
     let shoal_bin = match a.shoal_bin {
@@ -109,6 +133,22 @@ pub fn run_sweep(a: SweepArgs) -> Result<ExitCode> {
         check: a.no_check.then_some(false),
         settle: a.settle,
     };
+    // Before the link, a payload or a receiver is touched: every configuration must parse.
+    preflight::check(&matrix, opts.runs, opts.timeout, parse)?;
+    if a.dry_run {
+        print!(
+            "{}",
+            preflight::plan_text(
+                &matrix,
+                opts.runs,
+                opts.seed,
+                opts.timeout,
+                opts.check != Some(false)
+            )
+        );
+        println!("every configuration's shoal send and shoal recv command line parses; nothing was run (--dry-run)");
+        return Ok(ExitCode::SUCCESS);
+    }
     if !matrix.is_remote() && !is_root() {
         anyhow::bail!("a sweep on an emulated link needs root (network namespaces)");
     }
@@ -137,13 +177,12 @@ pub fn run_sweep(a: SweepArgs) -> Result<ExitCode> {
     for f in files {
         println!("report:  {}", f.display());
     }
-    Ok(if summary.interrupted {
-        ExitCode::from(130)
-    } else if a_strict && summary.ok < summary.done {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    if summary.done > 0 && summary.ok == 0 {
+        eprintln!(
+            "shoal sweep: every run failed (exit status 1); see the error column of runs.csv"
+        );
+    }
+    Ok(ExitCode::from(exit_status(&summary, a_strict)))
 }
 
 /// `shoal report`.
@@ -163,4 +202,34 @@ pub fn run_report(a: ReportArgs) -> Result<ExitCode> {
 fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sweep_whose_every_run_failed_exits_1() {
+        let s = |done, ok, interrupted| engine::Summary {
+            out: PathBuf::new(),
+            total: done,
+            done,
+            ok,
+            interrupted,
+        };
+        assert_eq!(exit_status(&s(4, 0, false), false), 1, "all failed");
+        assert_eq!(
+            exit_status(&s(4, 1, false), false),
+            0,
+            "failures are results"
+        );
+        assert_eq!(
+            exit_status(&s(4, 1, false), true),
+            1,
+            "--strict: any failure"
+        );
+        assert_eq!(exit_status(&s(4, 4, false), true), 0);
+        assert_eq!(exit_status(&s(0, 0, true), false), 130);
+        assert_eq!(exit_status(&s(2, 0, true), false), 130);
+    }
 }

@@ -40,6 +40,7 @@ pub const TAIL: &[&str] = &[
     "quiet_wait_seconds",
     "host_busy_cores_p90",
     "host_busy_cores_mean",
+    "host_all_cores_busy_share",
     "preread_seconds",
     "timeout_s",
     "dest",

@@ -307,6 +307,59 @@ pub fn flags(cfg: &Config, receiver_flags: &[String]) -> (Vec<String>, Vec<Strin
     (send, recv)
 }
 
+/// `shoal recv …` as the sweep starts it for one run (without the program name).
+pub fn recv_argv(
+    listen: &str,
+    dest: &Path,
+    identity: &Path,
+    recv_flags: &[String],
+) -> Vec<std::ffi::OsString> {
+    let mut v: Vec<std::ffi::OsString> = vec!["recv".into(), "--listen".into(), listen.into()];
+    v.extend(["--dest".into(), dest.into()]);
+    v.extend(["--identity".into(), identity.into()]);
+    v.push("--once".into());
+    v.extend(recv_flags.iter().map(Into::into));
+    v
+}
+
+/// `shoal send …` as the sweep starts it for one run (without the program name).
+pub fn send_argv(
+    link: &LinkSpec,
+    to: &str,
+    src: &Path,
+    timeout: Duration,
+    run_id: Option<&str>,
+    identity: &Path,
+    send_flags: &[String],
+) -> Vec<std::ffi::OsString> {
+    let mut v: Vec<std::ffi::OsString> = vec!["send".into(), "--to".into(), to.into()];
+    v.extend(["--src".into(), src.into()]);
+    v.extend([
+        "--json".into(),
+        "--timeout".into(),
+        format!("{}s", timeout.as_secs_f64()).into(),
+    ]);
+    if let Some(id) = run_id {
+        v.extend(["--run-id".into(), id.into()]);
+    }
+    match link {
+        LinkSpec::Remote {
+            pin: Some(pin),
+            token_file: Some(tf),
+            ..
+        } => {
+            v.extend(["--pin".into(), pin.into()]);
+            v.extend(["--token-file".into(), tf.into()]);
+        }
+        LinkSpec::Remote { .. } => {}
+        LinkSpec::Emulated { .. } => {
+            v.extend(["--identity".into(), identity.into()]);
+        }
+    }
+    v.extend(send_flags.iter().map(Into::into));
+    v
+}
+
 /// The per-run result before it becomes a row.
 #[derive(Default)]
 struct Outcome {
@@ -385,6 +438,26 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
         opts.seed
     );
 
+    // A remote receiver must take control connections: that is how every run gets a fresh
+    // folder and is verified. Contacted before payloads are generated, its problems named as
+    // what they are (address, pin, token, no --control).
+    let remote_ctx = match &matrix.link {
+        LinkSpec::Remote {
+            receiver,
+            pin,
+            token_file,
+        } => {
+            let control = Remote::new(receiver, pin.as_deref(), token_file.as_deref())?;
+            let info = crate::remote::first_contact(&control, token_file.as_deref())?;
+            Some(RemoteCtx {
+                control,
+                runs: Default::default(),
+                facts: info.facts,
+            })
+        }
+        LinkSpec::Emulated { .. } => None,
+    };
+
     // Work area: payload cache (kept) and this sweep's destinations (deleted at the end).
     let work_run = opts
         .work
@@ -461,26 +534,6 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
     });
     write_meta(&opts.out, &meta)?;
 
-    // A remote receiver must take control connections: that is how every run gets a fresh
-    // folder and is verified. Checked before anything else starts.
-    let remote_ctx = match &matrix.link {
-        LinkSpec::Remote {
-            receiver,
-            pin,
-            token_file,
-        } => {
-            let control = Remote::new(receiver, pin.as_deref(), token_file.as_deref())?;
-            let info = control.info().with_context(|| {
-                format!("the receiver at {receiver} must run `shoal recv --control` (docs/two-hosts.md)")
-            })?;
-            Some(RemoteCtx {
-                control,
-                runs: Default::default(),
-                facts: info.facts,
-            })
-        }
-        LinkSpec::Emulated { .. } => None,
-    };
     let mut flush_metrics = false;
     if let Some(r) = &remote_ctx {
         meta["ends"] = serde_json::json!({
@@ -932,11 +985,7 @@ impl Sweep<'_> {
     fn one_run(&self, order: usize, p: Planned, progress: &mut Progress) -> Result<Row> {
         let cfg = &self.matrix.configs[p.config];
         let payload = &self.payloads[cfg.payload()];
-        let timeout = match cfg.get("timeout") {
-            Some(v) => shoal_common::units::parse_duration(&v.text())
-                .map_err(|e| anyhow::anyhow!("timeout: {e}"))?,
-            None => self.opts.timeout,
-        };
+        let timeout = crate::preflight::config_timeout(cfg, self.opts.timeout)?;
 
         let mut row = Row::new();
         let mut put = |k: &str, v: String| {
@@ -1044,6 +1093,10 @@ impl Sweep<'_> {
         if let Some(busy) = host_cpu.finish() {
             row.insert("host_busy_cores_p90".into(), format!("{:.2}", busy.p90));
             row.insert("host_busy_cores_mean".into(), format!("{:.2}", busy.mean));
+            row.insert(
+                "host_all_cores_busy_share".into(),
+                format!("{:.2}", busy.all_busy_share),
+            );
         }
         // A run that could not even start (e.g. the receiver did not come up) is a failure
         // row too, and the sweep goes on.
@@ -1323,15 +1376,15 @@ impl Sweep<'_> {
         let to = match (&self.link, &self.matrix.link) {
             (Some(l), _) => {
                 let mut cmd = Command::new(&self.opts.shoal_bin);
-                cmd.args(["recv", "--listen", &format!("{}:0", l.rcv_addr), "--dest"])
-                    .arg(dest)
-                    .arg("--identity")
-                    .arg(&self.identity)
-                    .arg("--once")
-                    .args(&recv_flags)
-                    .stdin(Stdio::null())
-                    .stdout(Stdio::piped())
-                    .stderr(std::fs::File::create(self.log(order, "recv"))?);
+                cmd.args(recv_argv(
+                    &format!("{}:0", l.rcv_addr),
+                    dest,
+                    &self.identity,
+                    &recv_flags,
+                ))
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(std::fs::File::create(self.log(order, "recv"))?);
                 let mut p = Proc::spawn(&mut cmd, Some(&l.rcv_ns), "shoal recv")?;
                 let rx = proc::lines(p.child.stdout.take().expect("piped"));
                 let first = rx.recv_timeout(Duration::from_secs(15)).unwrap_or_default();
@@ -1352,30 +1405,18 @@ impl Sweep<'_> {
         };
 
         let mut cmd = Command::new(&self.opts.shoal_bin);
-        cmd.args(["send", "--to", &to, "--src"])
-            .arg(&payload.root)
-            .args(["--json", "--timeout"])
-            .arg(format!("{}s", timeout.as_secs_f64()));
-        if let Some(id) = run_id {
-            cmd.args(["--run-id", id]);
-        }
-        match &self.matrix.link {
-            LinkSpec::Remote {
-                pin: Some(pin),
-                token_file: Some(tf),
-                ..
-            } => {
-                cmd.args(["--pin", pin]).arg("--token-file").arg(tf);
-            }
-            LinkSpec::Remote { .. } => {}
-            LinkSpec::Emulated { .. } => {
-                cmd.arg("--identity").arg(&self.identity);
-            }
-        }
-        cmd.args(&send_flags)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(self.log(order, "send"))?);
+        cmd.args(send_argv(
+            &self.matrix.link,
+            &to,
+            &payload.root,
+            timeout,
+            run_id,
+            &self.identity,
+            &send_flags,
+        ))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(self.log(order, "send"))?);
         out.command = command_line(&cmd);
         let t0 = Instant::now();
         let mut sender = Proc::spawn(

@@ -1,32 +1,38 @@
 //! How busy the whole machine was during a run, sampled from `/proc/stat`. On one machine the
 //! sender, the receiver and the link emulator share the same cores, so a per-process CPU total
 //! over the run cannot say whether the cores were saturated while the data flowed (a run also
-//! has an idle slow-start phase). The 90th percentile of 100 ms samples can.
+//! has an idle slow-start phase). The 90th percentile of 100 ms samples can, and so can the
+//! share of samples in which every core was busy.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-/// Busy and total jiffies of all cores together, and the number of cores.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// A core counts as busy in a sample when at least this share of its time was neither idle
+/// nor iowait (with 100 ms samples and 10 ms jiffies: 9 of 10).
+pub const CORE_BUSY: f64 = 0.9;
+
+/// A configuration ran on a saturated machine when, in the median run, every core was busy in
+/// at least this share of the samples.
+pub const SATURATED_SHARE: f64 = 0.5;
+
+/// Busy and total jiffies of all cores together, the number of cores, and each core's own.
+#[derive(Debug, Clone, PartialEq)]
 pub struct CpuTimes {
     pub busy: u64,
     pub total: u64,
     pub cores: usize,
+    /// (busy, total) of each `cpuN` line.
+    pub per_core: Vec<(u64, u64)>,
 }
 
-/// Parses `/proc/stat`: the aggregate `cpu` line (user nice system idle iowait irq softirq
-/// steal; guest time is already in user) and the count of `cpuN` lines. Idle and iowait count
-/// as not busy.
-pub fn parse_proc_stat(text: &str) -> Option<CpuTimes> {
-    let mut lines = text.lines();
-    let first = lines.next()?;
-    let mut fields = first.split_whitespace();
-    if fields.next()? != "cpu" {
-        return None;
-    }
-    let v: Vec<u64> = fields
+/// Busy and total jiffies of one `cpu…` line (user nice system idle iowait irq softirq steal;
+/// guest time is already in user). Idle and iowait count as not busy.
+fn busy_total(line: &str) -> Option<(u64, u64)> {
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
         .take(8)
         .map(|f| f.parse().ok())
         .collect::<Option<_>>()?;
@@ -34,14 +40,27 @@ pub fn parse_proc_stat(text: &str) -> Option<CpuTimes> {
         return None;
     }
     let total: u64 = v.iter().sum();
-    let cores = lines
+    Some((total - v[3] - v[4], total))
+}
+
+/// Parses `/proc/stat`: the aggregate `cpu` line and every `cpuN` line.
+pub fn parse_proc_stat(text: &str) -> Option<CpuTimes> {
+    let mut lines = text.lines();
+    let first = lines.next()?;
+    if first.split_whitespace().next()? != "cpu" {
+        return None;
+    }
+    let (busy, total) = busy_total(first)?;
+    let per_core: Vec<(u64, u64)> = lines
         .take_while(|l| l.starts_with("cpu"))
         .filter(|l| l[3..].starts_with(|c: char| c.is_ascii_digit()))
-        .count();
+        .filter_map(busy_total)
+        .collect();
     Some(CpuTimes {
-        busy: total - v[3] - v[4],
+        busy,
         total,
-        cores: cores.max(1),
+        cores: per_core.len().max(1),
+        per_core,
     })
 }
 
@@ -50,10 +69,34 @@ fn read() -> Option<CpuTimes> {
 }
 
 /// Busy cores between two readings (0 ..= cores).
-pub fn busy_cores(a: CpuTimes, b: CpuTimes) -> Option<f64> {
+pub fn busy_cores(a: &CpuTimes, b: &CpuTimes) -> Option<f64> {
     let total = b.total.checked_sub(a.total)?;
     let busy = b.busy.checked_sub(a.busy)?;
     (total > 0).then(|| busy as f64 / total as f64 * b.cores as f64)
+}
+
+/// Whether every core was busy (at least [`CORE_BUSY`] of its time) between two readings.
+pub fn every_core_busy(a: &CpuTimes, b: &CpuTimes) -> Option<bool> {
+    if a.per_core.len() != b.per_core.len() || a.per_core.is_empty() {
+        return None;
+    }
+    let mut all = true;
+    for ((ab, at), (bb, bt)) in a.per_core.iter().zip(&b.per_core) {
+        let total = bt.checked_sub(*at)?;
+        let busy = bb.checked_sub(*ab)?;
+        if total == 0 {
+            return None;
+        }
+        all &= busy as f64 >= CORE_BUSY * total as f64;
+    }
+    Some(all)
+}
+
+/// One sample: busy cores, and whether every core was busy.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sample {
+    pub busy_cores: f64,
+    pub every_core_busy: bool,
 }
 
 /// Summary of a run's samples, in cores busy.
@@ -61,20 +104,25 @@ pub fn busy_cores(a: CpuTimes, b: CpuTimes) -> Option<f64> {
 pub struct Busy {
     pub mean: f64,
     pub p90: f64,
+    /// Share of the samples (0–1) in which every core was busy.
+    pub all_busy_share: f64,
     pub samples: usize,
 }
 
-/// Mean and 90th percentile (nearest rank) of busy-cores samples.
-pub fn summarise(samples: &[f64]) -> Option<Busy> {
+/// Mean and 90th percentile (nearest rank) of busy-cores samples, and the share of samples
+/// in which every core was busy.
+pub fn summarise(samples: &[Sample]) -> Option<Busy> {
     if samples.is_empty() {
         return None;
     }
-    let mut s = samples.to_vec();
+    let mut s: Vec<f64> = samples.iter().map(|x| x.busy_cores).collect();
     s.sort_by(f64::total_cmp);
     let rank = ((s.len() as f64 * 0.9).ceil() as usize).clamp(1, s.len());
+    let all = samples.iter().filter(|x| x.every_core_busy).count();
     Some(Busy {
         mean: s.iter().sum::<f64>() / s.len() as f64,
         p90: s[rank - 1],
+        all_busy_share: all as f64 / samples.len() as f64,
         samples: s.len(),
     })
 }
@@ -82,7 +130,7 @@ pub fn summarise(samples: &[f64]) -> Option<Busy> {
 /// Samples the machine every `every` on its own thread until [`Sampler::finish`].
 pub struct Sampler {
     stop: Arc<AtomicBool>,
-    thread: JoinHandle<Vec<f64>>,
+    thread: JoinHandle<Vec<Sample>>,
 }
 
 impl Sampler {
@@ -95,8 +143,13 @@ impl Sampler {
             while !flag.load(Ordering::Relaxed) {
                 std::thread::sleep(every);
                 let now = read();
-                if let (Some(a), Some(b)) = (last, now) {
-                    out.extend(busy_cores(a, b));
+                if let (Some(a), Some(b)) = (&last, &now) {
+                    if let Some(busy_cores) = busy_cores(a, b) {
+                        out.push(Sample {
+                            busy_cores,
+                            every_core_busy: every_core_busy(a, b).unwrap_or(false),
+                        });
+                    }
                 }
                 last = now;
             }
@@ -129,7 +182,8 @@ mod tests {
             CpuTimes {
                 busy: 150,
                 total: 1000,
-                cores: 2
+                cores: 2,
+                per_core: vec![(75, 500), (75, 500)],
             }
         );
         assert_eq!(parse_proc_stat("intr 1\n"), None);
@@ -142,25 +196,53 @@ mod tests {
             busy: 150,
             total: 1000,
             cores: 2,
+            per_core: vec![(75, 500), (75, 500)],
         };
         // 75 of 100 jiffies busy on 2 cores: 1.5 cores.
         let b = CpuTimes {
             busy: 225,
             total: 1100,
             cores: 2,
+            per_core: vec![(125, 550), (100, 550)],
         };
-        assert_eq!(busy_cores(a, b), Some(1.5));
-        assert_eq!(busy_cores(a, a), None, "no time passed");
-        assert_eq!(busy_cores(b, a), None, "counters went back");
+        assert_eq!(busy_cores(&a, &b), Some(1.5));
+        assert_eq!(busy_cores(&a, &a), None, "no time passed");
+        assert_eq!(busy_cores(&b, &a), None, "counters went back");
     }
 
     #[test]
-    fn p90_is_nearest_rank() {
-        let s: Vec<f64> = (1..=10).map(f64::from).collect();
+    fn every_core_busy_needs_each_core_at_90_percent() {
+        let at = |c0: (u64, u64), c1: (u64, u64)| CpuTimes {
+            busy: c0.0 + c1.0,
+            total: c0.1 + c1.1,
+            cores: 2,
+            per_core: vec![c0, c1],
+        };
+        let a = at((0, 0), (0, 0));
+        // 1.5 cores busy in total, but one core at 50%: not every core.
+        assert_eq!(every_core_busy(&a, &at((10, 10), (5, 10))), Some(false));
+        assert_eq!(every_core_busy(&a, &at((10, 10), (9, 10))), Some(true));
+        assert_eq!(every_core_busy(&a, &at((10, 10), (8, 10))), Some(false));
+        assert_eq!(every_core_busy(&a, &a), None, "no time passed");
+    }
+
+    #[test]
+    fn p90_is_nearest_rank_and_the_share_counts_saturated_samples() {
+        let s: Vec<Sample> = (1..=10)
+            .map(|i| Sample {
+                busy_cores: f64::from(i),
+                every_core_busy: i > 7,
+            })
+            .collect();
         let b = summarise(&s).unwrap();
         assert_eq!((b.p90, b.mean, b.samples), (9.0, 5.5, 10));
+        assert_eq!(b.all_busy_share, 0.3);
         assert_eq!(summarise(&[]), None);
-        assert_eq!(summarise(&[0.7]).unwrap().p90, 0.7);
+        let one = Sample {
+            busy_cores: 0.7,
+            every_core_busy: false,
+        };
+        assert_eq!(summarise(&[one]).unwrap().p90, 0.7);
     }
 
     #[test]
@@ -171,5 +253,6 @@ mod tests {
         assert!(b.samples >= 2, "{b:?}");
         let cores = read().unwrap().cores as f64;
         assert!((0.0..=cores).contains(&b.p90), "{b:?}");
+        assert!((0.0..=1.0).contains(&b.all_busy_share), "{b:?}");
     }
 }

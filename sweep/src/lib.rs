@@ -11,6 +11,7 @@ pub mod engine;
 pub mod hostcpu;
 pub mod matrix;
 pub mod payload;
+pub mod preflight;
 pub mod proc;
 pub mod progress;
 pub mod remote;
@@ -74,6 +75,18 @@ pub fn medians_table(dir: &Path) -> Result<String> {
                 .unwrap_or(0)
         })
         .collect();
+    let saturated: Vec<String> = {
+        let mut r = csv::Reader::from_path(dir.join("medians.csv"))?;
+        let (id, sat) = (idx("config_id"), idx("host_saturated"));
+        let mut v = Vec::new();
+        for rec in r.records() {
+            let rec = rec?;
+            if sat.and_then(|i| rec.get(i)) == Some("true") {
+                v.push(id.and_then(|i| rec.get(i)).unwrap_or("?").to_string());
+            }
+        }
+        v
+    };
     let mut out = String::new();
     for row in &table {
         let line: Vec<String> = row
@@ -89,6 +102,15 @@ pub fn medians_table(dir: &Path) -> Result<String> {
             .collect();
         out.push_str(line.join("  ").trim_end());
         out.push('\n');
+    }
+    if !saturated.is_empty() {
+        out.push_str(&format!(
+            "SATURATED machine: {} — every core was busy in at least {:.0}% of the median run's \
+             100 ms samples (sender, receiver and emulator share the cores): these speeds may \
+             be CPU-bound (host_all_cores_busy_share in runs.csv)\n",
+            saturated.join(", "),
+            hostcpu::SATURATED_SHARE * 100.0
+        ));
     }
     Ok(out)
 }

@@ -162,6 +162,11 @@ pub struct Config {
     pub id: String,
     /// Axis name → value, in matrix order (payload and kind always present).
     pub params: Vec<(String, AxisValue)>,
+    /// Settings in effect that are not axes but differ between configurations (the
+    /// congestion controller when `cc` is not an axis: TCP's host default against quinn's
+    /// CUBIC), name → value; shown in the label as `[cc=quinn-cubic]`. See
+    /// [`Matrix::note_cc_in_effect`].
+    pub implied: Vec<(String, String)>,
 }
 
 impl Config {
@@ -183,13 +188,36 @@ impl Config {
         }
     }
 
-    /// `payload=small kind=shoal mode=tcp-bundle cc=bbr`.
+    /// `payload=small kind=shoal mode=tcp-bundle cc=bbr`; settings in effect that are not
+    /// axes follow in brackets: `payload=small kind=shoal mode=quic-bundle [cc=quinn-cubic]`.
     pub fn label(&self) -> String {
         self.params
             .iter()
             .map(|(k, v)| format!("{k}={}", v.text()))
+            .chain(self.implied.iter().map(|(k, v)| format!("[{k}={v}]")))
             .collect::<Vec<_>>()
             .join(" ")
+    }
+
+    /// The congestion controller this configuration's transfer will use when no `cc` axis
+    /// chooses one: QUIC modes quinn's CUBIC, TCP modes and the baselines over the link the
+    /// sending host's default (`tcp_default`); `tar-local` none.
+    fn cc_in_effect(&self, tcp_default: &str) -> Option<String> {
+        if self.get("cc").is_some() {
+            return None;
+        }
+        match self.kind() {
+            "shoal" => {
+                let mode = self.get("mode").map(|v| v.text()).unwrap_or_default();
+                Some(if mode.starts_with("quic") {
+                    "quinn-cubic".to_string()
+                } else {
+                    tcp_default.to_string()
+                })
+            }
+            "tar-local" => None,
+            _ => Some(tcp_default.to_string()),
+        }
     }
 
     /// Whether every pair of `sel` holds for this configuration.
@@ -224,6 +252,34 @@ impl Matrix {
 
     pub fn is_remote(&self) -> bool {
         matches!(self.link, LinkSpec::Remote { .. })
+    }
+
+    /// Names the congestion controller in the label of every configuration that has no `cc`
+    /// axis, when the controllers in effect differ between configurations (e.g. a `mode` axis
+    /// over TCP and QUIC: the host's default, often cubic, against quinn's CUBIC, which are
+    /// different implementations). `tcp_default` is the sending host's
+    /// `net.ipv4.tcp_congestion_control`.
+    pub fn note_cc_in_effect(&mut self, tcp_default: &str) {
+        let ccs: Vec<Option<String>> = self
+            .configs
+            .iter()
+            .map(|c| c.cc_in_effect(tcp_default))
+            .collect();
+        let mut distinct: Vec<&String> = ccs.iter().flatten().collect();
+        distinct.sort();
+        distinct.dedup();
+        // Configurations whose cc axis sets it differ from those running a default, too.
+        let some_set = self.configs.iter().any(|c| c.get("cc").is_some());
+        let differ = distinct.len() > 1 || (some_set && !distinct.is_empty());
+        if !differ {
+            return;
+        }
+        for (c, cc) in self.configs.iter_mut().zip(ccs) {
+            if let Some(cc) = cc {
+                c.implied.retain(|(k, _)| k != "cc");
+                c.implied.push(("cc".into(), cc));
+            }
+        }
     }
 
     pub fn load(path: &std::path::Path) -> Result<Matrix> {
@@ -352,6 +408,7 @@ impl Matrix {
                 let probe = Config {
                     id: String::new(),
                     params: params.clone(),
+                    implied: Vec::new(),
                 };
                 if excludes.iter().any(|ex| probe.matches(ex)) {
                     continue;
@@ -360,6 +417,7 @@ impl Matrix {
                     configs.push(Config {
                         id: String::new(),
                         params,
+                        implied: Vec::new(),
                     });
                 }
             }
@@ -370,6 +428,34 @@ impl Matrix {
         let width = configs.len().to_string().len().max(2);
         for (i, c) in configs.iter_mut().enumerate() {
             c.id = format!("c{:0width$}", i + 1);
+        }
+        if !reference.is_empty() {
+            let sel = reference
+                .iter()
+                .map(|(k, v)| format!("{k}={}", v.text()))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let chosen: Vec<&Config> = configs.iter().filter(|c| c.matches(&reference)).collect();
+            if chosen.is_empty() {
+                bail!("[sweep] reference {{ {sel} }}: no configuration matches");
+            }
+            for c in &chosen {
+                let same: Vec<&&Config> = chosen
+                    .iter()
+                    .filter(|o| o.payload() == c.payload())
+                    .collect();
+                if same.len() > 1 {
+                    bail!(
+                        "[sweep] reference {{ {sel} }}: {} configurations match for payload {} ({}); name more axes so that one remains",
+                        same.len(),
+                        c.payload(),
+                        same.iter()
+                            .map(|o| format!("{} {}", o.id, o.label()))
+                            .collect::<Vec<_>>()
+                            .join("; ")
+                    );
+                }
+            }
         }
         if matches!(link, LinkSpec::Remote { .. }) {
             if let Some(c) = configs.iter().find(|c| c.kind() != "shoal") {
@@ -712,7 +798,7 @@ mod tests {
     const M: &str = r#"
 [sweep]
 runs = 3
-reference = { mode = "tcp-bundle" }
+reference = { mode = "tcp-bundle", connections = 1 }
 [link]
 name = "t1"
 rtt = "20ms"
@@ -783,6 +869,42 @@ connections = 8
     }
 
     #[test]
+    fn the_controller_in_effect_is_named_when_it_is_not_an_axis_and_differs() {
+        let m = |axes: &str| {
+            let mut m = Matrix::parse(&format!(
+                "[link]\nrtt = \"20ms\"\nrate = \"1gbit\"\n[payload.p]\nfiles = 1\nsize = 1\n{axes}"
+            ))
+            .unwrap();
+            m.note_cc_in_effect("cubic");
+            m.configs.iter().map(|c| c.label()).collect::<Vec<_>>()
+        };
+        assert_eq!(
+            m("[axes]\nmode = [\"tcp-bundle\", \"quic-bundle\"]\n"),
+            [
+                "payload=p kind=shoal mode=tcp-bundle [cc=cubic]",
+                "payload=p kind=shoal mode=quic-bundle [cc=quinn-cubic]"
+            ]
+        );
+        // All TCP, one controller: nothing to say.
+        assert_eq!(
+            m("[axes]\nmode = [\"tcp-bundle\", \"tcp-streams\"]\n"),
+            [
+                "payload=p kind=shoal mode=tcp-bundle",
+                "payload=p kind=shoal mode=tcp-streams"
+            ]
+        );
+        // A cc axis names it; the baseline beside it (no cc axis) gets the host's.
+        assert_eq!(
+            m("[axes]\nmode = [\"quic-bundle\"]\ncc = [\"bbr\"]\n[[also]]\nkind = [\"tar-ssh\", \"tar-local\"]\n"),
+            [
+                "payload=p kind=shoal mode=quic-bundle cc=bbr",
+                "payload=p kind=tar-ssh [cc=cubic]",
+                "payload=p kind=tar-local"
+            ]
+        );
+    }
+
+    #[test]
     fn errors_are_named() {
         let e = Matrix::parse(&M.replace("size = 4096", "size = \"4 potatoes\"")).unwrap_err();
         assert!(format!("{e:#}").contains("[payload.big] size"), "{e:#}");
@@ -791,5 +913,23 @@ connections = 8
         assert!(format!("{e:#}").contains("payload nope"), "{e:#}");
         let e = Matrix::parse(&M.replace("name = \"t1\"", "name = \"waytoolong\"")).unwrap_err();
         assert!(format!("{e:#}").contains("8 characters"), "{e:#}");
+        // A reference that picks nothing, or two configurations of one payload.
+        let m = M.replace("[[also]]\n", "[[also]]\npayload = \"small\"\n");
+        let e =
+            Matrix::parse(&m.replace("\"tcp-bundle\", connections", "\"tcp-bundel\", connections"))
+                .unwrap_err();
+        assert!(
+            format!("{e:#}").contains("no configuration matches"),
+            "{e:#}"
+        );
+        let e = Matrix::parse(&m.replace(
+            "mode = \"tcp-bundle\", connections = 1 }",
+            "kind = \"shoal\" }",
+        ))
+        .unwrap_err();
+        assert!(
+            format!("{e:#}").contains("4 configurations match for payload small"),
+            "{e:#}"
+        );
     }
 }

@@ -29,10 +29,14 @@ impl Remote {
     pub fn new(addr: &str, pin: Option<&str>, token_file: Option<&Path>) -> Result<Remote> {
         let (pin, token) = match (pin, token_file) {
             (Some(p), Some(t)) => (
-                p.parse::<Pin>().map_err(|e| anyhow::anyhow!("pin: {e}"))?,
-                identity::read_token_file(t)?,
+                p.parse::<Pin>()
+                    .map_err(|e| anyhow::anyhow!("[link] pin {p:?}: {e}"))?,
+                identity::read_token_file(t)
+                    .with_context(|| format!("[link] token_file {}", t.display()))?,
             ),
-            _ => Identity::read_credentials(&Identity::default_dir())?,
+            _ => Identity::read_credentials(&Identity::default_dir()).context(
+                "[link] has no pin and token_file, and the default identity cannot be read",
+            )?,
         };
         Ok(Remote {
             addr: addr.to_string(),
@@ -86,18 +90,30 @@ impl Remote {
     }
 
     fn call_inner(&self, req: &Request, manifest: bool) -> Result<(Reply, Option<Manifest>)> {
+        let unreachable = |msg: String| Failure {
+            stage: Stage::Unreachable,
+            msg,
+        };
         let addr = self
             .addr
             .to_socket_addrs()
-            .with_context(|| format!("cannot resolve {}", self.addr))?
+            .map_err(|e| unreachable(format!("cannot resolve {}: {e}", self.addr)))?
             .next()
-            .with_context(|| format!("{} resolves to nothing", self.addr))?;
+            .ok_or_else(|| unreachable(format!("{} resolves to nothing", self.addr)))?;
         let tcp = TcpStream::connect_timeout(&addr, Duration::from_secs(10))
-            .with_context(|| format!("cannot connect to {addr}"))?;
+            .map_err(|e| unreachable(format!("cannot connect to {addr}: {e}")))?;
         tcp.set_read_timeout(Some(self.timeout))?;
         tcp.set_write_timeout(Some(Duration::from_secs(60)))?;
         let conn = rustls::ClientConnection::new(self.tls.clone(), identity::server_name())?;
         let mut tls = rustls::StreamOwned::new(conn, tcp);
+        // The handshake on its own, so that a certificate that is not the pinned one is
+        // reported as that.
+        while tls.conn.is_handshaking() {
+            tls.conn.complete_io(&mut tls.sock).map_err(|e| Failure {
+                stage: Stage::Handshake,
+                msg: format!("TLS handshake with {addr} failed: {e}"),
+            })?;
+        }
         let mut out = BytesMut::new();
         control::encode_open(&self.token, &mut out);
         control::encode_frame(KIND_JSON, &serde_json::to_vec(req)?, &mut out);
@@ -109,7 +125,11 @@ impl Remote {
             (k, _) => bail!("unexpected frame kind {k}"),
         };
         if !reply.ok {
-            bail!("the receiver says: {}", reply.error);
+            return Err(Failure {
+                stage: Stage::Refused,
+                msg: format!("the receiver says: {}", reply.error),
+            }
+            .into());
         }
         let m = if manifest {
             match next_frame(&mut tls, &mut buf)? {
@@ -123,6 +143,65 @@ impl Remote {
         let _ = tls.flush();
         Ok((reply, m))
     }
+}
+
+/// Where a control request failed, so that the sweep can say what is wrong.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// Address: cannot resolve or connect.
+    Unreachable,
+    /// TLS: with a pinned certificate, almost always a pin that is not this receiver's.
+    Handshake,
+    /// The receiver answered with a refusal (wrong token, no --control, …).
+    Refused,
+}
+
+/// A control request's failure, by [`Stage`].
+#[derive(Debug)]
+pub struct Failure {
+    pub stage: Stage,
+    pub msg: String,
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.msg)
+    }
+}
+
+impl std::error::Error for Failure {}
+
+/// Contacts the receiver before anything else of a two-host sweep and says what is wrong, as
+/// what it is: the address, the pin, the token, or a receiver without `--control`.
+pub fn first_contact(control: &Remote, token_file: Option<&Path>) -> Result<Reply> {
+    control.info().map_err(|e| {
+        let addr = &control.addr;
+        let token = token_file.map_or("the default identity's token".to_string(), |t| {
+            format!("the token in {}", t.display())
+        });
+        let what = match e.downcast_ref::<Failure>() {
+            Some(f) => match f.stage {
+                Stage::Unreachable => format!(
+                    "cannot reach the receiver at {addr} ({f}): is `shoal recv --control` running \
+                     there, and is [link] receiver its address?"
+                ),
+                Stage::Handshake => format!(
+                    "the receiver at {addr} is not the one [link] pin names ({f}): use the pin \
+                     its `shoal recv` printed"
+                ),
+                Stage::Refused if f.msg.contains("--control") => format!(
+                    "the receiver at {addr} must run `shoal recv --control` (docs/two-hosts.md); \
+                     {f}"
+                ),
+                Stage::Refused if f.msg.contains("token") => {
+                    format!("the receiver at {addr} refused {token}; {f}")
+                }
+                Stage::Refused => format!("the receiver at {addr} refused the sweep; {f}"),
+            },
+            None => format!("asking the receiver at {addr} for its facts failed: {e:#}"),
+        };
+        anyhow::anyhow!(what)
+    })
 }
 
 fn op_name(req: &Request) -> &'static str {

@@ -34,6 +34,9 @@ pub struct ConfigSummary {
     pub params: Vec<(String, String)>,
     pub runs: Vec<RunPoint>,
     pub median_mb_per_s: Option<f64>,
+    /// The congestion controller(s) in effect, from the runs' `cc` column (`/`-joined when
+    /// they differ).
+    pub cc: String,
     pub is_reference: bool,
     /// A few link settings, for chart subtitles.
     pub link: String,
@@ -138,9 +141,17 @@ pub fn load(runs_csv: &Path, reference: Option<&[(String, String)]>) -> Result<R
             params: param_columns.iter().map(|c| (c.clone(), g(c))).collect(),
             runs: Vec::new(),
             median_mb_per_s: None,
+            cc: String::new(),
             is_reference: g("reference") == "true",
             link: link_text(&row),
         });
+        let cc = g("cc");
+        if !cc.is_empty() && !entry.cc.split('/').any(|x| x == cc) {
+            if !entry.cc.is_empty() {
+                entry.cc.push('/');
+            }
+            entry.cc.push_str(&cc);
+        }
         let ok = g("status") == "ok";
         entry.runs.push(RunPoint {
             run: g("run"),
@@ -156,23 +167,38 @@ pub fn load(runs_csv: &Path, reference: Option<&[(String, String)]>) -> Result<R
     if let Some(sel) = reference {
         for c in by_id.values_mut() {
             let row = &extra[&c.id][0];
-            c.is_reference = sel.iter().all(|(k, v)| {
-                let col = if row.contains_key(k) {
-                    k.clone()
-                } else {
-                    crate::columns::param_column(k)
-                };
-                match row.get(&col) {
-                    Some(x) => x == v,
-                    None => k == "kind" && v == "shoal",
-                }
-            });
+            c.is_reference = selects(sel, row);
         }
-        // At most one reference per payload: the first in matrix order.
-        let mut seen = std::collections::BTreeSet::new();
-        for c in by_id.values_mut() {
-            if c.is_reference && !seen.insert(c.payload.clone()) {
-                c.is_reference = false;
+        let chosen: Vec<&ConfigSummary> = by_id.values().filter(|c| c.is_reference).collect();
+        if chosen.is_empty() {
+            bail!(
+                "reference {}: no configuration matches",
+                sel.iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            );
+        }
+        // One reference per payload, or the ratio column would depend on the order.
+        let mut per_payload: BTreeMap<&str, Vec<&ConfigSummary>> = BTreeMap::new();
+        for c in chosen {
+            per_payload.entry(&c.payload).or_default().push(c);
+        }
+        for (payload, cs) in per_payload {
+            if cs.len() > 1 {
+                bail!(
+                    "reference {}: {} configurations match for payload {payload} ({}); name more \
+                     axes so that one remains",
+                    sel.iter()
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect::<Vec<_>>()
+                        .join(","),
+                    cs.len(),
+                    cs.iter()
+                        .map(|c| format!("{} {}", c.id, c.config))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                );
             }
         }
     }
@@ -188,6 +214,27 @@ pub fn load(runs_csv: &Path, reference: Option<&[(String, String)]>) -> Result<R
         param_columns,
         runs_per_config_max: max_runs,
         raw,
+    })
+}
+
+/// Whether a row's configuration matches every `name=value` of a reference selector. A name
+/// is an axis first: when runs.csv has the axis (`cc=bbr` → `param_cc`), it is compared with
+/// the axis value as given, so it matches QUIC's BBR rows, whose `cc` column reads
+/// `quinn-bbr`, and a configuration without the axis does not match. Only a name that is no
+/// axis of the sweep is a column of runs.csv (`kind`, `payload`, `cc` in a sweep without a cc
+/// axis, …). `kind=shoal` also matches rows without a kind.
+pub fn selects(sel: &[(String, String)], row: &BTreeMap<String, String>) -> bool {
+    sel.iter().all(|(k, v)| {
+        let param = crate::columns::param_column(k);
+        let cell = if row.contains_key(&param) {
+            row.get(&param)
+        } else {
+            row.get(k)
+        };
+        match cell {
+            Some(x) if !x.is_empty() => x == v,
+            _ => k == "kind" && v == "shoal",
+        }
     })
 }
 
@@ -217,7 +264,7 @@ fn link_text(row: &BTreeMap<String, String>) -> String {
 
 /// Writes medians.csv.
 pub fn write_medians(rep: &Report, path: &Path) -> Result<()> {
-    let mut header: Vec<String> = ["config_id", "config", "kind", "payload"]
+    let mut header: Vec<String> = ["config_id", "config", "kind", "payload", "cc"]
         .iter()
         .map(|s| s.to_string())
         .collect();
@@ -244,6 +291,8 @@ pub fn write_medians(rep: &Report, path: &Path) -> Result<()> {
             "tun_tx_dropped",
             "failed_median_partial_mb_per_s",
             "failures",
+            "median_host_all_cores_busy_share",
+            "host_saturated",
             "reference_config",
             "speedup_vs_reference",
         ]
@@ -305,6 +354,10 @@ pub fn write_medians(rep: &Report, path: &Path) -> Result<()> {
                 failures.push(e);
             }
         }
+        // Whether the transfers ran on a saturated machine: the median run's share of 100 ms
+        // samples in which every core was busy (over all runs: a failed run shared the cores
+        // too).
+        let busy_share = median(&col(&all_rows, "host_all_cores_busy_share"));
         let refc = reference.get(c.payload.as_str());
         let speedup = match (refc.and_then(|r| median_seconds(r)), median_seconds(c)) {
             (Some(rs), Some(s)) if s > 0.0 => Some(rs / s),
@@ -315,6 +368,7 @@ pub fn write_medians(rep: &Report, path: &Path) -> Result<()> {
             c.config.clone(),
             c.kind.clone(),
             c.payload.clone(),
+            c.cc.clone(),
         ];
         rec.extend(c.params.iter().map(|(_, v)| v.clone()));
         let (mn, mx) = minmax(&ok_mb).unzip();
@@ -344,6 +398,10 @@ pub fn write_medians(rep: &Report, path: &Path) -> Result<()> {
             format!("{dropped:.0}"),
             f3(median(&partial)),
             failures.join(" || "),
+            busy_share.map(|x| format!("{x:.2}")).unwrap_or_default(),
+            busy_share
+                .map(|x| (x >= crate::hostcpu::SATURATED_SHARE).to_string())
+                .unwrap_or_default(),
             refc.map(|r| r.id.clone()).unwrap_or_default(),
             f3(speedup),
         ]);
@@ -362,6 +420,82 @@ mod tests {
         assert_eq!(median(&[]), None);
         assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
         assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
+    }
+
+    fn medians_of(runs_csv: &str) -> Vec<BTreeMap<String, String>> {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::write(t.path().join("runs.csv"), runs_csv).unwrap();
+        let rep = load(&t.path().join("runs.csv"), None).unwrap();
+        write_medians(&rep, &t.path().join("medians.csv")).unwrap();
+        let mut r = csv::Reader::from_path(t.path().join("medians.csv")).unwrap();
+        let h = r.headers().unwrap().clone();
+        r.records()
+            .map(|rec| {
+                let rec = rec.unwrap();
+                h.iter()
+                    .zip(rec.iter())
+                    .map(|(a, b)| (a.to_string(), b.to_string()))
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn arms_on_a_saturated_machine_are_flagged() {
+        let m = medians_of(
+            "config_id,config,payload,status,seconds,mb_per_s,host_all_cores_busy_share\n\
+             c01,a,p,ok,1,10,0.80\n\
+             c01,a,p,ok,1,10,0.60\n\
+             c01,a,p,failed,1,0,0.10\n\
+             c02,b,p,ok,1,10,0.10\n\
+             c02,b,p,ok,1,10,0.70\n\
+             c03,c,p,ok,1,10,\n",
+        );
+        assert_eq!(m[0]["median_host_all_cores_busy_share"], "0.60");
+        assert_eq!(m[0]["host_saturated"], "true");
+        assert_eq!(m[1]["median_host_all_cores_busy_share"], "0.40");
+        assert_eq!(m[1]["host_saturated"], "false");
+        assert_eq!(m[2]["host_saturated"], "", "not measured");
+    }
+
+    #[test]
+    fn reference_keys_are_axes_first_and_must_pick_one_per_payload() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("runs.csv");
+        std::fs::write(
+            &p,
+            "config_id,config,kind,payload,param_mode,param_cc,cc,status,seconds,mb_per_s\n\
+             c01,a,shoal,p,tcp-bundle,cubic,cubic,ok,2,10\n\
+             c02,b,shoal,p,quic-bundle,bbr,quinn-bbr,ok,1,20\n\
+             c03,c,shoal,p,tcp-bundle,bbr,bbr,ok,1,20\n\
+             c04,d,tar-ssh,p,,,cubic,ok,4,5\n",
+        )
+        .unwrap();
+        let refs = |sel: &str| -> Result<Vec<String>> {
+            let sel = parse_selector(sel)?;
+            Ok(load(&p, Some(&sel))?
+                .configs
+                .iter()
+                .filter(|c| c.is_reference)
+                .map(|c| c.id.clone())
+                .collect())
+        };
+        // cc=bbr is the axis: it matches QUIC's BBR (cc column quinn-bbr) too.
+        assert_eq!(refs("mode=quic-bundle,cc=bbr").unwrap(), ["c02"]);
+        assert_eq!(refs("mode=tcp-bundle,cc=cubic").unwrap(), ["c01"]);
+        assert_eq!(refs("kind=tar-ssh").unwrap(), ["c04"]);
+        // With a cc axis, cc names the axis: the cc column is not consulted.
+        let e = format!("{:#}", refs("cc=quinn-bbr").unwrap_err());
+        assert!(e.contains("no configuration matches"), "{e}");
+        // A name that is no axis is a column.
+        assert_eq!(refs("kind=tar-ssh,seconds=4").unwrap(), ["c04"]);
+        let e = format!("{:#}", refs("cc=bbr").unwrap_err());
+        assert!(
+            e.contains("2 configurations match for payload p (c02 b; c03 c)"),
+            "{e}"
+        );
+        let e = format!("{:#}", refs("mode=tcp-bundel").unwrap_err());
+        assert!(e.contains("no configuration matches"), "{e}");
     }
 
     #[test]

@@ -83,8 +83,27 @@ struct Sweep {
     ok: bool,
 }
 
-/// Runs `shoal sweep` with a time limit; brings the link down afterwards whatever happened.
+/// Runs `shoal sweep` with a time limit; brings the link down afterwards whatever happened;
+/// the sweep must exit 0.
 fn sweep(
+    dir: &Path,
+    name: &str,
+    matrix: &str,
+    link: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> Sweep {
+    let s = sweep_any(dir, name, matrix, link, extra, env);
+    assert!(
+        s.ok,
+        "shoal sweep failed\nstdout:\n{}\nstderr:\n{}",
+        s.stdout, s.stderr
+    );
+    s
+}
+
+/// [`sweep`], whatever its exit status.
+fn sweep_any(
     dir: &Path,
     name: &str,
     matrix: &str,
@@ -139,11 +158,6 @@ fn sweep(
         stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
         ok: output.status.success(),
     };
-    assert!(
-        s.ok,
-        "shoal sweep failed\nstdout:\n{}\nstderr:\n{}",
-        s.stdout, s.stderr
-    );
     s
 }
 
@@ -373,7 +387,7 @@ fn tampered_destination_and_killed_run_are_failures() {
         "[payload.q]\nfiles = 600\nsize = \"16KiB\"\ndirs = 4",
         "[axes]\nmode = [\"tcp-bundle\"]\n[[also]]\nkind = [\"tar-ssh\"]",
     );
-    let s = sweep(
+    let s = sweep_any(
         t.path(),
         "kill",
         &m,
@@ -381,6 +395,9 @@ fn tampered_destination_and_killed_run_are_failures() {
         &["--runs", "1", "--seed", "1"],
         &[("SHOAL_SWEEP_TEST_KILL", "2500ms@all")],
     );
+    // Every run failed: the sweep says so and exits 1 (without --strict).
+    assert!(!s.ok, "exit 0 although every run failed\n{}", s.stdout);
+    assert!(s.stderr.contains("every run failed"), "{}", s.stderr);
     let r = rows(&s.out.join("runs.csv"));
     assert_eq!(r.len(), 2);
     for row in &r {
@@ -427,7 +444,9 @@ fn baseline_arms_run_and_verify() {
         "100mbit",
         "[payload.p]\nfiles = 60\nsize = \"4KiB\"\ndirs = 3",
         "[axes]\nkind = [\"tar-ssh\", \"rsync-ssh\", \"sftp\", \"tar-tcp\", \"tar-local\"]\nmode = [\"ignored-for-baselines\"]",
-    );
+    )
+    // No Shoal arm: a tcp-bundle reference would match nothing (refused).
+    .replace("reference = { mode = \"tcp-bundle\" }\n", "");
     let s = sweep(t.path(), "base", &m, "swt4", &["--runs", "1"], &[]);
     let r = rows(&s.out.join("runs.csv"));
     assert_eq!(r.len(), 5, "{}", s.stderr);
@@ -707,4 +726,139 @@ fn the_control_channel_stays_inside_its_destination_and_needs_the_token() {
         good.info().unwrap().facts["dest"],
         incoming.display().to_string()
     );
+}
+
+/// `shoal sweep` with `args`; no link is involved (the matrix names a link that must never
+/// come up: these sweeps stop before it).
+fn sweep_no_link(dir: &Path, matrix: &str, args: &[&str]) -> (bool, String, String) {
+    let mpath = dir.join("m.toml");
+    std::fs::write(&mpath, matrix).unwrap();
+    let out = Command::new(shoal_bin())
+        .args(["sweep", "--matrix"])
+        .arg(&mpath)
+        .arg("--out")
+        .arg(dir.join("out"))
+        .arg("--work")
+        .arg(dir.join("work"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+const NO_LINK: &str = "[link]\nname = \"never\"\nrtt = \"20ms\"\nrate = \"100mbit\"\n\
+                       [payload.p]\nfiles = 2\nsize = \"1KiB\"\n";
+
+#[test]
+fn typos_stop_the_sweep_before_it_touches_anything() {
+    let t = tempfile::tempdir().unwrap();
+    for (axes, says) in [
+        ("mdoe = [\"tcp-bundle\"]", "unexpected argument '--mdoe'"),
+        ("mode = [\"tcp-bundel\"]", "invalid value 'tcp-bundel'"),
+        ("cc = [\"cubik\"]", "unknown congestion controller 'cubik'"),
+        ("connections = [0]", "invalid value '0'"),
+        (
+            "\"recv.fsnyc\" = [true]",
+            "shoal recv: error: unexpected argument '--fsnyc'",
+        ),
+    ] {
+        let (ok, _, err) = sweep_no_link(
+            t.path(),
+            &format!("{NO_LINK}[axes]\nmode = [\"tcp-bundle\", \"quic-bundle\"]\n{axes}\n")
+                .replace("mode = [\"tcp-bundle\", \"quic-bundle\"]\nmode", "mode"),
+            &[],
+        );
+        assert!(!ok, "{axes}: the sweep ran\n{err}");
+        assert!(err.contains(says), "{axes}: {err}");
+        assert!(
+            err.contains("c01 (payload=p kind=shoal"),
+            "{axes}: names the configuration: {err}"
+        );
+        assert!(
+            !t.path().join("out").exists(),
+            "{axes}: wrote an output folder"
+        );
+        assert!(!t.path().join("work").exists(), "{axes}: made a payload");
+    }
+    // --runs 0 is refused by the parser; [sweep] runs = 0 by the matrix.
+    let good = format!("{NO_LINK}[axes]\nmode = [\"tcp-bundle\"]\n");
+    let (ok, _, err) = sweep_no_link(t.path(), &good, &["--runs", "0"]);
+    assert!(!ok && err.contains("--runs"), "{err}");
+    let (ok, _, err) = sweep_no_link(t.path(), &format!("[sweep]\nruns = 0\n{good}"), &[]);
+    assert!(
+        !ok && err.contains("runs must be a positive number"),
+        "{err}"
+    );
+    assert!(!t.path().join("out").exists());
+}
+
+#[test]
+fn dry_run_prints_the_plan_and_touches_nothing() {
+    let t = tempfile::tempdir().unwrap();
+    let m = format!(
+        "{NO_LINK}[axes]\nmode = [\"tcp-bundle\", \"quic-streams\"]\ncc = [\"cubic\", \"bbr\"]\n\
+         [[also]]\nkind = [\"tar-ssh\"]\n"
+    );
+    let (ok, out, err) = sweep_no_link(t.path(), &m, &["--dry-run", "--runs", "3", "--seed", "9"]);
+    assert!(ok, "{out}\n{err}");
+    assert!(
+        out.contains("plan: 5 configurations × 3 runs = 15 runs in one shuffled order (seed 9)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("c04  payload=p kind=shoal mode=quic-streams cc=bbr"),
+        "{out}"
+    );
+    assert!(out.contains("c05  payload=p kind=tar-ssh"), "{out}");
+    assert!(out.contains("estimated time: about"), "{out}");
+    assert!(!t.path().join("out").exists(), "wrote an output folder");
+    assert!(!t.path().join("work").exists(), "made a payload");
+}
+
+#[test]
+fn a_two_host_sweep_names_address_pin_and_token_errors_before_any_payload() {
+    let _l = serial();
+    let t = tempfile::tempdir().unwrap();
+    let rx = ControlReceiver::start(t.path(), &["--control"]);
+    let good = rx.matrix("[axes]\nmode = [\"tcp-bundle\"]");
+    // Same form, another certificate's pin.
+    let last = rx.pin.chars().last().unwrap();
+    let other = format!(
+        "{}{}",
+        &rx.pin[..rx.pin.len() - 1],
+        if last == '0' { '1' } else { '0' }
+    );
+    let wrong_token = t.path().join("wrong-token");
+    std::fs::write(&wrong_token, "not-the-token\n").unwrap();
+    for (matrix, says) in [
+        (
+            good.replace(&rx.addr, "127.0.0.1:1"),
+            "cannot reach the receiver at 127.0.0.1:1",
+        ),
+        (
+            good.replace(&rx.pin, &other),
+            "is not the one [link] pin names",
+        ),
+        (
+            good.replace(
+                &rx.token_file.display().to_string(),
+                &wrong_token.display().to_string(),
+            ),
+            "refused the token in",
+        ),
+    ] {
+        let (ok, out, err) = sweep_no_link(t.path(), &matrix, &[]);
+        assert!(!ok, "{says}: the sweep ran\n{out}");
+        assert!(err.contains(says), "{says}: {err}");
+        assert!(!err.contains("must run `shoal recv --control`"), "{err}");
+        assert!(
+            !t.path().join("work").join("payloads").exists(),
+            "{says}: a payload was generated before the receiver was contacted"
+        );
+    }
 }

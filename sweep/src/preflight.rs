@@ -1,0 +1,386 @@
+//! What a sweep checks before it touches the link, a payload or a receiver: every
+//! configuration's `shoal send` and `shoal recv` command line, parsed by the real argument
+//! parsers (the `shoal` binary hands them in as an [`ArgCheck`]); the run count; axes that a
+//! remote receiver would never see. `shoal sweep --dry-run` stops after this and prints the
+//! plan ([`plan_text`]).
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+
+use crate::engine;
+use crate::matrix::{Config, LinkSpec, Matrix, PayloadSource};
+use crate::progress::fmt_duration;
+
+/// Parses a complete `shoal` command line (without the program name, e.g. `["send", "--to",
+/// …]`) with the binary's own parsers; `Err` holds the parser's message.
+pub type ArgCheck<'a> = &'a dyn Fn(&[OsString]) -> Result<(), String>;
+
+/// A run id of the right form, for checking a two-host sweep's `send --run-id`.
+const PLACEHOLDER_RUN_ID: &str = "0123456789abcdef0123456789abcdef";
+
+/// A configuration's time limit: its `timeout` axis, else the sweep's.
+pub fn config_timeout(cfg: &Config, default: Duration) -> Result<Duration> {
+    match cfg.get("timeout") {
+        Some(v) => shoal_common::units::parse_duration(&v.text())
+            .map_err(|e| anyhow::anyhow!("timeout: {e}")),
+        None => Ok(default),
+    }
+}
+
+/// The parser's message without its usage block: `error: unexpected argument '--mdoe'
+/// found; tip: a similar argument exists: '--mode'`.
+fn tidy(msg: &str) -> String {
+    msg.lines()
+        .take_while(|l| !l.starts_with("Usage:"))
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Axes of `cfg` whose flags go to `shoal recv` (other than `--allow-plain`, which only lets
+/// the receiver accept `--plain`).
+fn receiver_axes(cfg: &Config, receiver_flags: &[String]) -> Vec<String> {
+    cfg.params
+        .iter()
+        .filter(|(k, _)| {
+            (k.starts_with("recv.") && k != "recv.allow-plain")
+                || receiver_flags.iter().any(|f| f == k)
+        })
+        .map(|(k, v)| format!("{k}={}", v.text()))
+        .collect()
+}
+
+/// Every check that needs neither the link, nor a payload, nor a receiver. Every problem is
+/// reported, each naming its configuration.
+pub fn check(matrix: &Matrix, runs: u32, timeout: Duration, parse: ArgCheck) -> Result<()> {
+    if runs == 0 {
+        bail!("0 runs per configuration: nothing to run (--runs must be at least 1)");
+    }
+    let mut problems = Vec::new();
+    let identity = PathBuf::from("identity");
+    for cfg in &matrix.configs {
+        let name = format!("{} ({})", cfg.id, cfg.label());
+        let timeout = match config_timeout(cfg, timeout) {
+            Ok(t) => t,
+            Err(e) => {
+                problems.push(format!("{name}: {e:#}"));
+                continue;
+            }
+        };
+        if cfg.kind() != "shoal" {
+            continue;
+        }
+        let (send_flags, recv_flags) = engine::flags(cfg, &matrix.receiver_flags);
+        let (to, run_id) = match &matrix.link {
+            LinkSpec::Remote { receiver, .. } => (receiver.clone(), Some(PLACEHOLDER_RUN_ID)),
+            LinkSpec::Emulated { .. } => ("198.18.0.2:7474".to_string(), None),
+        };
+        let src = match matrix.payload(cfg.payload()).map(|p| &p.source) {
+            Some(PayloadSource::Existing { path }) => path.clone(),
+            _ => PathBuf::from("payload"),
+        };
+        let send = engine::send_argv(
+            &matrix.link,
+            &to,
+            &src,
+            timeout,
+            run_id,
+            &identity,
+            &send_flags,
+        );
+        if let Err(e) = parse(&send) {
+            problems.push(format!("{name}: shoal send: {}", tidy(&e)));
+        }
+        match &matrix.link {
+            LinkSpec::Emulated { .. } => {
+                let recv =
+                    engine::recv_argv("198.18.0.2:0", Path::new("dest"), &identity, &recv_flags);
+                if let Err(e) = parse(&recv) {
+                    problems.push(format!("{name}: shoal recv: {}", tidy(&e)));
+                }
+            }
+            LinkSpec::Remote { receiver, .. } => {
+                let axes = receiver_axes(cfg, &matrix.receiver_flags);
+                if !axes.is_empty() {
+                    problems.push(format!(
+                        "{name}: {} would go to `shoal recv`, but the receiver at {receiver} \
+                         runs with the flags it was started with, so the configuration would \
+                         not be what its label says. Start the receiver with the setting and \
+                         drop the axis, or take the name out of [flags] receiver to vary it \
+                         at the sender only",
+                        axes.join(" ")
+                    ));
+                }
+            }
+        }
+    }
+    match problems.len() {
+        0 => Ok(()),
+        1 => bail!("the matrix cannot run: {}", problems[0]),
+        n => bail!(
+            "the matrix cannot run ({n} problems):\n  {}",
+            problems.join("\n  ")
+        ),
+    }
+}
+
+/// Files and bytes of a folder (regular files, symbolic links not followed).
+fn tree_size(root: &Path) -> Option<(u64, u64)> {
+    let (mut files, mut bytes) = (0, 0);
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).ok()?.flatten() {
+            let t = e.file_type().ok()?;
+            if t.is_dir() {
+                stack.push(e.path());
+            } else if t.is_file() {
+                files += 1;
+                bytes += e.metadata().ok()?.len();
+            }
+        }
+    }
+    Some((files, bytes))
+}
+
+/// Files and bytes of a payload as the matrix defines it (an existing folder is walked).
+fn payload_size(source: &PayloadSource) -> Option<(u64, u64)> {
+    match source {
+        PayloadSource::Generated { files, size, .. } => Some((*files, files * size)),
+        PayloadSource::Existing { path } => tree_size(path),
+    }
+}
+
+/// Per run, on top of the transfer: process start, pre-read of the source and hashing of
+/// the destination (a rough allowance for the estimate).
+const PER_RUN_OVERHEAD: Duration = Duration::from_secs(2);
+/// `shoal link check` before the first run.
+const LINK_CHECK: Duration = Duration::from_secs(20);
+
+/// The plan `--dry-run` prints: configurations, runs, and the time it should take.
+pub fn plan_text(matrix: &Matrix, runs: u32, seed: u64, timeout: Duration, check: bool) -> String {
+    let mut out = String::new();
+    let total = matrix.configs.len() as u64 * u64::from(runs);
+    out.push_str(&format!(
+        "plan: {} configurations × {runs} runs = {total} runs in one shuffled order (seed {seed})\n",
+        matrix.configs.len()
+    ));
+    for c in &matrix.configs {
+        let t = config_timeout(c, timeout).unwrap_or(timeout);
+        out.push_str(&format!(
+            "  {}  {}  (limit {})\n",
+            c.id,
+            c.label(),
+            fmt_duration(t)
+        ));
+    }
+    for p in &matrix.payloads {
+        let size = payload_size(&p.source);
+        let what = match &p.source {
+            PayloadSource::Generated { .. } => "generated, cached".to_string(),
+            PayloadSource::Existing { path } => format!("existing folder {}", path.display()),
+        };
+        match size {
+            Some((f, b)) => out.push_str(&format!(
+                "payload {}: {f} files, {b} bytes ({what})\n",
+                p.name
+            )),
+            None => out.push_str(&format!("payload {}: size unknown ({what})\n", p.name)),
+        }
+    }
+    // Estimate: each run moves its payload at the link rate, plus a few round trips and the
+    // per-run overhead; the upper bound is every run at its time limit.
+    let mut upper = Duration::ZERO;
+    let mut estimate = Some(Duration::ZERO);
+    let link = match &matrix.link {
+        LinkSpec::Emulated {
+            rtt,
+            rate,
+            check: c,
+            ..
+        } => {
+            let rtt = shoal_link::parse::parse_duration(rtt).ok();
+            let rate = shoal_link::parse::parse_rate(rate).ok();
+            out.push_str(&format!(
+                "link: emulated, brought up by the sweep{}\n",
+                if check && *c {
+                    ", checked before the first run"
+                } else {
+                    ""
+                }
+            ));
+            if check && *c {
+                estimate = estimate.map(|e| e + LINK_CHECK);
+            }
+            rtt.zip(rate)
+        }
+        LinkSpec::Remote { receiver, .. } => {
+            out.push_str(&format!("link: the remote receiver at {receiver}\n"));
+            None
+        }
+    };
+    for c in &matrix.configs {
+        let t = config_timeout(c, timeout).unwrap_or(timeout);
+        upper += t * runs;
+        let bytes = matrix
+            .payload(c.payload())
+            .and_then(|p| payload_size(&p.source))
+            .map(|(_, b)| b);
+        let one = match (c.kind(), link, bytes) {
+            ("tar-local", _, Some(_)) => Some(PER_RUN_OVERHEAD),
+            (_, Some((rtt, rate)), Some(b)) if rate > 0 => Some(
+                Duration::from_secs_f64(b as f64 * 8.0 / rate as f64) + rtt * 4 + PER_RUN_OVERHEAD,
+            ),
+            _ => None,
+        };
+        estimate = estimate.zip(one).map(|(e, o)| e + o.min(t) * runs);
+    }
+    match estimate {
+        Some(e) => out.push_str(&format!(
+            "estimated time: about {} if every transfer runs at the link rate (payload bytes at \
+             the rate + 4 RTT + {} s per run{}); at most {} (every run at its limit)\n",
+            fmt_duration(e),
+            PER_RUN_OVERHEAD.as_secs(),
+            if check {
+                ", and the link check"
+            } else {
+                ""
+            },
+            fmt_duration(upper)
+        )),
+        None => out.push_str(&format!(
+            "estimated time: not known (no link rate to go by); at most {} (every run at its limit)\n",
+            fmt_duration(upper)
+        )),
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LOCAL: &str = r#"
+[link]
+rtt = "20ms"
+rate = "100mbit"
+[payload.p]
+files = 10
+size = "1MB"
+[axes]
+mode = ["tcp-bundle", "quic-bundle"]
+max-streams = [64]
+"#;
+
+    fn remote(axes: &str) -> String {
+        format!(
+            "[link]\nreceiver = \"hostb:7474\"\npin = \"sha256:00\"\ntoken_file = \"t\"\n\
+             [payload.p]\nfiles = 1\nsize = 1\n[axes]\n{axes}"
+        )
+    }
+
+    /// Accepts every command line, recording them.
+    fn accept_all(
+        seen: &std::cell::RefCell<Vec<String>>,
+    ) -> impl Fn(&[OsString]) -> Result<(), String> + '_ {
+        move |argv: &[OsString]| {
+            seen.borrow_mut().push(
+                argv.iter()
+                    .map(|a| a.to_string_lossy().into_owned())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            );
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn every_configuration_is_parsed_at_both_ends() {
+        let m = Matrix::parse(LOCAL).unwrap();
+        let seen = std::cell::RefCell::new(Vec::new());
+        check(&m, 3, Duration::from_secs(60), &accept_all(&seen)).unwrap();
+        let seen = seen.into_inner();
+        assert_eq!(seen.len(), 4, "{seen:#?}");
+        assert!(seen[0].starts_with("send --to 198.18.0.2:7474 --src payload --json --timeout 60s --identity identity --mode tcp-bundle --max-streams 64"), "{seen:#?}");
+        assert_eq!(
+            seen[1],
+            "recv --listen 198.18.0.2:0 --dest dest --identity identity --once --max-streams 64"
+        );
+    }
+
+    #[test]
+    fn parser_errors_name_the_configuration() {
+        let m = Matrix::parse(&LOCAL.replace("max-streams", "mdoe")).unwrap();
+        let parse = |argv: &[OsString]| -> Result<(), String> {
+            match argv.iter().any(|a| a == "--mdoe") {
+                true => Err("error: unexpected argument '--mdoe' found\n\n  tip: a similar argument exists: '--mode'\n\nUsage: shoal send --to <TO>\n\nFor more information, try '--help'.\n".into()),
+                false => Ok(()),
+            }
+        };
+        let e = format!(
+            "{:#}",
+            check(&m, 1, Duration::from_secs(60), &parse).unwrap_err()
+        );
+        assert!(e.contains("2 problems"), "{e}");
+        assert!(
+            e.contains("c01 (payload=p kind=shoal mode=tcp-bundle mdoe=64): shoal send: error: unexpected argument '--mdoe' found; tip: a similar argument exists: '--mode'\n  c02 ("),
+            "{e}"
+        );
+        assert!(!e.contains("Usage"), "{e}");
+    }
+
+    #[test]
+    fn zero_runs_are_refused() {
+        let m = Matrix::parse(LOCAL).unwrap();
+        let e = check(&m, 0, Duration::from_secs(60), &|_| Ok(())).unwrap_err();
+        assert!(format!("{e:#}").contains("--runs"), "{e:#}");
+    }
+
+    #[test]
+    fn receiver_axes_are_refused_in_a_two_host_sweep() {
+        let ok = |_: &[OsString]| Ok(());
+        let t = Duration::from_secs(60);
+        // max-streams goes to both ends by default: refused, naming the axis.
+        let m = Matrix::parse(&remote("max-streams = [64, 128]\n")).unwrap();
+        let e = format!("{:#}", check(&m, 1, t, &ok).unwrap_err());
+        assert!(e.contains("2 problems"), "{e}");
+        assert!(e.contains("c01 (payload=p kind=shoal max-streams=64): max-streams=64 would go to `shoal recv`"), "{e}");
+        let m = Matrix::parse(&remote("\"recv.fsync\" = [true]\n")).unwrap();
+        assert!(check(&m, 1, t, &ok).is_err());
+        // Sender-only axes, plain (the receiver must allow it) and a flag taken out of
+        // [flags] receiver are fine.
+        let m = Matrix::parse(&remote("cc = [\"bbr\"]\nplain = [true]\n")).unwrap();
+        check(&m, 1, t, &ok).unwrap();
+        let m = Matrix::parse(&format!(
+            "{}[flags]\nreceiver = []\n",
+            remote("max-streams = [64]\n")
+        ))
+        .unwrap();
+        check(&m, 1, t, &ok).unwrap();
+    }
+
+    #[test]
+    fn the_plan_counts_runs_and_estimates_time() {
+        let m = Matrix::parse(LOCAL).unwrap();
+        let p = plan_text(&m, 3, 7, Duration::from_secs(60), true);
+        assert!(
+            p.starts_with(
+                "plan: 2 configurations × 3 runs = 6 runs in one shuffled order (seed 7)\n"
+            ),
+            "{p}"
+        );
+        assert!(
+            p.contains(
+                "  c02  payload=p kind=shoal mode=quic-bundle max-streams=64  (limit 1m00s)"
+            ),
+            "{p}"
+        );
+        assert!(p.contains("payload p: 10 files, 10000000 bytes"), "{p}");
+        // 10 MB at 100 Mbit/s = 0.8 s + 4 × 20 ms + 2 s = 2.88 s per run, 6 runs, + 20 s check.
+        assert!(p.contains("estimated time: about 37s"), "{p}");
+        assert!(p.contains("at most 6m00s"), "{p}");
+    }
+}
