@@ -154,7 +154,20 @@ pub(crate) async fn handle(ctx: Arc<Shared>, incoming: quinn::Incoming, rcvbuf: 
             run::reply(&mut wr, &mut completion).await;
             completion
         }
-        _ => unreachable!("admit() refuses TCP modes on QUIC"),
+        Mode::TcpBundle | Mode::TcpStreams | Mode::TcpWait => {
+            // admit() refuses TCP modes on QUIC; never a panic reachable from the network.
+            let why = anyhow::anyhow!("mode {} cannot run over QUIC", hello.mode);
+            let end = crate::hub::ConnEnd {
+                errors: vec![format!("{why:#}")],
+                stopped: false,
+                peak_streams: 0,
+                facts,
+            };
+            seat.finished();
+            let mut completion = member.finish(&ctx.hub, end, config.idle_timeout).await;
+            run::reply(&mut wr, &mut completion).await;
+            completion
+        }
     };
     // Wait (bounded) for the sender to close, so the reply is delivered.
     let _ = tokio::time::timeout(std::time::Duration::from_secs(5), conn.closed()).await;
