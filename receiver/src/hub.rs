@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Result};
 use shoal_common::codec::{Completion, Hello};
 use shoal_common::metrics;
-use shoal_common::pipeline::writer::{WriteBatch, WriterThread};
+use shoal_common::pipeline::writer::{WriteBatch, WriterDest, WriterOptions, WriterThread};
 use shoal_common::window_share::{SharedWindow, Side};
 use tokio::sync::{mpsc, watch, Semaphore};
 use tokio_util::sync::CancellationToken;
@@ -148,7 +148,12 @@ impl Hub {
                 let dest = self
                     .prepared_dest(&hello.run_id)
                     .unwrap_or_else(|| config.dest.clone());
-                let writer = WriterThread::spawn(dest, config.fsync)?;
+                let writer = WriterThread::spawn(WriterOptions {
+                    dest: WriterDest::Root(dest),
+                    fsync: config.fsync,
+                    tag: hex::encode(hello.run_id),
+                    on_fail: None,
+                })?;
                 let run = Arc::new(Run {
                     hello: hello.clone(),
                     first_byte: Instant::now(),

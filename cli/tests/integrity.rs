@@ -1,0 +1,149 @@
+//! A file is either complete and correct or absent (issue 16): entries planted in the
+//! destination are replaced, never written through; a killed receiver leaves nothing partial
+//! under a final name and its temporary files go at the next start; two runs into one
+//! destination never both report ok; `tcp-wait` fails as soon as the writer does.
+
+mod support;
+
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use support::*;
+
+/// Every file under `dst` whose name is not a temporary one, relative to `dst`.
+fn final_files(dst: &Path) -> Vec<std::path::PathBuf> {
+    entries(dst)
+        .into_iter()
+        .filter(|e| e.symlink_metadata().map(|m| m.is_file()).unwrap_or(false))
+        .filter(|e| !is_temp(e))
+        .map(|e| e.strip_prefix(dst).unwrap().to_path_buf())
+        .collect()
+}
+
+fn is_temp(p: &Path) -> bool {
+    p.file_name()
+        .map(|n| n.to_string_lossy().starts_with(".shoal-tmp."))
+        .unwrap_or(false)
+}
+
+fn spawn_sender(rx: &ReceiverProc, src: &Path, extra: &[&str]) -> Child {
+    shoal()
+        .args(["send", "--to", &rx.addr, "--src"])
+        .arg(src)
+        .arg("--identity")
+        .arg(&rx.identity)
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start sender")
+}
+
+/// Item 2: a hard link (to a file outside the destination) and a symbolic link planted under
+/// names the run writes are replaced by the run's files; the outside file is untouched.
+#[test]
+fn planted_hard_and_symbolic_links_are_replaced_not_written_through() {
+    let t = tempfile::tempdir().unwrap();
+    let id = t.path().join("id");
+    let src = t.path().join("src");
+    std::fs::create_dir_all(src.join("sub")).unwrap();
+    std::fs::write(src.join("hl"), b"new content for hl").unwrap();
+    std::fs::write(src.join("sl"), b"new content for sl").unwrap();
+    std::fs::write(src.join("sub/hl2"), vec![7u8; 300_000]).unwrap();
+    let outside = t.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    for mode in all_modes() {
+        let victim = outside.join(format!("victim-{mode}"));
+        std::fs::write(&victim, b"outside: must stay").unwrap();
+        let dst = t.path().join(format!("dst-{mode}"));
+        std::fs::create_dir_all(dst.join("sub")).unwrap();
+        std::fs::hard_link(&victim, dst.join("hl")).unwrap();
+        std::fs::hard_link(&victim, dst.join("sub/hl2")).unwrap();
+        std::os::unix::fs::symlink(&victim, dst.join("sl")).unwrap();
+        let rx = ReceiverProc::start(&id, &dst, &[]);
+        let out = rx.send(&src, &["--mode", mode]);
+        assert!(out.status.success(), "{mode}: {}", text(&out));
+        assert_eq!(
+            std::fs::read(&victim).unwrap(),
+            b"outside: must stay",
+            "{mode}: written through a planted link"
+        );
+        assert!(trees_identical(&src, &dst), "{mode}");
+        for name in ["hl", "sl", "sub/hl2"] {
+            let m = dst.join(name).symlink_metadata().unwrap();
+            assert!(m.is_file(), "{mode}: {name} is still a link");
+            use std::os::unix::fs::MetadataExt;
+            assert_eq!(m.nlink(), 1, "{mode}: {name} is still a hard link");
+        }
+    }
+}
+
+/// Item 3: a receiver killed mid-run leaves no file under its final name that is not
+/// complete; the next receiver on that destination removes the temporary files and says so.
+#[test]
+fn a_killed_receiver_leaves_no_partial_file_under_a_final_name() {
+    let t = tempfile::tempdir().unwrap();
+    let id = t.path().join("id");
+    let src = t.path().join("src");
+    gen(&src, 300, "256KiB", 6, 31);
+    for mode in all_modes() {
+        let dst = t.path().join(format!("dst-{mode}"));
+        let mut rx = ReceiverProc::start(&id, &dst, &[]);
+        let mut sender = spawn_sender(&rx, &src, &["--mode", mode]);
+        // Kill it once files are arriving (whatever their names).
+        let started = Instant::now();
+        while entries(&dst).len() < 40 && started.elapsed() < Duration::from_secs(60) {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        rx.child.kill().unwrap();
+        rx.child.wait().unwrap();
+        let _ = sender.kill();
+        let _ = sender.wait();
+        let finals = final_files(&dst);
+        let temps = entries(&dst).into_iter().filter(|e| is_temp(e)).count();
+        eprintln!(
+            "{mode}: killed after {:.2} s: {} files under final names, {temps} temporary",
+            started.elapsed().as_secs_f64(),
+            finals.len()
+        );
+        for rel in &finals {
+            let got = std::fs::read(dst.join(rel)).unwrap();
+            let want = std::fs::read(src.join(rel)).unwrap();
+            assert!(
+                got == want,
+                "{mode}: {rel:?} under its final name holds {} of {} bytes",
+                got.len(),
+                want.len()
+            );
+        }
+        // The next receiver on this destination removes the temporary files and says so.
+        let rx = ReceiverProc::start_logged(&id, &dst, &[]);
+        let started = Instant::now();
+        while entries(&dst).iter().any(|e| is_temp(e))
+            && started.elapsed() < Duration::from_secs(20)
+        {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(
+            !entries(&dst).iter().any(|e| is_temp(e)),
+            "{mode}: temporary files left"
+        );
+        if temps > 0 {
+            while !rx.log_text().contains("temporary file(s)")
+                && started.elapsed() < Duration::from_secs(20)
+            {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let log = rx.log_text();
+            assert!(
+                log.contains(&format!("removed {temps} temporary file(s)")),
+                "{mode}: {log}"
+            );
+        }
+        // …and takes the run again.
+        let out = rx.send(&src, &["--mode", mode]);
+        assert!(out.status.success(), "{mode}: {}", text(&out));
+        assert!(trees_identical(&src, &dst), "{mode}");
+    }
+}
