@@ -147,3 +147,42 @@ fn a_killed_receiver_leaves_no_partial_file_under_a_final_name() {
         assert!(trees_identical(&src, &dst), "{mode}");
     }
 }
+
+/// Item 1: two runs (different run ids, same relative paths) into one destination at once:
+/// the later one is refused, naming the run that is writing there, and the destination holds
+/// exactly the other's tree. Before, both reported ok and some files were a mix of both.
+#[test]
+fn two_runs_into_one_destination_never_both_report_ok() {
+    let t = tempfile::tempdir().unwrap();
+    let id = t.path().join("id");
+    let a = t.path().join("a");
+    let b = t.path().join("b");
+    gen(&a, 8, "32MiB", 1, 41);
+    gen(&b, 8, "32MiB", 1, 42);
+    for mode in ["tcp-bundle", "quic-streams"] {
+        let dst = t.path().join(format!("dst-{mode}"));
+        let rx = ReceiverProc::start(&id, &dst, &[]);
+        let first = spawn_sender(&rx, &a, &["--mode", mode]);
+        let started = Instant::now();
+        while entries(&dst).is_empty() && started.elapsed() < Duration::from_secs(30) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let second = rx.send(&b, &["--mode", mode]);
+        let first = first.wait_with_output().unwrap();
+        eprintln!("{mode}: first: {}\nsecond: {}", text(&first), text(&second));
+        assert!(
+            !(first.status.success() && second.status.success()),
+            "{mode}: both runs reported ok"
+        );
+        assert!(first.status.success(), "{mode}: {}", text(&first));
+        let said = text(&second);
+        assert!(
+            said.contains("is being written by run") && said.contains("could mix"),
+            "{mode}: the refusal must name the other run: {said}"
+        );
+        assert!(
+            trees_identical(&a, &dst),
+            "{mode}: the tree is not the first run's"
+        );
+    }
+}

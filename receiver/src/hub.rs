@@ -38,6 +38,10 @@ pub(crate) const MAX_PREPARED: usize = 100_000;
 /// One run, shared by its connections.
 pub(crate) struct Run {
     pub hello: Hello,
+    /// Where it writes (`--dest`, or its prepared folder).
+    pub dest: PathBuf,
+    /// Whether `dest` is a prepared folder of its own (not `--dest` itself).
+    pub prepared: bool,
     pub first_byte: Instant,
     pub budget: Arc<Semaphore>,
     pub claims: Mutex<Claims>,
@@ -144,18 +148,37 @@ impl Hub {
                 run.clone()
             }
             None => {
+                let run_hex = hex::encode(hello.run_id);
+                let prepared = self.prepared_dest(&hello.run_id);
+                let is_prepared = prepared.is_some();
+                let dest = prepared.unwrap_or_else(|| config.dest.clone());
+                // Two runs writing into one destination at once could leave a tree that is
+                // neither's (each reporting ok): the later one is refused up front. A run into
+                // `--dest` overlaps every run (prepared folders are inside it); runs into
+                // different prepared folders do not overlap.
+                if let Some(other) = runs
+                    .values()
+                    .find(|r| r.dest == dest || !is_prepared || !r.prepared)
+                {
+                    bail!(
+                        "destination {} is being written by run {} (from its first connection {:.1} s ago); a second run into it at the same time could mix the two runs' files, so run {} is refused: wait for the other to end, or use another destination",
+                        other.dest.display(),
+                        &hex::encode(other.hello.run_id)[..8],
+                        other.first_byte.elapsed().as_secs_f64(),
+                        &run_hex[..8]
+                    );
+                }
                 metrics::reset_peak_rss();
-                let dest = self
-                    .prepared_dest(&hello.run_id)
-                    .unwrap_or_else(|| config.dest.clone());
                 let writer = WriterThread::spawn(WriterOptions {
-                    dest: WriterDest::Root(dest),
+                    dest: WriterDest::Root(dest.clone()),
                     fsync: config.fsync,
-                    tag: hex::encode(hello.run_id),
+                    tag: run_hex,
                     on_fail: None,
                 })?;
                 let run = Arc::new(Run {
                     hello: hello.clone(),
+                    dest,
+                    prepared: is_prepared,
                     first_byte: Instant::now(),
                     budget: Arc::new(Semaphore::new(config.write_budget)),
                     claims: Mutex::new(Claims::default()),
