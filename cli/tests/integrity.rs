@@ -186,3 +186,33 @@ fn two_runs_into_one_destination_never_both_report_ok() {
         );
     }
 }
+
+/// Item 6: `tcp-wait` fails as soon as the receiver's writer fails (a symbolic link planted
+/// on the way to a file), naming the write error — not "peer idle" after the idle timeout.
+#[test]
+fn tcp_wait_fails_at_once_when_the_writer_fails() {
+    let t = tempfile::tempdir().unwrap();
+    let id = t.path().join("id");
+    let src = t.path().join("src");
+    gen(&src, 40, "4KiB", 4, 51);
+    let outside = t.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    for mode in all_modes() {
+        let dst = t.path().join(format!("dst-{mode}"));
+        std::fs::create_dir_all(&dst).unwrap();
+        std::os::unix::fs::symlink(&outside, dst.join("d2")).unwrap();
+        let rx = ReceiverProc::start(&id, &dst, &["--idle-timeout", "30s"]);
+        let started = Instant::now();
+        let out = rx.send(&src, &["--mode", mode]);
+        let took = started.elapsed();
+        let said = text(&out);
+        eprintln!("{mode}: {:.2} s: {said}", took.as_secs_f64());
+        assert!(!out.status.success(), "{mode}: {said}");
+        assert!(said.contains("symbolic link"), "{mode}: {said}");
+        assert!(!said.contains("idle"), "{mode}: {said}");
+        assert!(took < Duration::from_secs(5), "{mode}: took {took:?}");
+        assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0, "{mode}");
+        let line = rx.next_run_line();
+        assert!(line.contains("FAILED"), "{mode}: {line}");
+    }
+}

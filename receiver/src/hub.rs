@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -42,6 +42,9 @@ pub(crate) struct Run {
     pub dest: PathBuf,
     /// Whether `dest` is a prepared folder of its own (not `--dest` itself).
     pub prepared: bool,
+    /// Set when the writer failed: connections stop reading at once, and report the
+    /// writer's error rather than a failure of their own.
+    pub writer_failed: Arc<AtomicBool>,
     pub first_byte: Instant,
     pub budget: Arc<Semaphore>,
     pub claims: Mutex<Claims>,
@@ -169,20 +172,30 @@ impl Hub {
                     );
                 }
                 metrics::reset_peak_rss();
+                let cancel = CancellationToken::new();
+                let writer_failed = Arc::new(AtomicBool::new(false));
+                let on_fail = {
+                    let (cancel, failed) = (cancel.clone(), writer_failed.clone());
+                    Box::new(move || {
+                        failed.store(true, Ordering::SeqCst);
+                        cancel.cancel();
+                    })
+                };
                 let writer = WriterThread::spawn(WriterOptions {
                     dest: WriterDest::Root(dest.clone()),
                     fsync: config.fsync,
                     tag: run_hex,
-                    on_fail: None,
+                    on_fail: Some(on_fail),
                 })?;
                 let run = Arc::new(Run {
                     hello: hello.clone(),
                     dest,
                     prepared: is_prepared,
+                    writer_failed,
                     first_byte: Instant::now(),
                     budget: Arc::new(Semaphore::new(config.write_budget)),
                     claims: Mutex::new(Claims::default()),
-                    cancel: CancellationToken::new(),
+                    cancel,
                     next_file_id: AtomicU64::new(0),
                     quic_window: SharedWindow::new(
                         config.flow.conn_window,
@@ -290,6 +303,11 @@ impl Membership {
 }
 
 impl Run {
+    /// Whether the writer failed (its report carries the cause).
+    pub(crate) fn writer_failed(&self) -> bool {
+        self.writer_failed.load(Ordering::SeqCst)
+    }
+
     /// Whether the caller is the one to finish the run now (at most one caller ever is).
     fn take_finalize(&self, st: &mut State) -> bool {
         let all_in = st.joined == self.hello.conn_count || st.closed;

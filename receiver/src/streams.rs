@@ -144,7 +144,11 @@ pub(crate) async fn receive<R: AsyncRead + Unpin>(
                 }
             },
             _ = run.cancel.cancelled() => {
-                failure = Some("stopped: the run failed on another connection".into());
+                if run.writer_failed() {
+                    stopped = true; // the writer's report names the cause
+                } else {
+                    failure = Some("stopped: the run failed on another connection".into());
+                }
                 break;
             }
             _ = idle_timer.as_mut() => {
