@@ -216,3 +216,69 @@ fn tcp_wait_fails_at_once_when_the_writer_fails() {
         assert!(line.contains("FAILED"), "{mode}: {line}");
     }
 }
+
+/// Item 7: control-channel operations open a run's folder without following a symbolic link
+/// swapped in for it, and a run whose folder is gone (removed by hand, or cleaned up) fails
+/// instead of writing into the destination root.
+#[test]
+fn control_channel_run_folders_are_never_followed_nor_replaced_by_the_root() {
+    use shoal_common::identity::Identity;
+    use shoal_sweep::remote::Remote;
+    let t = tempfile::tempdir().unwrap();
+    let id = t.path().join("id");
+    let dst = t.path().join("incoming");
+    let rx = ReceiverProc::start(&id, &dst, &["--control"]);
+    let (pin, _) = Identity::read_credentials(&id).unwrap();
+    let remote = Remote::new(&rx.addr, Some(&pin.to_string()), Some(&id.join("token"))).unwrap();
+    let outside = t.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("secret"), b"not yours").unwrap();
+
+    // A prepared folder swapped for a symbolic link to a folder outside --dest.
+    let swapped = "0123456789abcdef0123456789abcdef";
+    remote.prepare(swapped).unwrap();
+    std::fs::remove_dir(dst.join(swapped)).unwrap();
+    std::os::unix::fs::symlink(&outside, dst.join(swapped)).unwrap();
+    let e = format!("{:#}", remote.hash(swapped).unwrap_err());
+    assert!(e.contains("symbolic link") && !e.contains("secret"), "{e}");
+    // A run into it is refused as well, and writes nothing outside.
+    let src = t.path().join("src");
+    gen(&src, 5, "1KiB", 1, 61);
+    let out = rx.send(&src, &["--run-id", swapped]);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("no longer a folder"), "{}", text(&out));
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 1);
+
+    // A prepared folder removed by hand: the run fails, nothing lands in the root.
+    let removed = "11111111111111111111111111111111";
+    remote.prepare(removed).unwrap();
+    std::fs::remove_dir(dst.join(removed)).unwrap();
+    let out = rx.send(&src, &["--run-id", removed]);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("is gone"), "{}", text(&out));
+    let e = format!("{:#}", remote.hash(removed).unwrap_err());
+    assert!(e.contains("is gone"), "{e}");
+
+    // A run whose folder was just cleaned up: refused, not written into the root.
+    let cleaned = "22222222222222222222222222222222";
+    remote.prepare(cleaned).unwrap();
+    remote.cleanup(cleaned).unwrap();
+    let out = rx.send(&src, &["--run-id", cleaned]);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("was cleaned up"), "{}", text(&out));
+    let mut left: Vec<_> = std::fs::read_dir(&dst)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, [swapped], "only the swapped link is left in --dest");
+
+    // A good prepared run still works.
+    let good = "33333333333333333333333333333333";
+    remote.prepare(good).unwrap();
+    let out = rx.send(&src, &["--run-id", good]);
+    assert!(out.status.success(), "{}", text(&out));
+    let (m, _) = remote.hash(good).unwrap();
+    assert_eq!(m.files(), 5);
+    assert!(trees_identical(&src, &dst.join(good)));
+}

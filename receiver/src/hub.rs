@@ -11,10 +11,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context as _, Result};
 use shoal_common::codec::{Completion, Hello};
 use shoal_common::metrics;
-use shoal_common::pipeline::writer::{WriteBatch, WriterDest, WriterOptions, WriterThread};
+use shoal_common::pipeline::writer::{
+    open_subfolder, WriteBatch, WriterDest, WriterOptions, WriterThread,
+};
 use shoal_common::window_share::{SharedWindow, Side};
 use tokio::sync::{mpsc, watch, Semaphore};
 use tokio_util::sync::CancellationToken;
@@ -30,6 +32,9 @@ pub(crate) struct Hub {
     /// Folders prepared over the control channel (`recv --control`): a run with one of these
     /// ids writes into its own folder instead of `--dest`.
     prepared: Mutex<HashMap<[u8; 16], PathBuf>>,
+    /// Run ids whose prepared folder was cleaned up (most recent last, bounded): such a run
+    /// is refused rather than written into `--dest` itself.
+    forgotten: Mutex<std::collections::VecDeque<[u8; 16]>>,
 }
 
 /// Most run folders the control channel keeps track of at once.
@@ -114,16 +119,32 @@ impl Hub {
         self.runs.lock().expect("hub lock").contains_key(run_id)
     }
 
-    /// Forgets a prepared folder, unless a run is writing into it right now.
+    /// Forgets a prepared folder, unless a run is writing into it right now. A later run
+    /// with that id is refused (it must not land in `--dest` itself).
     pub(crate) fn forget(&self, run_id: &[u8; 16]) -> Result<PathBuf> {
-        if self.runs.lock().expect("hub lock").contains_key(run_id) {
+        let runs = self.runs.lock().expect("hub lock");
+        if runs.contains_key(run_id) {
             bail!("run {} is still in progress", hex::encode(run_id));
         }
-        self.prepared
+        let folder = self
+            .prepared
             .lock()
             .expect("prepared lock")
             .remove(run_id)
-            .ok_or_else(|| anyhow::anyhow!("run {} was not prepared here", hex::encode(run_id)))
+            .ok_or_else(|| anyhow::anyhow!("run {} was not prepared here", hex::encode(run_id)))?;
+        let mut forgotten = self.forgotten.lock().expect("forgotten lock");
+        if forgotten.len() >= MAX_PREPARED {
+            forgotten.pop_front();
+        }
+        forgotten.push_back(*run_id);
+        Ok(folder)
+    }
+
+    fn was_forgotten(&self, run_id: &[u8; 16]) -> bool {
+        self.forgotten
+            .lock()
+            .expect("forgotten lock")
+            .contains(run_id)
     }
 
     /// Creates the run of `hello`, or joins it; refuses a hello that does not match the run.
@@ -153,8 +174,24 @@ impl Hub {
             None => {
                 let run_hex = hex::encode(hello.run_id);
                 let prepared = self.prepared_dest(&hello.run_id);
-                let is_prepared = prepared.is_some();
-                let dest = prepared.unwrap_or_else(|| config.dest.clone());
+                if prepared.is_none() && self.was_forgotten(&hello.run_id) {
+                    bail!("run {run_hex}'s folder was cleaned up; refusing to write that run into the destination itself");
+                }
+                let (dest, writer_dest) = match prepared {
+                    Some(folder) => {
+                        // The prepared folder must still be there, and a folder: never a
+                        // symbolic link swapped in, never recreated.
+                        open_subfolder(&config.dest, &run_hex)
+                            .with_context(|| format!("run {run_hex}'s prepared folder"))?;
+                        let wd = WriterDest::Prepared {
+                            parent: config.dest.clone(),
+                            name: run_hex.clone(),
+                        };
+                        (folder, wd)
+                    }
+                    None => (config.dest.clone(), WriterDest::Root(config.dest.clone())),
+                };
+                let is_prepared = matches!(writer_dest, WriterDest::Prepared { .. });
                 // Two runs writing into one destination at once could leave a tree that is
                 // neither's (each reporting ok): the later one is refused up front. A run into
                 // `--dest` overlaps every run (prepared folders are inside it); runs into
@@ -182,7 +219,7 @@ impl Hub {
                     })
                 };
                 let writer = WriterThread::spawn(WriterOptions {
-                    dest: WriterDest::Root(dest.clone()),
+                    dest: writer_dest,
                     fsync: config.fsync,
                     tag: run_hex,
                     on_fail: Some(on_fail),
