@@ -176,6 +176,19 @@ pub(crate) async fn receive<R: AsyncRead + Unpin>(
             }
         }
     }
+    // A file stream beyond the count the end marker gave (and the hello announced) is
+    // refused, not dropped unread: one in flight or already arrived fails the run.
+    if failure.is_none() && !stopped {
+        if let Some(e) = end {
+            let extra = handlers.len() + usize::from(inbound.try_recv().is_ok());
+            if extra > 0 {
+                failure = Some(format!(
+                    "a file stream beyond the {} files this connection's end marker counts (the hello announced {})",
+                    e.files, run.hello.file_count
+                ));
+            }
+        }
+    }
     // Stop whatever is still in flight so every writer handle is released.
     drop(handlers);
     let peak = shared.peak_open.load(Ordering::Relaxed);
