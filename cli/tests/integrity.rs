@@ -282,3 +282,70 @@ fn control_channel_run_folders_are_never_followed_nor_replaced_by_the_root() {
     assert_eq!(m.files(), 5);
     assert!(trees_identical(&src, &dst.join(good)));
 }
+
+/// Waits (bounded) until some process opens `path`, via inotify.
+fn wait_opened(path: &Path, within: Duration) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    // SAFETY: plain syscalls on a descriptor this function owns.
+    unsafe {
+        let fd = libc::inotify_init1(libc::IN_CLOEXEC | libc::IN_NONBLOCK);
+        assert!(fd >= 0);
+        let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+        assert!(libc::inotify_add_watch(fd, c.as_ptr(), libc::IN_OPEN) >= 0);
+        let started = Instant::now();
+        let mut buf = [0u8; 4096];
+        let mut seen = false;
+        while started.elapsed() < within {
+            if libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) > 0 {
+                seen = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        libc::close(fd);
+        seen
+    }
+}
+
+/// Item 4: a source file that grows or shrinks while the sender reads it fails the run,
+/// naming the file and the change (a grown file was sent cut to its walk-time size and
+/// reported ok; a shrunk one failed with "failed to fill whole buffer").
+#[test]
+fn a_source_file_that_changes_while_read_fails_naming_it() {
+    let t = tempfile::tempdir().unwrap();
+    let id = t.path().join("id");
+    for (change, said) in [
+        ("grow", "grew while being read"),
+        ("shrink", "shrank while being read"),
+    ] {
+        for mode in ["tcp-bundle", "quic-streams"] {
+            let src = t.path().join(format!("src-{change}-{mode}"));
+            std::fs::create_dir_all(&src).unwrap();
+            std::fs::write(src.join("a"), b"first").unwrap();
+            let big = src.join("big");
+            std::fs::write(&big, vec![5u8; 48 << 20]).unwrap();
+            let dst = t.path().join(format!("dst-{change}-{mode}"));
+            let rx = ReceiverProc::start(&id, &dst, &[]);
+            let sender = spawn_sender(&rx, &src, &["--mode", mode, "--read-ahead", "1MiB"]);
+            // Once the sender has opened the file (and read its size), change it.
+            assert!(wait_opened(&big, Duration::from_secs(30)), "never opened");
+            let f = std::fs::OpenOptions::new().append(true).open(&big).unwrap();
+            match change {
+                "grow" => {
+                    use std::io::Write;
+                    (&f).write_all(&[6u8; 4096]).unwrap();
+                }
+                _ => f.set_len(1 << 20).unwrap(),
+            }
+            let out = sender.wait_with_output().unwrap();
+            let text = text(&out);
+            eprintln!("{change} {mode}: {text}");
+            assert!(!out.status.success(), "{change} {mode}: {text}");
+            assert!(
+                text.contains("cannot read source file big (in ") && text.contains(said),
+                "{change} {mode}: {text}"
+            );
+            assert!(!dst.join("big").exists(), "{change} {mode}");
+        }
+    }
+}
