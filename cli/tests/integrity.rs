@@ -349,3 +349,47 @@ fn a_source_file_that_changes_while_read_fails_naming_it() {
         }
     }
 }
+
+/// Item 9: after a failed run the sender's "K of N files ready" is what the receiver kept;
+/// FIFOs and sockets in the source are skipped and counted.
+#[test]
+fn a_failed_run_reports_what_the_receiver_kept_and_special_files_are_counted() {
+    let t = tempfile::tempdir().unwrap();
+    let id = t.path().join("id");
+    let src = t.path().join("src");
+    gen(&src, 40, "4KiB", 4, 71);
+    let outside = t.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    for mode in all_modes() {
+        let dst = t.path().join(format!("dst-{mode}"));
+        std::fs::create_dir_all(&dst).unwrap();
+        // d0 and d1 arrive; d2 is a planted link, so the run fails there.
+        std::os::unix::fs::symlink(&outside, dst.join("d2")).unwrap();
+        let rx = ReceiverProc::start(&id, &dst, &[]);
+        let out = rx.send(&src, &["--mode", mode, "--json"]);
+        assert!(!out.status.success(), "{mode}: {}", text(&out));
+        let row: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let kept = final_files(&dst).len() as u64;
+        eprintln!("{mode}: kept {kept}, row says {}", row["files_ready"]);
+        // Per-file streams run concurrently: the failure may come before any file is done.
+        assert!(
+            kept > 0 || mode.ends_with("streams"),
+            "{mode}: nothing kept"
+        );
+        assert_eq!(row["files_ready"], kept, "{mode}: {}", text(&out));
+    }
+    // A FIFO and a socket in the source: skipped and counted.
+    let special = t.path().join("special");
+    gen(&special, 3, "1KiB", 1, 72);
+    let fifo = std::ffi::CString::new(special.join("fifo").to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo on a path this test owns.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    let _sock = std::os::unix::net::UnixListener::bind(special.join("sock")).unwrap();
+    let dst = t.path().join("dst-special");
+    let rx = ReceiverProc::start(&id, &dst, &[]);
+    let out = rx.send(&special, &["--json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let row: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(row["skipped_special"], 2, "{}", text(&out));
+    assert_eq!(row["files"], 3);
+}

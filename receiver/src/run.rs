@@ -165,7 +165,14 @@ pub(crate) fn completion(
 /// Sends the completion, or an error reply if the run failed, and closes the stream.
 pub(crate) async fn reply<W: AsyncWrite + Unpin>(wr: &mut W, completion: &mut Completion) {
     if !completion.errors.is_empty() {
-        send_error(wr, &completion.errors.join("; ")).await;
+        // The sender reads what was kept from this (sender/src/replies.rs).
+        let message = format!(
+            "{}; the receiver kept {} complete file(s) ({} bytes)",
+            completion.errors.join("; "),
+            completion.files,
+            completion.bytes
+        );
+        send_error(wr, &message).await;
         return;
     }
     let mut out = BytesMut::new();
