@@ -139,9 +139,18 @@ pub(crate) async fn handle(ctx: Arc<Shared>, incoming: quinn::Incoming, rcvbuf: 
             let (tx, files) = mpsc::unbounded_channel();
             let acceptor = {
                 let conn = conn.clone();
+                // At most max_streams file streams are accepted and not yet written: a slot
+                // is taken before a stream is accepted and freed when its handler ends, so a
+                // stream quinn has already released (its bytes read) still counts.
+                let slots = Arc::new(tokio::sync::Semaphore::new(
+                    hello.max_streams.max(1) as usize
+                ));
                 tokio::spawn(async move {
-                    while let Ok(s) = conn.accept_uni().await {
-                        if tx.send(InboundFile::Quic(s)).is_err() {
+                    while let Ok(slot) = slots.clone().acquire_owned().await {
+                        let Ok(s) = conn.accept_uni().await else {
+                            break;
+                        };
+                        if tx.send(InboundFile::Quic(s, slot)).is_err() {
                             break;
                         }
                     }
