@@ -604,3 +604,91 @@ async fn trickling_quic_hello_is_dropped_at_the_hello_deadline() {
     raw_quic::close(quic).await;
     nothing_outside(t.path());
 }
+
+/// A file stream beyond the count the end marker gives (the hello announced two files; a
+/// third stream is under way, its record not yet complete, when the end marker arrives) is
+/// refused, not dropped unread with an ok (issue 16, item 8; tcp-bundle refuses a record
+/// after the end marker).
+async fn a_stream_beyond_the_count(mode: Mode) {
+    let t = tempfile::tempdir().unwrap();
+    let id = t.path().join("id");
+    let dst = t.path().join("box").join("dst");
+    let rx = ReceiverProc::start(&id, &dst, &[]);
+    let (_, token) = Identity::read_credentials(&id).unwrap();
+    let hello = hello_for(mode, rand::random(), &token, 2, 2);
+    let mut end = BytesMut::new();
+    codec::encode_end(&EndMarker { files: 2, bytes: 2 }, &mut end);
+    // The third stream's first byte only: the stream is under way, its record not yet in.
+    let mut extra = BytesMut::new();
+    raw_file(&mut extra, b"c", 5, b"ab");
+    extra.truncate(1);
+    let files: [(&[u8], &'static str, &'static [u8]); 2] = [(b"a", "a", b"1"), (b"b", "b", b"2")];
+    let got = match mode {
+        Mode::TcpStreams => {
+            let y = YamuxClient::connect(&rx.addr, &rx.identity, &hello).await;
+            let mut control = y.open().await.expect("control stream");
+            control.write_all(&hello).await.unwrap();
+            control.flush().await.unwrap();
+            for (path, name, content) in files {
+                let mut s = y.open().await.unwrap();
+                let mut b = BytesMut::new();
+                raw_file(&mut b, path, 1, content);
+                s.write_all(&b).await.unwrap();
+                s.shutdown().await.unwrap();
+                wait_landed(&dst, name, content).await;
+            }
+            let mut s = y.open().await.unwrap();
+            s.write_all(&extra).await.unwrap();
+            s.flush().await.unwrap();
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            control.write_all(&end).await.unwrap();
+            control.flush().await.unwrap();
+            let mut buf = Vec::new();
+            let _ = tokio::time::timeout(REPLY_WAIT, control.read_to_end(&mut buf)).await;
+            ReplyDecoder.decode(&buf).ok().flatten().map(|(r, _)| r)
+        }
+        Mode::QuicStreams => {
+            let quic = raw_quic::connect(&rx.addr, &rx.identity).await;
+            let (mut control, mut recv) = quic.conn.open_bi().await.unwrap();
+            control.write_all(&hello).await.unwrap();
+            for (path, name, content) in files {
+                let mut s = quic.conn.open_uni().await.unwrap();
+                let mut b = BytesMut::new();
+                raw_file(&mut b, path, 1, content);
+                s.write_all(&b).await.unwrap();
+                s.finish().unwrap();
+                wait_landed(&dst, name, content).await;
+            }
+            let mut s = quic.conn.open_uni().await.unwrap();
+            s.write_all(&extra).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            control.write_all(&end).await.unwrap();
+            let got = raw_quic::reply(&mut recv, REPLY_WAIT).await;
+            drop(s);
+            raw_quic::close(quic).await;
+            got
+        }
+        _ => unreachable!("per-file stream modes only"),
+    };
+    expect_error(
+        &format!("{mode}: a third stream"),
+        got,
+        "a file stream beyond the 2 files",
+    );
+    holds_exactly(
+        &format!("{mode}: a third stream"),
+        &dst,
+        &[("a", b"1"), ("b", b"2")],
+    );
+    good_transfer(&rx, t.path(), mode, "a stream beyond the count");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quic_streams_refuses_a_stream_beyond_the_count() {
+    a_stream_beyond_the_count(Mode::QuicStreams).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tcp_streams_refuses_a_stream_beyond_the_count() {
+    a_stream_beyond_the_count(Mode::TcpStreams).await;
+}

@@ -239,3 +239,42 @@ async fn silent_and_trickling_peers_are_dropped_while_others_are_served() {
     nothing_outside(t.path());
     good_transfer(&rx, t.path(), "after-slow-loris");
 }
+
+/// A hello announcing a QUIC mode over TCP (TLS, and plain on a receiver without
+/// `--allow-plain`) is refused with a reply naming the cause; the connection task used to
+/// panic (`unreachable!`) and the peer got nothing (issue 16, item 5).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quic_mode_over_tcp_is_refused_with_a_reply() {
+    use shoal_common::config::Mode;
+    let t = tempfile::tempdir().unwrap();
+    let id = t.path().join("id");
+    let dst = t.path().join("box").join("dst");
+    let rx = ReceiverProc::start(&id, &dst, &[]);
+    let (_, token) = Identity::read_credentials(&id).unwrap();
+    for mode in [Mode::QuicBundle, Mode::QuicStreams] {
+        for _ in 0..5 {
+            // Over TLS, with the right token and with a wrong one.
+            let wrong = vec![0u8; token.len()];
+            for (tok, cause) in [(&token, "needs QUIC, not TCP"), (&wrong, "wrong token")] {
+                let s = hello_for(mode, rand::random(), tok, 1, 1);
+                let got = session(&rx.addr, &id, &s).await;
+                expect_error(&format!("{mode} over TLS"), got, cause);
+            }
+            // Over plain TCP (this receiver refuses plain transfers anyway).
+            let s = hello_for(mode, rand::random(), &token, 1, 1);
+            let mut tcp = tokio::net::TcpStream::connect(&rx.addr).await.unwrap();
+            let _ = tcp.write_all(&s).await;
+            let _ = tcp.shutdown().await;
+            let mut buf = Vec::new();
+            let _ = tokio::time::timeout(Duration::from_secs(30), tcp.read_to_end(&mut buf)).await;
+            let got = ReplyDecoder.decode(&buf).ok().flatten().map(|(r, _)| r);
+            expect_error(
+                &format!("{mode} over plain TCP"),
+                got,
+                "needs QUIC, not TCP",
+            );
+        }
+    }
+    assert!(entries(&dst).is_empty());
+    good_transfer(&rx, t.path(), "after-quic-over-tcp");
+}

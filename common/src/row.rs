@@ -86,6 +86,8 @@ pub struct RunRow {
     pub latency_p99_ms: f64,
     pub latency_max_ms: f64,
     pub skipped_symlinks: u64,
+    /// Sockets, FIFOs and device nodes in the source, skipped.
+    pub skipped_special: u64,
     pub receiver: String,
     pub kernel: String,
     pub host: String,

@@ -1,9 +1,9 @@
 //! Tree manifests (SHA-256 of every file) and their comparison: the proof that a tree arrived.
 
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -109,7 +109,12 @@ impl Manifest {
 
 /// SHA-256 and size of one file.
 pub fn hash_file(path: &Path, buf: &mut [u8]) -> Result<Entry> {
-    let mut f = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    // Never through a symbolic link swapped in for a file after the walk saw it.
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
     let mut h = Sha256::new();
     let mut size = 0u64;
     loop {

@@ -172,7 +172,13 @@ async fn pump<R: AsyncRead + Unpin>(
         }
         let read = tokio::select! {
             r = read_some(rd, &mut buf, config.idle_timeout) => r?,
-            _ = run.cancel.cancelled() => return Err(anyhow!("stopped: the run failed on another connection").into()),
+            _ = run.cancel.cancelled() => return Err(if run.writer_failed() {
+                // The writer's report names the cause; stop reading now rather than wait for
+                // data the sender holds back (tcp-wait waits for an acknowledgement).
+                PumpError::WriterGone
+            } else {
+                anyhow!("stopped: the run failed on another connection").into()
+            }),
         };
         if read == 0 {
             decoder.finish()?;

@@ -13,7 +13,9 @@ use bytes::{Buf, BytesMut};
 use shoal_common::control::{self, Reply, Request, KIND_JSON, KIND_MANIFEST, MAX_REQUEST};
 use shoal_common::identity::tokens_match;
 use shoal_common::metrics;
+use shoal_common::pipeline::writer::open_subfolder;
 use shoal_common::verify::Manifest;
+use std::os::fd::AsRawFd;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
 use crate::{read_some, Shared};
@@ -182,9 +184,20 @@ async fn handle(ctx: &Shared, request: Request) -> Result<(Reply, Option<Vec<u8>
                 bail!("run {run_id} is still in progress");
             }
             let t0 = Instant::now();
-            let manifest = tokio::task::spawn_blocking(move || Manifest::build(&folder, 0))
-                .await?
-                .with_context(|| format!("cannot hash run {run_id}"))?;
+            let name = run_id.clone();
+            let manifest = tokio::task::spawn_blocking(move || -> Result<Manifest> {
+                // The folder is opened without following a symbolic link swapped in for it
+                // (and must still exist), then hashed through that descriptor, so nothing
+                // outside --dest can be named or hashed.
+                let parent = folder.parent().unwrap_or(&folder);
+                let fd = open_subfolder(parent, &name)?;
+                let through = PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()));
+                let m = Manifest::build(&through, 0);
+                drop(fd);
+                m
+            })
+            .await?
+            .with_context(|| format!("cannot hash run {run_id}"))?;
             reply.seconds = t0.elapsed().as_secs_f64();
             Ok((reply, Some(control::encode_manifest(&manifest))))
         }

@@ -7,15 +7,17 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context as _, Result};
 use futures::future::{BoxFuture, FutureExt, Shared};
 use shoal_common::codec::{Completion, Hello};
 use shoal_common::metrics;
-use shoal_common::pipeline::writer::{WriteBatch, WriterThread};
+use shoal_common::pipeline::writer::{
+    open_subfolder, WriteBatch, WriterDest, WriterOptions, WriterThread,
+};
 use shoal_common::window_share::{SharedWindow, Side};
 use tokio::io::AsyncWrite;
 use tokio::sync::{mpsc, watch, Semaphore};
@@ -32,6 +34,9 @@ pub(crate) struct Hub {
     /// Folders prepared over the control channel (`recv --control`): a run with one of these
     /// ids writes into its own folder instead of `--dest`.
     prepared: Mutex<HashMap<[u8; 16], PathBuf>>,
+    /// Run ids whose prepared folder was cleaned up (most recent last, bounded): such a run
+    /// is refused rather than written into `--dest` itself.
+    forgotten: Mutex<std::collections::VecDeque<[u8; 16]>>,
 }
 
 /// Most run folders the control channel keeps track of at once.
@@ -40,6 +45,13 @@ pub(crate) const MAX_PREPARED: usize = 100_000;
 /// One run, shared by its connections.
 pub(crate) struct Run {
     pub hello: Hello,
+    /// Where it writes (`--dest`, or its prepared folder).
+    pub dest: PathBuf,
+    /// Whether `dest` is a prepared folder of its own (not `--dest` itself).
+    pub prepared: bool,
+    /// Set when the writer failed: connections stop reading at once, and report the
+    /// writer's error rather than a failure of their own.
+    pub writer_failed: Arc<AtomicBool>,
     pub first_byte: Instant,
     pub budget: Arc<Semaphore>,
     pub claims: Mutex<Claims>,
@@ -129,16 +141,32 @@ impl Hub {
         self.runs.lock().expect("hub lock").contains_key(run_id)
     }
 
-    /// Forgets a prepared folder, unless a run is writing into it right now.
+    /// Forgets a prepared folder, unless a run is writing into it right now. A later run
+    /// with that id is refused (it must not land in `--dest` itself).
     pub(crate) fn forget(&self, run_id: &[u8; 16]) -> Result<PathBuf> {
-        if self.runs.lock().expect("hub lock").contains_key(run_id) {
+        let runs = self.runs.lock().expect("hub lock");
+        if runs.contains_key(run_id) {
             bail!("run {} is still in progress", hex::encode(run_id));
         }
-        self.prepared
+        let folder = self
+            .prepared
             .lock()
             .expect("prepared lock")
             .remove(run_id)
-            .ok_or_else(|| anyhow::anyhow!("run {} was not prepared here", hex::encode(run_id)))
+            .ok_or_else(|| anyhow::anyhow!("run {} was not prepared here", hex::encode(run_id)))?;
+        let mut forgotten = self.forgotten.lock().expect("forgotten lock");
+        if forgotten.len() >= MAX_PREPARED {
+            forgotten.pop_front();
+        }
+        forgotten.push_back(*run_id);
+        Ok(folder)
+    }
+
+    fn was_forgotten(&self, run_id: &[u8; 16]) -> bool {
+        self.forgotten
+            .lock()
+            .expect("forgotten lock")
+            .contains(run_id)
     }
 
     /// Creates the run of `hello`, or joins it; refuses a hello that does not match the run.
@@ -173,17 +201,67 @@ impl Hub {
                 run.clone()
             }
             None => {
+                let run_hex = hex::encode(hello.run_id);
+                let prepared = self.prepared_dest(&hello.run_id);
+                if prepared.is_none() && self.was_forgotten(&hello.run_id) {
+                    bail!("run {run_hex}'s folder was cleaned up; refusing to write that run into the destination itself");
+                }
+                let (dest, writer_dest) = match prepared {
+                    Some(folder) => {
+                        // The prepared folder must still be there, and a folder: never a
+                        // symbolic link swapped in, never recreated.
+                        open_subfolder(&config.dest, &run_hex)
+                            .with_context(|| format!("run {run_hex}'s prepared folder"))?;
+                        let wd = WriterDest::Prepared {
+                            parent: config.dest.clone(),
+                            name: run_hex.clone(),
+                        };
+                        (folder, wd)
+                    }
+                    None => (config.dest.clone(), WriterDest::Root(config.dest.clone())),
+                };
+                let is_prepared = matches!(writer_dest, WriterDest::Prepared { .. });
+                // Two runs writing into one destination at once could leave a tree that is
+                // neither's (each reporting ok): the later one is refused up front. A run into
+                // `--dest` overlaps every run (prepared folders are inside it); runs into
+                // different prepared folders do not overlap.
+                if let Some(other) = runs
+                    .values()
+                    .find(|r| r.dest == dest || !is_prepared || !r.prepared)
+                {
+                    bail!(
+                        "destination {} is being written by run {} (from its first connection {:.1} s ago); a second run into it at the same time could mix the two runs' files, so run {} is refused: wait for the other to end, or use another destination",
+                        other.dest.display(),
+                        &hex::encode(other.hello.run_id)[..8],
+                        other.first_byte.elapsed().as_secs_f64(),
+                        &run_hex[..8]
+                    );
+                }
                 metrics::reset_peak_rss();
-                let dest = self
-                    .prepared_dest(&hello.run_id)
-                    .unwrap_or_else(|| config.dest.clone());
-                let writer = WriterThread::spawn(dest, config.fsync)?;
+                let cancel = CancellationToken::new();
+                let writer_failed = Arc::new(AtomicBool::new(false));
+                let on_fail = {
+                    let (cancel, failed) = (cancel.clone(), writer_failed.clone());
+                    Box::new(move || {
+                        failed.store(true, Ordering::SeqCst);
+                        cancel.cancel();
+                    })
+                };
+                let writer = WriterThread::spawn(WriterOptions {
+                    dest: writer_dest,
+                    fsync: config.fsync,
+                    tag: run_hex,
+                    on_fail: Some(on_fail),
+                })?;
                 let run = Arc::new(Run {
                     hello: hello.clone(),
+                    dest,
+                    prepared: is_prepared,
+                    writer_failed,
                     first_byte: ready,
                     budget: Arc::new(Semaphore::new(config.write_budget)),
                     claims: Mutex::new(Claims::default()),
-                    cancel: CancellationToken::new(),
+                    cancel,
                     next_file_id: AtomicU64::new(0),
                     quic_window: SharedWindow::new(
                         config.flow.conn_window,
@@ -305,6 +383,11 @@ impl Membership {
 }
 
 impl Run {
+    /// Whether the writer failed (its report carries the cause).
+    pub(crate) fn writer_failed(&self) -> bool {
+        self.writer_failed.load(Ordering::SeqCst)
+    }
+
     /// Whether the caller is the one to finish the run now (at most one caller ever is).
     fn take_finalize(&self, st: &mut State) -> bool {
         let all_in = st.joined == self.hello.conn_count || st.closed;

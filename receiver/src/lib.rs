@@ -163,6 +163,27 @@ impl Receiver {
         // --max-streams); raise the open-files limit as far as this process may.
         shoal_common::fdlimit::raise_open_files_limit(OPEN_FILES_WANTED);
         let listener = bind_tcp(listen, &config.flow)?;
+        // Partial files a killed receiver left under temporary names (never under their final
+        // names) are removed in the background: walking a large destination takes a while,
+        // and the files of runs this process starts are never touched.
+        let dest = config.dest.clone();
+        std::thread::Builder::new()
+            .name("shoal-temp-sweep".into())
+            .spawn(
+                move || match shoal_common::pipeline::writer::remove_stale_temps(&dest) {
+                    Ok(0) => {}
+                    Ok(n) => eprintln!(
+                        "removed {n} temporary file(s) ({}*) that an interrupted run left under {}",
+                        shoal_common::pipeline::writer::TEMP_PREFIX,
+                        dest.display()
+                    ),
+                    Err(e) => eprintln!(
+                        "cannot look for temporary files left under {}: {e:#}",
+                        dest.display()
+                    ),
+                },
+            )
+            .context("cannot start the temporary-file sweep")?;
         let addr = listener.local_addr()?;
         let (endpoint, udp_rcvbuf) = quic::bind(addr, &identity, &config)?;
         let tls = tokio_rustls::TlsAcceptor::from(Arc::new(identity.server_config()?));

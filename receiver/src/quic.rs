@@ -141,9 +141,18 @@ pub(crate) async fn handle(ctx: Arc<Shared>, incoming: quinn::Incoming, rcvbuf: 
             let (tx, files) = mpsc::unbounded_channel();
             let acceptor = {
                 let conn = conn.clone();
+                // At most max_streams file streams are accepted and not yet written: a slot
+                // is taken before a stream is accepted and freed when its handler ends, so a
+                // stream quinn has already released (its bytes read) still counts.
+                let slots = Arc::new(tokio::sync::Semaphore::new(
+                    hello.max_streams.max(1) as usize
+                ));
                 tokio::spawn(async move {
-                    while let Ok(s) = conn.accept_uni().await {
-                        if tx.send(InboundFile::Quic(s)).is_err() {
+                    while let Ok(slot) = slots.clone().acquire_owned().await {
+                        let Ok(s) = conn.accept_uni().await else {
+                            break;
+                        };
+                        if tx.send(InboundFile::Quic(s, slot)).is_err() {
                             break;
                         }
                     }
@@ -156,7 +165,20 @@ pub(crate) async fn handle(ctx: Arc<Shared>, incoming: quinn::Incoming, rcvbuf: 
                 .finish_and_reply(&ctx.hub, end, config.idle_timeout, &mut wr)
                 .await
         }
-        _ => unreachable!("admit() refuses TCP modes on QUIC"),
+        Mode::TcpBundle | Mode::TcpStreams | Mode::TcpWait => {
+            // admit() refuses TCP modes on QUIC; never a panic reachable from the network.
+            let why = anyhow::anyhow!("mode {} cannot run over QUIC", hello.mode);
+            let end = crate::hub::ConnEnd {
+                errors: vec![format!("{why:#}")],
+                stopped: false,
+                peak_streams: 0,
+                facts,
+            };
+            seat.finished();
+            member
+                .finish_and_reply(&ctx.hub, end, config.idle_timeout, &mut wr)
+                .await
+        }
     };
     // Wait (bounded) for the sender to close, so the reply is delivered.
     let _ = tokio::time::timeout(std::time::Duration::from_secs(5), conn.closed()).await;

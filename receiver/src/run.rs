@@ -170,7 +170,14 @@ pub(crate) async fn reply<W: AsyncWrite + Unpin>(
     sync: Option<impl std::future::Future<Output = Result<u64, String>>>,
 ) {
     if !completion.errors.is_empty() {
-        send_error(wr, &completion.errors.join("; ")).await;
+        // The sender reads what was kept from this (sender/src/replies.rs).
+        let message = format!(
+            "{}; the receiver kept {} complete file(s) ({} bytes)",
+            completion.errors.join("; "),
+            completion.files,
+            completion.bytes
+        );
+        send_error(wr, &message).await;
         return;
     }
     let mut out = BytesMut::new();

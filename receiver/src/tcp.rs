@@ -253,7 +253,16 @@ async fn serve<S>(
             let Some(completion) = served else { return };
             completion
         }
-        Mode::QuicBundle | Mode::QuicStreams => unreachable!("admit() refuses QUIC modes on TCP"),
+        Mode::QuicBundle | Mode::QuicStreams => {
+            // admit() refuses QUIC modes on TCP; the peer is told why (this used to be an
+            // `unreachable!` that panicked the task and left the peer without a reply).
+            let why = admitted
+                .err()
+                .unwrap_or_else(|| anyhow::anyhow!("mode {} needs QUIC, not TCP", hello.mode));
+            run::refuse(&mut wr, peer, &why).await;
+            run::linger(&mut rd).await;
+            return;
+        }
     };
     ctx.report_run(&hello, peer, completion);
 }

@@ -188,6 +188,7 @@ pub async fn send(config: &SendConfig) -> RunRow {
             row.files = tree.files.len() as u64;
             row.bytes = tree.total_bytes;
             row.skipped_symlinks = tree.skipped_symlinks;
+            row.skipped_special = tree.skipped_special;
             let work = transfer(config, run_id, tree);
             match config.timeout {
                 Some(limit) => tokio::time::timeout(limit, work)
@@ -254,6 +255,10 @@ pub async fn send(config: &SendConfig) -> RunRow {
             row.seconds = started.elapsed().as_secs_f64();
             row.status = "failed".into();
             row.error = format!("{e:#}");
+            // What the receiver kept, as its error reply says (issue 16, item 9).
+            if let Some((files, bytes)) = replies::kept_by_receiver(&row.error) {
+                (row.files_ready, row.bytes_ready) = (files, bytes);
+            }
         }
     }
     row

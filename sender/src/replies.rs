@@ -120,3 +120,27 @@ async fn next_final<R: AsyncRead + Unpin>(
         }
     }
 }
+
+/// What a failed run's error reply says the receiver kept: "kept K complete file(s) (B
+/// bytes)", which the receiver appends to every failure it reports after a run started.
+pub(crate) fn kept_by_receiver(message: &str) -> Option<(u64, u64)> {
+    let at = message.rfind(KEPT)?;
+    let rest = &message[at + KEPT.len()..];
+    let (files, rest) = rest.split_once(" complete file(s) (")?;
+    let (bytes, _) = rest.split_once(" bytes)")?;
+    Some((files.parse().ok()?, bytes.parse().ok()?))
+}
+
+const KEPT: &str = "the receiver kept ";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_what_the_receiver_kept() {
+        let m = "receiver refused the run: cannot write \"a\": disk full; the receiver kept 38 complete file(s) (155648 bytes)";
+        assert_eq!(kept_by_receiver(m), Some((38, 155_648)));
+        assert_eq!(kept_by_receiver("peer idle"), None);
+    }
+}

@@ -64,11 +64,25 @@ pub struct ReceiverProc {
     pub dest: PathBuf,
     /// Lines the receiver printed after its banner (run reports).
     pub lines: mpsc::Receiver<String>,
+    /// What it printed on stderr, when started with [`ReceiverProc::start_logged`].
+    pub log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl ReceiverProc {
     pub fn start(identity: &Path, dest: &Path, extra: &[&str]) -> Self {
         Self::start_at("127.0.0.1:0", None, identity, dest, extra)
+    }
+
+    /// Like [`ReceiverProc::start`], keeping its stderr (the log) in `log`.
+    pub fn start_logged(identity: &Path, dest: &Path, extra: &[&str]) -> Self {
+        let mut cmd = Self::command("127.0.0.1:0", identity, dest, extra);
+        cmd.stderr(Stdio::piped());
+        Self::spawn(cmd, None, identity, dest)
+    }
+
+    /// The log lines so far.
+    pub fn log_text(&self) -> String {
+        self.log.lock().unwrap().join("\n")
     }
 
     /// A receiver whose open-files limit is `nofile` and that cannot raise it (root loses
@@ -134,6 +148,16 @@ impl ReceiverProc {
             None => cmd.spawn(),
         }
         .expect("start receiver");
+        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        if let Some(stderr) = child.stderr.take() {
+            let log = log.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                    eprintln!("receiver: {line}");
+                    log.lock().unwrap().push(line);
+                }
+            });
+        }
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
@@ -156,6 +180,7 @@ impl ReceiverProc {
             identity: identity.to_path_buf(),
             dest: dest.to_path_buf(),
             lines: rx,
+            log,
         }
     }
 

@@ -283,13 +283,27 @@ fn read_file(
         let Some(permit) = budget.acquire(head + n) else {
             return Ok(false);
         };
-        let mut bytes = BytesMut::with_capacity(head + n);
+        let last = left == n as u64;
+        // The last chunk asks for one byte more than is due: a file that grew since the walk
+        // fills it, and one that shrank ends early. Either fails the run, naming the change
+        // (a grown file used to be sent cut to its walk-time size and reported ok).
+        let room = n + usize::from(last);
+        let mut bytes = BytesMut::with_capacity(head + room);
         if first {
             codec::encode_file_header(&entry.rel, size, &mut bytes);
         }
-        bytes.put_bytes(0, n);
-        file.read_exact(&mut bytes[head..])
-            .map_err(|e| fail("read", e))?;
+        bytes.put_bytes(0, room);
+        let got = read_up_to(&mut file, &mut bytes[head..], n).map_err(|e| fail("read", e))?;
+        if got != n {
+            let at = size - left + got as u64;
+            let change = if got > n {
+                format!("it grew while being read (more than the {size} bytes it had at the walk)")
+            } else {
+                format!("it shrank while being read (ended after {at} of the {size} bytes it had at the walk)")
+            };
+            return Err(fail("read", std::io::Error::other(change)).into());
+        }
+        bytes.truncate(head + n);
         left -= n as u64;
         let kind = ChunkKind::File {
             index,
@@ -304,6 +318,27 @@ fn read_file(
         }
         first = false;
     }
+}
+
+/// Reads into `buf` until it is full, the file ends, or a read comes back short once `due`
+/// bytes are in (a regular file's read is short only at its end, so no extra read is spent
+/// to see the end). Returns the bytes read: `due` when the file ended there.
+fn read_up_to(file: &mut File, buf: &mut [u8], due: usize) -> std::io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match file.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(r) => {
+                filled += r;
+                if filled == due {
+                    break; // short of the spare byte: the end of the file
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
 }
 
 fn deliver(

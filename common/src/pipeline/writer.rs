@@ -2,11 +2,19 @@
 //!
 //! Confinement: every name is a validated [`RelPath`]; folders are created and opened one
 //! component at a time with `mkdirat`/`openat(O_DIRECTORY | O_NOFOLLOW)` relative to the
-//! already-open parent, and files with `openat(O_NOFOLLOW)`. A symbolic link that already
-//! exists at the destination is never followed: the write fails and names it. Folder handles
-//! are cached, so each folder is created and opened once per run.
+//! already-open parent. A symbolic link on the way to a file is never followed: the write
+//! fails and names it. Folder handles are cached, so each folder is created and opened once
+//! per run.
 //!
-//! A file is *ready* when all its announced bytes are written and it is closed.
+//! Atomic completion: a file is written under a temporary name in its folder
+//! (`.shoal-tmp.<pid>.<run>.<n>`, created with `O_CREAT | O_EXCL`, so it never opens or
+//! follows an existing entry) and renamed over its final name with `renameat` only once every
+//! announced byte is in and it is closed. A final name therefore only ever holds a complete
+//! file; an existing entry there (a file, a symbolic link, a hard link to a file elsewhere)
+//! is replaced, never written through. A failed run removes its temporary files; a killed
+//! one leaves them, and [`remove_stale_temps`] removes them at the next receiver start.
+//!
+//! A file is *ready* when all its announced bytes are written, it is closed and renamed.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
@@ -19,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use bytes::Bytes;
-use rustix::fs::{mkdirat, openat, unlinkat, AtFlags, Mode, OFlags};
+use rustix::fs::{mkdirat, openat, renameat, unlinkat, AtFlags, Mode, OFlags};
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit};
 
 use crate::latency::LatencyHistogram;
@@ -32,12 +40,23 @@ const MAX_CACHED_DIRS: usize = 4096;
 /// Identifies one open file among those a run writes concurrently (e.g. a stream id).
 pub type FileId = u64;
 
+/// Every temporary file name starts with this: `.shoal-tmp.<pid>.<run>.<n>`.
+pub const TEMP_PREFIX: &str = ".shoal-tmp.";
+
+/// Whether `name` (one path component) is reserved for the receiver's temporary files.
+pub fn is_temp_name(name: &[u8]) -> bool {
+    name.starts_with(TEMP_PREFIX.as_bytes())
+}
+
 /// Writes one run's files under a destination root.
 #[derive(Debug)]
 pub struct DestWriter {
     root_path: PathBuf,
     root: Arc<OwnedFd>,
     dirs: HashMap<Box<[u8]>, Arc<OwnedFd>>,
+    /// `.shoal-tmp.<pid>.<run>.`: each file's temporary name is this and a counter.
+    temp_prefix: Vec<u8>,
+    next_temp: u64,
     open: HashMap<FileId, OpenFile>,
     /// Hashes of the paths written in this run, to refuse a second record for the same path.
     seen: HashSet<u64>,
@@ -51,6 +70,9 @@ pub struct DestWriter {
 #[derive(Debug)]
 struct OpenFile {
     file: File,
+    /// The folder it is written in, and its temporary name there.
+    dir: Arc<OwnedFd>,
+    temp: Box<[u8]>,
     path: RelPath,
     expected: u64,
     written: u64,
@@ -60,8 +82,9 @@ struct OpenFile {
 
 impl DestWriter {
     /// Opens (creating if needed) the destination root. The root itself is the operator's
-    /// choice and is trusted; everything below it is confined.
-    pub fn open(root: &Path) -> Result<Self> {
+    /// choice and is trusted; everything below it is confined. `tag` names the run in
+    /// temporary file names (hex digits).
+    pub fn open(root: &Path, tag: &str) -> Result<Self> {
         std::fs::create_dir_all(root)
             .with_context(|| format!("cannot create destination {}", root.display()))?;
         let fd = openat(
@@ -71,10 +94,26 @@ impl DestWriter {
             Mode::empty(),
         )
         .with_context(|| format!("cannot open destination {}", root.display()))?;
-        Ok(Self {
+        Ok(Self::with_root(root, fd, tag))
+    }
+
+    /// Opens an existing folder `name` inside the trusted folder `parent` without following
+    /// a symbolic link there and without creating it: a run's prepared folder must still be
+    /// the folder that was prepared.
+    pub fn open_existing(parent: &Path, name: &str, tag: &str) -> Result<Self> {
+        let root = parent.join(name);
+        let fd = open_subfolder(parent, name)?;
+        Ok(Self::with_root(&root, fd, tag))
+    }
+
+    fn with_root(root: &Path, fd: OwnedFd, tag: &str) -> Self {
+        let temp_prefix = format!("{TEMP_PREFIX}{}.{tag}.", std::process::id()).into_bytes();
+        Self {
             root_path: root.to_path_buf(),
             root: Arc::new(fd),
             dirs: HashMap::new(),
+            temp_prefix,
+            next_temp: 0,
             open: HashMap::new(),
             seen: HashSet::new(),
             seen_hasher: RandomState::new(),
@@ -82,7 +121,7 @@ impl DestWriter {
             bytes_written: 0,
             last_close: None,
             latency: LatencyHistogram::default(),
-        })
+        }
     }
 
     /// Latency of every file closed so far.
@@ -106,8 +145,9 @@ impl DestWriter {
         self.last_close
     }
 
-    /// Creates (or truncates) `path` for `size` bytes under id `id`; `sent_at_us` is the
-    /// sender's wall clock when it started sending the file (0 if unknown).
+    /// Starts `path` for `size` bytes under id `id`, as a new temporary file in its folder;
+    /// `sent_at_us` is the sender's wall clock when it started sending the file (0 if
+    /// unknown). Nothing exists under the final name until [`DestWriter::close_file`].
     pub fn open_file(
         &mut self,
         id: FileId,
@@ -122,11 +162,20 @@ impl DestWriter {
             bail!("\"{path}\" was sent twice in this run");
         }
         let (parent, name) = path.split_parent();
+        if is_temp_name(name) {
+            bail!("\"{path}\": names starting with {TEMP_PREFIX} are reserved for the receiver's temporary files");
+        }
         let dir = self.dir_fd(parent)?;
+        let mut temp = Vec::with_capacity(self.temp_prefix.len() + 20);
+        temp.extend_from_slice(&self.temp_prefix);
+        temp.extend_from_slice(self.next_temp.to_string().as_bytes());
+        self.next_temp += 1;
+        // O_EXCL: a new inode, never an entry that exists (O_CREAT | O_EXCL does not follow a
+        // symbolic link either).
         let fd = openat(
             &*dir,
-            name,
-            OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            &temp[..],
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
             Mode::from_raw_mode(0o644),
         )
         .map_err(|e| refuse(path.as_bytes(), e, "file"))?;
@@ -134,6 +183,8 @@ impl DestWriter {
             id,
             OpenFile {
                 file: File::from(fd),
+                dir,
+                temp: temp.into_boxed_slice(),
                 path: path.clone(),
                 expected: size,
                 written: 0,
@@ -164,7 +215,9 @@ impl DestWriter {
         Ok(())
     }
 
-    /// Closes file `id`; it is ready if every announced byte arrived.
+    /// Closes file `id` and renames it into place; it is ready if every announced byte
+    /// arrived. An existing entry under its name (a file, a symbolic link, a hard link) is
+    /// replaced, never written through.
     pub fn close_file(&mut self, id: FileId) -> Result<()> {
         let f = self
             .open
@@ -172,16 +225,28 @@ impl DestWriter {
             .ok_or_else(|| anyhow!("close of file id {id}, which is not open"))?;
         if f.written != f.expected {
             let (path, written, expected) = (f.path.clone(), f.written, f.expected);
-            drop(f);
-            self.remove_partial(&path);
+            remove_temp(f);
             bail!("\"{path}\" ended after {written} of its announced {expected} bytes");
         }
-        drop(f.file);
+        let OpenFile {
+            file,
+            dir,
+            temp,
+            path,
+            sent_at_us,
+            ..
+        } = f;
+        drop(file);
+        let (_, name) = path.split_parent();
+        if let Err(e) = renameat(&*dir, &temp[..], &*dir, name) {
+            let _ = unlinkat(&*dir, &temp[..], AtFlags::empty());
+            return Err(refuse(path.as_bytes(), e, "file"));
+        }
         self.files_ready += 1;
         self.last_close = Some(Instant::now());
-        if f.sent_at_us != 0 {
+        if sent_at_us != 0 {
             self.latency
-                .record(wall_clock_us().saturating_sub(f.sent_at_us));
+                .record(wall_clock_us().saturating_sub(sent_at_us));
         }
         Ok(())
     }
@@ -191,13 +256,17 @@ impl DestWriter {
         self.dir_fd(path.as_bytes()).map(drop)
     }
 
-    /// Removes every file still open (partial), returning their names.
+    /// Removes every file still open (partial: its temporary file), returning their names.
+    /// Their final names were never touched.
     pub fn abort(&mut self) -> Vec<RelPath> {
-        let partial: Vec<RelPath> = self.open.drain().map(|(_, f)| f.path).collect();
-        for p in &partial {
-            self.remove_partial(p);
-        }
-        partial
+        self.open
+            .drain()
+            .map(|(_, f)| {
+                let path = f.path.clone();
+                remove_temp(f);
+                path
+            })
+            .collect()
     }
 
     /// Syncs the destination's file system (every file and folder written), returning the time
@@ -207,13 +276,6 @@ impl DestWriter {
         rustix::fs::syncfs(&*self.root)
             .with_context(|| format!("cannot sync {}", self.root_path.display()))?;
         Ok(start.elapsed())
-    }
-
-    fn remove_partial(&mut self, path: &RelPath) {
-        let (parent, name) = path.split_parent();
-        if let Ok(dir) = self.dir_fd(parent) {
-            let _ = unlinkat(&*dir, name, AtFlags::empty());
-        }
     }
 
     /// Handle of folder `rel` (bytes; empty = root), creating missing components.
@@ -247,6 +309,128 @@ impl DestWriter {
         self.dirs.insert(rel.into(), fd.clone());
         Ok(fd)
     }
+}
+
+/// Closes a partial file and removes its temporary name.
+fn remove_temp(f: OpenFile) {
+    drop(f.file);
+    let _ = unlinkat(&*f.dir, &f.temp[..], AtFlags::empty());
+}
+
+/// Opens folder `name` inside `parent` (trusted) without following a symbolic link there;
+/// fails if it is missing.
+pub fn open_subfolder(parent: &Path, name: &str) -> Result<OwnedFd> {
+    let parent_fd = openat(
+        rustix::fs::CWD,
+        parent,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .with_context(|| format!("cannot open {}", parent.display()))?;
+    openat(
+        &parent_fd,
+        name,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| match e {
+        rustix::io::Errno::NOENT => anyhow!("the folder {name} in {} is gone", parent.display()),
+        rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR => anyhow!(
+            "{name} in {} is no longer a folder (a symbolic link or a file); refusing to follow it",
+            parent.display()
+        ),
+        other => anyhow!(
+            "cannot open {name} in {}: {}",
+            parent.display(),
+            io::Error::from(other)
+        ),
+    })
+}
+
+/// Removes the temporary files that receivers which are no longer running left anywhere
+/// under `root` (a killed run's partial files). Walks with `openat(O_NOFOLLOW)` from `root`,
+/// so it never leaves it. Files of a live process (this one, or another receiver on the
+/// same destination) are left alone. Returns how many were removed.
+pub fn remove_stale_temps(root: &Path) -> Result<u64> {
+    let fd = match openat(
+        rustix::fs::CWD,
+        root,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::NOENT) => return Ok(0),
+        Err(e) => {
+            return Err(anyhow!(
+                "cannot open {}: {}",
+                root.display(),
+                io::Error::from(e)
+            ))
+        }
+    };
+    let me = std::process::id();
+    let mut removed = 0;
+    // Depth first, holding one open folder per level: (folder, its subfolders still to visit).
+    let mut stack: Vec<(OwnedFd, Vec<std::ffi::CString>)> = Vec::new();
+    let subdirs = scan_for_temps(&fd, me, &mut removed);
+    stack.push((fd, subdirs));
+    while let Some((dir, pending)) = stack.last_mut() {
+        let Some(name) = pending.pop() else {
+            stack.pop();
+            continue;
+        };
+        let Ok(sub) = openat(
+            &*dir,
+            name.as_c_str(),
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) else {
+            continue;
+        };
+        let subdirs = scan_for_temps(&sub, me, &mut removed);
+        stack.push((sub, subdirs));
+    }
+    Ok(removed)
+}
+
+/// Removes the stale temporary files in one folder; returns its subfolders.
+fn scan_for_temps(dir: &OwnedFd, me: u32, removed: &mut u64) -> Vec<std::ffi::CString> {
+    use rustix::fs::FileType;
+    let mut subdirs = Vec::new();
+    let Ok(listing) = rustix::fs::Dir::read_from(dir) else {
+        return subdirs;
+    };
+    for entry in listing.flatten() {
+        let name = entry.file_name();
+        let bytes = name.to_bytes();
+        if bytes == b"." || bytes == b".." {
+            continue;
+        }
+        let mut kind = entry.file_type();
+        if kind == FileType::Unknown {
+            kind = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)
+                .map(|st| FileType::from_raw_mode(st.st_mode))
+                .unwrap_or(FileType::Unknown);
+        }
+        if kind == FileType::Directory {
+            subdirs.push(name.to_owned());
+        } else if kind == FileType::RegularFile && is_temp_name(bytes) {
+            if let Some(pid) = temp_owner(bytes) {
+                let alive = pid == me || Path::new(&format!("/proc/{pid}")).exists();
+                if !alive && unlinkat(dir, name, AtFlags::empty()).is_ok() {
+                    *removed += 1;
+                }
+            }
+        }
+    }
+    subdirs
+}
+
+/// The process id in a temporary file name `.shoal-tmp.<pid>.…`.
+fn temp_owner(name: &[u8]) -> Option<u32> {
+    let rest = &name[TEMP_PREFIX.len()..];
+    let end = rest.iter().position(|&b| b == b'.')?;
+    std::str::from_utf8(&rest[..end]).ok()?.parse().ok()
 }
 
 /// Turns an `openat`/`mkdirat` failure into an error that names the path and the cause.
@@ -347,18 +531,55 @@ pub struct WriterThread {
     report: oneshot::Receiver<WriterReport>,
 }
 
+/// Where a run's writer writes.
+#[derive(Debug, Clone)]
+pub enum WriterDest {
+    /// The destination root (created if missing).
+    Root(PathBuf),
+    /// A folder prepared for the run, `name` inside `parent`: it must still exist and be a
+    /// folder (not a symbolic link) when the run starts.
+    Prepared { parent: PathBuf, name: String },
+}
+
+/// How a run's writer is started.
+pub struct WriterOptions {
+    pub dest: WriterDest,
+    /// Sync the file system once the channel closes without error.
+    pub fsync: bool,
+    /// Names the run in temporary file names (hex digits).
+    pub tag: String,
+    /// Called (on the writer thread) as soon as a write fails, so the network side can stop
+    /// at once rather than when it next hands over a batch.
+    pub on_fail: Option<Box<dyn FnOnce() + Send>>,
+}
+
 impl WriterThread {
-    /// Starts a writer for `dest`. With `fsync`, the file system is synced once the channel
-    /// closes without error, after the report is out (`WriterReport::sync`).
-    pub fn spawn(dest: PathBuf, fsync: bool) -> Result<Self> {
+    /// Starts a writer. With `fsync`, the file system is synced once the channel closes
+    /// without error, after the report is out (`WriterReport::sync`).
+    pub fn spawn(options: WriterOptions) -> Result<Self> {
         let (tx, mut rx) = mpsc::channel::<WriteBatch>(256);
         let (report_tx, report) = oneshot::channel();
+        let WriterOptions {
+            dest,
+            fsync,
+            tag,
+            mut on_fail,
+        } = options;
         std::thread::Builder::new()
             .name("shoal-writer".into())
             .spawn(move || {
-                let mut writer = match DestWriter::open(&dest) {
+                let opened = match &dest {
+                    WriterDest::Root(root) => DestWriter::open(root, &tag),
+                    WriterDest::Prepared { parent, name } => {
+                        DestWriter::open_existing(parent, name, &tag)
+                    }
+                };
+                let mut writer = match opened {
                     Ok(w) => w,
                     Err(e) => {
+                        if let Some(f) = on_fail.take() {
+                            f();
+                        }
                         let _ = report_tx.send(WriterReport::failed(e));
                         return;
                     }
@@ -368,6 +589,9 @@ impl WriterThread {
                     for op in batch.ops {
                         if let Err(e) = apply(&mut writer, op) {
                             error = Some(e);
+                            if let Some(f) = on_fail.take() {
+                                f();
+                            }
                             break 'outer;
                         }
                     }
@@ -446,7 +670,7 @@ mod tests {
     #[test]
     fn writes_files_and_folders() {
         let t = tempfile::tempdir().unwrap();
-        let mut w = DestWriter::open(t.path()).unwrap();
+        let mut w = DestWriter::open(t.path(), "t").unwrap();
         w.open_file(1, &rel("a/b/c"), 3, 0).unwrap();
         w.write(1, b"abc").unwrap();
         w.close_file(1).unwrap();
@@ -462,18 +686,91 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(outside.path(), t.path().join("d")).unwrap();
         std::os::unix::fs::symlink(outside.path().join("f"), t.path().join("leaf")).unwrap();
-        let mut w = DestWriter::open(t.path()).unwrap();
+        let mut w = DestWriter::open(t.path(), "t").unwrap();
         let err = w.open_file(1, &rel("d/f"), 1, 0).unwrap_err().to_string();
         assert!(err.contains("\"d\""), "{err}");
-        let err = w.open_file(2, &rel("leaf"), 1, 0).unwrap_err().to_string();
-        assert!(err.contains("symbolic link"), "{err}");
+        // A symbolic link under a file's final name is replaced, not followed.
+        w.open_file(2, &rel("leaf"), 1, 0).unwrap();
+        w.write(2, b"x").unwrap();
+        w.close_file(2).unwrap();
+        assert!(t.path().join("leaf").symlink_metadata().unwrap().is_file());
         assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn replaces_hard_links_and_keeps_final_names_complete() {
+        let outside = tempfile::tempdir().unwrap();
+        let t = tempfile::tempdir().unwrap();
+        let victim = outside.path().join("victim");
+        std::fs::write(&victim, b"outside").unwrap();
+        std::fs::hard_link(&victim, t.path().join("hl")).unwrap();
+        std::fs::write(t.path().join("old"), b"previous run").unwrap();
+        let mut w = DestWriter::open(t.path(), "t").unwrap();
+        w.open_file(1, &rel("hl"), 3, 0).unwrap();
+        w.write(1, b"new").unwrap();
+        w.close_file(1).unwrap();
+        assert_eq!(
+            std::fs::read(&victim).unwrap(),
+            b"outside",
+            "written through"
+        );
+        assert_eq!(std::fs::read(t.path().join("hl")).unwrap(), b"new");
+        // While a file is written, its final name holds what it held before; a partial file
+        // never reaches it.
+        w.open_file(2, &rel("old"), 10, 0).unwrap();
+        w.write(2, b"half").unwrap();
+        assert_eq!(
+            std::fs::read(t.path().join("old")).unwrap(),
+            b"previous run"
+        );
+        w.open_file(3, &rel("d/new"), 10, 0).unwrap();
+        w.write(3, b"half").unwrap();
+        assert!(!t.path().join("d/new").exists());
+        assert_eq!(w.abort().len(), 2);
+        assert_eq!(
+            std::fs::read(t.path().join("old")).unwrap(),
+            b"previous run"
+        );
+        let mut left: Vec<_> = std::fs::read_dir(t.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["d", "hl", "old"]);
+        assert_eq!(std::fs::read_dir(t.path().join("d")).unwrap().count(), 0);
+        // A name reserved for temporary files is refused.
+        let err = w
+            .open_file(4, &rel("x/.shoal-tmp.1.a.0"), 0, 0)
+            .unwrap_err();
+        assert!(err.to_string().contains("reserved"), "{err}");
+    }
+
+    #[test]
+    fn stale_temporary_files_of_dead_receivers_are_removed() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(t.path().join("a/b")).unwrap();
+        // pid 4294967295 is above any pid_max: that receiver is not running.
+        let dead = ".shoal-tmp.4294967295.00ff.7";
+        let live = format!(".shoal-tmp.{}.00ff.8", std::process::id());
+        for p in [dead.to_string(), format!("a/b/{dead}"), live.clone()] {
+            std::fs::write(t.path().join(p), b"partial").unwrap();
+        }
+        std::fs::write(t.path().join("a/.shoal-tmpx"), b"not ours").unwrap();
+        std::os::unix::fs::symlink("/", t.path().join("a/root")).unwrap();
+        assert_eq!(remove_stale_temps(t.path()).unwrap(), 2);
+        assert!(!t.path().join(dead).exists());
+        assert!(!t.path().join("a/b").join(dead).exists());
+        assert!(
+            t.path().join(live).exists(),
+            "this process's own file stays"
+        );
+        assert!(t.path().join("a/.shoal-tmpx").exists());
     }
 
     #[test]
     fn refuses_overruns_duplicates_and_collisions() {
         let t = tempfile::tempdir().unwrap();
-        let mut w = DestWriter::open(t.path()).unwrap();
+        let mut w = DestWriter::open(t.path(), "t").unwrap();
         w.open_file(1, &rel("f"), 2, 0).unwrap();
         assert!(w.write(1, b"abc").is_err());
         w.write(1, b"ab").unwrap();
