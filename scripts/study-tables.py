@@ -16,7 +16,10 @@ CPU-bound. Sweeps that record read_wait_ms and stream_wait_ms get their medians 
 (summed over connections: 8 connections waiting a whole 5 s run show 40 s), and those that
 record host_busy_cores_p90 get "busy p90": the machine's busy cores, 90th percentile of 100 ms
 samples during the run, median over verified runs (its peaks: the "cores busy" average hides
-them behind an idle slow start).
+them behind an idle slow start). Sweeps over a lossy link (link_loss > 0) get "lost/sent %":
+the sender's lost packets / packets sent (TCP retransmitted segments / data segments sent;
+QUIC packets declared lost / packets sent), median over verified runs, and "link loss
+drops": the wire packets the emulator dropped at random (both directions), median.
 """
 import csv
 import statistics
@@ -63,13 +66,16 @@ def main(path):
         cpu = "receiver_cpu_seconds" in any_row
         waits = "stream_wait_ms" in any_row
         p90 = "host_busy_cores_p90" in any_row
+        lossy = any((num(r.get("link_loss")) or 0) > 0 for rs in arms.values() for r in rs)
         print("| arm | ok/runs | MB/s median (min–max) | s median | peak RSS MB snd / rcv "
               "| snd CPU s " + ("| rcv CPU s | link CPU s | cores busy " if cpu else "")
               + ("| busy p90 " if p90 else "")
               + ("| read wait s | stream wait s " if waits else "")
+              + ("| lost/sent % | link loss drops " if lossy else "")
               + "| RTT ms | retrans. pkts | peak streams | queue drops | failed: bound MB/s |")
         print("|---|---|---|---|---|---|" + ("---|---|---|" if cpu else "")
-              + ("---|" if p90 else "") + ("---|---|" if waits else "") + "---|---|---|---|---|")
+              + ("---|" if p90 else "") + ("---|---|" if waits else "")
+              + ("---|---|" if lossy else "") + "---|---|---|---|---|")
         ordered = sorted(arms.items(), key=lambda kv: -(med(
             [num(r["mb_per_s"]) for r in kv[1] if r["status"] == "ok"]) or 0))
         for name, rs in ordered:
@@ -95,6 +101,12 @@ def main(path):
                 extra_cols += "".join(
                     f"| {fmt(med([(num(r.get(k)) or 0) / 1e3 for r in ok]) if ok else None, 2)} "
                     for k in ("read_wait_ms", "stream_wait_ms"))
+            if lossy:
+                shares = [100 * num(r.get("retransmits")) / num(r.get("sent_packets"))
+                          for r in ok if num(r.get("retransmits")) is not None
+                          and num(r.get("sent_packets"))]
+                extra_cols += (f"| {fmt(med(shares), 2)} "
+                               f"| {fmt(med([num(r.get('link_dropped_loss')) for r in rs]), 0)} ")
             print(f"| {name} | {len(ok)}/{len(rs)} | {rng} | {fmt(med(secs), 2)} "
                   f"| {rss_s:.0f} / {rss_r:.0f} "
                   f"| {fmt(med([num(r['sender_cpu_seconds']) for r in rs]), 2)} "
