@@ -38,7 +38,7 @@ pub(crate) async fn serve<R, W>(
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
-    if let Err(e) = session(&ctx, &mut rd, &mut wr, &mut buf, deadline).await {
+    if let Err(e) = session(&ctx, &mut rd, &mut wr, &mut buf, peer, deadline).await {
         eprintln!("{peer}: control: {e:#}");
         let _ = send_json(&mut wr, &Reply::failed(format!("{e:#}"))).await;
     }
@@ -50,6 +50,7 @@ async fn session<R, W>(
     rd: &mut R,
     wr: &mut W,
     buf: &mut BytesMut,
+    peer: SocketAddr,
     deadline: tokio::time::Instant,
 ) -> Result<()>
 where
@@ -92,7 +93,7 @@ where
                 return Ok(()); // the sweep is done with us
             }
         };
-        let (reply, manifest) = match handle(ctx, request).await {
+        let (reply, manifest) = match handle(ctx, request, peer).await {
             Ok(r) => r,
             Err(e) => (Reply::failed(format!("{e:#}")), None),
         };
@@ -109,7 +110,11 @@ where
 }
 
 /// Carries out one request: the reply, and for `hash` the encoded manifest to follow it.
-async fn handle(ctx: &Shared, request: Request) -> Result<(Reply, Option<Vec<u8>>)> {
+async fn handle(
+    ctx: &Shared,
+    request: Request,
+    peer: SocketAddr,
+) -> Result<(Reply, Option<Vec<u8>>)> {
     let dest_root = ctx.config.dest.clone();
     let hub = &ctx.hub;
     let mut reply = Reply {
@@ -139,9 +144,11 @@ async fn handle(ctx: &Shared, request: Request) -> Result<(Reply, Option<Vec<u8>
             if let Some(s) = shoal_common::hostfacts::cpu_steal_seconds() {
                 f.insert("cpu_steal_seconds".into(), format!("{s:.2}"));
             }
-            // What this end has in effect (buffers, controller, metrics saving, file system),
-            // for the sweep's meta.json and its kernel-state guard.
-            let facts = shoal_common::hostfacts::HostFacts::collect(None, Some(&dest_root));
+            // What this end has in effect (buffers, controller, metrics saving, the interface
+            // towards the sweep's host with its qdisc and offloads, file system), for the
+            // sweep's meta.json and its kernel-state guard.
+            let facts =
+                shoal_common::hostfacts::HostFacts::collect(Some(peer.ip()), Some(&dest_root));
             if let Ok(serde_json::Value::Object(m)) = serde_json::to_value(&facts) {
                 for (k, v) in m {
                     let text = match v {

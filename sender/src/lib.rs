@@ -206,7 +206,8 @@ pub async fn send(config: &SendConfig) -> RunRow {
         row.sender_udp_in_errors = Some(d.in_errors);
     }
     if let (Some(a), Some(b)) = (steal_start, cpu_steal_seconds()) {
-        row.cpu_steal_seconds = Some((b - a).max(0.0));
+        // /proc/stat counts in 10 ms ticks.
+        row.cpu_steal_seconds = Some(((b - a).max(0.0) * 100.0).round() / 100.0);
     }
     row.sender_peak_rss_bytes = metrics::peak_rss_bytes();
     match result {
