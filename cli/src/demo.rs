@@ -26,7 +26,7 @@ pub struct DemoArgs {
     #[arg(long)]
     dir: Option<PathBuf>,
     /// Transport mode.
-    #[arg(long, value_enum, default_value_t = Mode::TcpBundle)]
+    #[arg(long, default_value = "tcp-bundle", value_parser = crate::mode_parser())]
     mode: Mode,
 }
 

@@ -203,7 +203,7 @@ struct SendArgs {
     /// Transport mode. tcp-bundle: one TLS/TCP stream of records; tcp-streams: yamux stream per
     /// file; quic-bundle: one QUIC stream of records; quic-streams: QUIC stream per file;
     /// tcp-wait: control arm that waits for each file's acknowledgement (one RTT per file).
-    #[arg(long, value_enum, default_value_t = Mode::TcpBundle)]
+    #[arg(long, default_value = "tcp-bundle", value_parser = mode_parser())]
     mode: Mode,
     /// TCP modes without TLS, to isolate the cost of encryption (the receiver must run with
     /// --allow-plain; the token still applies).
@@ -286,10 +286,16 @@ struct VerifyArgs {
     json: bool,
 }
 
+/// `--mode`: the names `shoal_proto::wire::Mode` answers to, listed in `--help`.
+pub(crate) fn mode_parser() -> impl clap::builder::TypedValueParser<Value = Mode> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(Mode::ALL.iter().map(|m| m.name()))
+        .map(|name| name.parse::<Mode>().expect("a listed mode name"))
+}
+
 /// Parses `--cc`, naming what this kernel offers when the name is unknown.
 fn parse_cc(name: &str) -> Result<Cc, String> {
-    use clap::ValueEnum;
-    Cc::from_str(name, true).map_err(|_| {
+    name.parse::<Cc>().map_err(|_| {
         format!(
             "unknown congestion controller '{name}'; Shoal offers cubic, bbr and reno \
              (QUIC: quinn's); this kernel's TCP offers: {}",

@@ -2,7 +2,6 @@
 //! verification, TLS identity, metrics and the result row. Both ends and every transport use
 //! these; transports only decide how records are framed on the wire.
 
-pub mod codec;
 pub mod config;
 pub mod control;
 pub mod fdlimit;
@@ -12,11 +11,12 @@ pub mod latency;
 pub mod metrics;
 pub mod pipeline;
 pub mod provenance;
-pub mod relpath;
 pub mod row;
 pub mod stats;
 pub mod transport;
 pub mod tree;
-pub mod units;
 pub mod verify;
 pub mod window_share;
+
+// The protocol's pure parts live in `shoal-proto`; re-exported under their old paths.
+pub use shoal_proto::{codec, relpath, units};

@@ -1,5 +1,5 @@
-//! `RecordDecoder` on arbitrary bytes at arbitrary split points (body in `shoal_common::codec::fuzzing`).
+//! `RecordDecoder` on arbitrary bytes at arbitrary split points (body in `shoal_proto::codec::fuzzing`).
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| shoal_common::codec::fuzzing::record_stream(data));
+fuzz_target!(|data: &[u8]| shoal_proto::codec::fuzzing::record_stream(data));

@@ -7,8 +7,8 @@
 
 use bytes::{BufMut, BytesMut};
 
-use crate::config::Mode;
 use crate::relpath::{display_raw, PathError, PathLimits, RelPath};
+use crate::wire::Mode;
 
 /// First bytes of every sender stream.
 pub const MAGIC: [u8; 4] = *b"SHOL";
@@ -51,7 +51,7 @@ pub struct Hello {
     pub max_streams: u32,
     /// Congestion controller the sender asked for (`None`: system default); the receiver uses
     /// the same on its TCP sockets.
-    pub cc: Option<crate::config::Cc>,
+    pub cc: Option<crate::wire::Cc>,
 }
 
 /// Announces one file; exactly `size` bytes of content follow it.
@@ -399,7 +399,7 @@ fn decode_hello(input: &[u8]) -> Result<Option<(Hello, usize)>, DecodeError> {
     }
     let run_id: [u8; 16] = body[..16].try_into().expect("16 bytes");
     let mode = Mode::from_wire(body[16]).ok_or(DecodeError::BadHello("unknown mode"))?;
-    let cc = crate::config::Cc::from_wire(body[17])
+    let cc = crate::wire::Cc::from_wire(body[17])
         .ok_or(DecodeError::BadHello("unknown congestion controller"))?;
     let conn_index = read_u16(body, 18).expect("fixed");
     let conn_count = read_u16(body, 20).expect("fixed");
@@ -560,7 +560,7 @@ pub fn encode_hello(hello: &Hello, out: &mut BytesMut) {
     out.put_u32(body_len as u32);
     out.put_slice(&hello.run_id);
     out.put_u8(hello.mode.to_wire());
-    out.put_u8(crate::config::Cc::to_wire(hello.cc));
+    out.put_u8(crate::wire::Cc::to_wire(hello.cc));
     out.put_u16(hello.conn_index);
     out.put_u16(hello.conn_count);
     out.put_u32(hello.max_streams);
@@ -679,6 +679,7 @@ fn put_message(message: &str, out: &mut impl BufMut) {
 /// Fuzz target bodies for the decoders, shared by the coverage-guided fuzzer (`fuzz/`) and the
 /// normal test suite (which runs them over the seed corpus and seeded mutations). Each panics
 /// on a broken invariant; a decode error is an expected outcome, never a failure.
+#[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing {
     use super::*;
     use crate::relpath::fuzzing::assert_confined;
@@ -1110,7 +1111,7 @@ mod tests {
             conn_index: 0,
             conn_count: 1,
             max_streams: 4096,
-            cc: Some(crate::config::Cc::Bbr),
+            cc: Some(crate::wire::Cc::Bbr),
         }
     }
 
@@ -1403,7 +1404,7 @@ mod tests {
         let committed = corpus(target);
         assert!(
             !committed.is_empty(),
-            "fuzz/corpus/{target} is missing (cargo test -p shoal-common -- --ignored write_seed_corpus)"
+            "fuzz/corpus/{target} is missing (cargo test -p shoal-proto -- --ignored write_seed_corpus)"
         );
         inputs.extend(committed);
         for input in &inputs {

@@ -163,6 +163,7 @@ fn validate(bytes: &[u8], limits: &PathLimits) -> Result<(), PathError> {
 
 /// Fuzz target bodies for the path rules, shared by the coverage-guided fuzzer (`fuzz/`) and
 /// the normal test suite (which runs them over the seed corpus and seeded mutations).
+#[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing {
     use super::*;
     use std::path::Component;
