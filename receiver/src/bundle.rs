@@ -7,11 +7,12 @@ use std::sync::Arc;
 
 use anyhow::anyhow;
 use bytes::{Buf, BytesMut};
-use shoal_common::codec::{self, Hello, Record, RecordDecoder};
+use shoal_common::codec::{self, Record, RecordDecoder};
 use shoal_common::pipeline::writer::{WriteBatch, WriteOp};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, Semaphore};
 
+use crate::claims::Claims;
 use crate::hub::{ConnEnd, Membership};
 use crate::run::TransportFacts;
 use crate::{read_some, ReceiverConfig};
@@ -206,45 +207,4 @@ pub(crate) async fn send_batch(
         permit: Some(permit),
     };
     writer.send(batch).await.map_err(|_| PumpError::WriterGone)
-}
-
-/// Files and bytes announced by records so far, checked against the hello.
-#[derive(Debug, Default)]
-pub(crate) struct Claims {
-    pub files: u64,
-    pub bytes: u64,
-}
-
-impl Claims {
-    pub(crate) fn claim(&mut self, hello: &Hello, path: &str, size: u64) -> anyhow::Result<()> {
-        self.files += 1;
-        if self.files > hello.file_count {
-            return Err(anyhow!(
-                "more files than the {} the hello announced",
-                hello.file_count
-            ));
-        }
-        let remaining = hello.total_bytes - self.bytes;
-        if size > remaining {
-            return Err(anyhow!(
-                "file \"{path}\" claims {size} bytes, but only {remaining} of the announced total remain"
-            ));
-        }
-        self.bytes += size;
-        Ok(())
-    }
-
-    /// One connection's end marker against what that connection carried.
-    pub(crate) fn check_own_end(&self, end: codec::EndMarker) -> anyhow::Result<()> {
-        if end.files != self.files || end.bytes != self.bytes {
-            return Err(anyhow!(
-                "end marker counts {} files / {} bytes but {} / {} arrived on this connection",
-                end.files,
-                end.bytes,
-                self.files,
-                self.bytes
-            ));
-        }
-        Ok(())
-    }
 }

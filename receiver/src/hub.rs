@@ -23,7 +23,7 @@ use tokio::io::AsyncWrite;
 use tokio::sync::{mpsc, watch, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-use crate::bundle::Claims;
+use crate::claims::Claims;
 use crate::run::{self, TransportFacts};
 use crate::ReceiverConfig;
 

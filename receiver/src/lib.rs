@@ -6,6 +6,7 @@
 //! created before that.
 
 mod bundle;
+mod claims;
 mod control;
 mod hub;
 mod prefixed;

@@ -19,7 +19,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::compat::{Compat, FuturesAsyncReadCompatExt, TokioAsyncReadCompatExt};
 
-use crate::bundle::{send_batch, Claims, PumpError};
+use crate::bundle::{send_batch, PumpError};
+use crate::claims::Claims;
 use crate::hub::{ConnEnd, Membership, Run};
 use crate::run::TransportFacts;
 use crate::{read_sized, ReceiverConfig};

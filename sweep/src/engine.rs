@@ -10,6 +10,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{bail, Context, Result};
 use shoal_common::metrics;
 
+use crate::argv;
 use crate::baseline::{self, Sshd};
 use crate::columns::{self, Row, RunsCsv};
 use crate::matrix::{AxisValue, Config, LinkSpec, Matrix};
@@ -273,91 +274,6 @@ fn link_columns(i: &shoal_link::LinkInfo) -> Row {
     put("link_rmem_max", s.sysctls.rmem_max.clone());
     put("link_wmem_max", s.sysctls.wmem_max.clone());
     r
-}
-
-/// Flags for `shoal send` and `shoal recv` from a configuration's axes.
-pub fn flags(cfg: &Config, receiver_flags: &[String]) -> (Vec<String>, Vec<String>) {
-    let (mut send, mut recv) = (Vec::new(), Vec::new());
-    for (k, v) in &cfg.params {
-        if k == "payload" || k == "kind" || k == "timeout" {
-            continue;
-        }
-        let (name, to_send, to_recv) = match k.strip_prefix("recv.") {
-            Some(n) => (n, false, true),
-            None => (k.as_str(), true, receiver_flags.iter().any(|f| f == k)),
-        };
-        let args: Vec<String> = match v {
-            AxisValue::Bool(true) => vec![format!("--{name}")],
-            AxisValue::Bool(false) => vec![],
-            other => vec![format!("--{name}"), other.text()],
-        };
-        if to_send {
-            send.extend(args.iter().cloned());
-        }
-        if to_recv {
-            recv.extend(args);
-        }
-        if k == "plain"
-            && matches!(v, AxisValue::Bool(true))
-            && !recv.contains(&"--allow-plain".into())
-        {
-            recv.push("--allow-plain".into());
-        }
-    }
-    (send, recv)
-}
-
-/// `shoal recv …` as the sweep starts it for one run (without the program name).
-pub fn recv_argv(
-    listen: &str,
-    dest: &Path,
-    identity: &Path,
-    recv_flags: &[String],
-) -> Vec<std::ffi::OsString> {
-    let mut v: Vec<std::ffi::OsString> = vec!["recv".into(), "--listen".into(), listen.into()];
-    v.extend(["--dest".into(), dest.into()]);
-    v.extend(["--identity".into(), identity.into()]);
-    v.push("--once".into());
-    v.extend(recv_flags.iter().map(Into::into));
-    v
-}
-
-/// `shoal send …` as the sweep starts it for one run (without the program name).
-pub fn send_argv(
-    link: &LinkSpec,
-    to: &str,
-    src: &Path,
-    timeout: Duration,
-    run_id: Option<&str>,
-    identity: &Path,
-    send_flags: &[String],
-) -> Vec<std::ffi::OsString> {
-    let mut v: Vec<std::ffi::OsString> = vec!["send".into(), "--to".into(), to.into()];
-    v.extend(["--src".into(), src.into()]);
-    v.extend([
-        "--json".into(),
-        "--timeout".into(),
-        format!("{}s", timeout.as_secs_f64()).into(),
-    ]);
-    if let Some(id) = run_id {
-        v.extend(["--run-id".into(), id.into()]);
-    }
-    match link {
-        LinkSpec::Remote {
-            pin: Some(pin),
-            token_file: Some(tf),
-            ..
-        } => {
-            v.extend(["--pin".into(), pin.into()]);
-            v.extend(["--token-file".into(), tf.into()]);
-        }
-        LinkSpec::Remote { .. } => {}
-        LinkSpec::Emulated { .. } => {
-            v.extend(["--identity".into(), identity.into()]);
-        }
-    }
-    v.extend(send_flags.iter().map(Into::into));
-    v
 }
 
 /// The per-run result before it becomes a row.
@@ -1368,7 +1284,7 @@ impl Sweep<'_> {
         run_id: Option<&str>,
         timeout: Duration,
     ) -> Result<Outcome> {
-        let (send_flags, recv_flags) = flags(cfg, &self.matrix.receiver_flags);
+        let (send_flags, recv_flags) = argv::flags(cfg, &self.matrix.receiver_flags);
         let mut out = Outcome::default();
 
         // Receiver: one run, into this run's fresh destination, in the receiver namespace.
@@ -1376,7 +1292,7 @@ impl Sweep<'_> {
         let to = match (&self.link, &self.matrix.link) {
             (Some(l), _) => {
                 let mut cmd = Command::new(&self.opts.shoal_bin);
-                cmd.args(recv_argv(
+                cmd.args(argv::recv_argv(
                     &format!("{}:0", l.rcv_addr),
                     dest,
                     &self.identity,
@@ -1405,7 +1321,7 @@ impl Sweep<'_> {
         };
 
         let mut cmd = Command::new(&self.opts.shoal_bin);
-        cmd.args(send_argv(
+        cmd.args(argv::send_argv(
             &self.matrix.link,
             &to,
             &payload.root,
@@ -1689,40 +1605,5 @@ mod tests {
         assert_eq!(sorted, in_order, "every run exactly once");
         assert_ne!(a, in_order);
         assert_ne!(plan(2, 3, 43), a);
-    }
-
-    #[test]
-    fn axes_become_flags() {
-        let m = crate::matrix::Matrix::parse(
-            r#"
-[link]
-rtt = "20ms"
-rate = "100mbit"
-[payload.p]
-files = 1
-size = 1
-[axes]
-mode = ["tcp-streams"]
-max-streams = [64]
-plain = [true]
-"recv.fsync" = [true]
-cc = ["bbr"]
-"#,
-        )
-        .unwrap();
-        let (s, r) = flags(&m.configs[0], &m.receiver_flags);
-        assert_eq!(
-            s,
-            vec![
-                "--mode",
-                "tcp-streams",
-                "--max-streams",
-                "64",
-                "--plain",
-                "--cc",
-                "bbr"
-            ]
-        );
-        assert_eq!(r, vec!["--max-streams", "64", "--allow-plain", "--fsync"]);
     }
 }

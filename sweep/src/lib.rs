@@ -3,6 +3,7 @@
 //! disk before its time counts, and writes `runs.csv`, `medians.csv` and charts. `shoal report`
 //! regenerates the medians and charts from `runs.csv` alone. See docs/sweep.md.
 
+pub mod argv;
 pub mod baseline;
 pub mod chart;
 pub mod cli;

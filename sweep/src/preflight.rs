@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 
-use crate::engine;
+use crate::argv;
 use crate::matrix::{Config, LinkSpec, Matrix, PayloadSource};
 use crate::progress::fmt_duration;
 
@@ -74,7 +74,7 @@ pub fn check(matrix: &Matrix, runs: u32, timeout: Duration, parse: ArgCheck) -> 
         if cfg.kind() != "shoal" {
             continue;
         }
-        let (send_flags, recv_flags) = engine::flags(cfg, &matrix.receiver_flags);
+        let (send_flags, recv_flags) = argv::flags(cfg, &matrix.receiver_flags);
         let (to, run_id) = match &matrix.link {
             LinkSpec::Remote { receiver, .. } => (receiver.clone(), Some(PLACEHOLDER_RUN_ID)),
             LinkSpec::Emulated { .. } => ("198.18.0.2:7474".to_string(), None),
@@ -83,7 +83,7 @@ pub fn check(matrix: &Matrix, runs: u32, timeout: Duration, parse: ArgCheck) -> 
             Some(PayloadSource::Existing { path }) => path.clone(),
             _ => PathBuf::from("payload"),
         };
-        let send = engine::send_argv(
+        let send = argv::send_argv(
             &matrix.link,
             &to,
             &src,
@@ -98,7 +98,7 @@ pub fn check(matrix: &Matrix, runs: u32, timeout: Duration, parse: ArgCheck) -> 
         match &matrix.link {
             LinkSpec::Emulated { .. } => {
                 let recv =
-                    engine::recv_argv("198.18.0.2:0", Path::new("dest"), &identity, &recv_flags);
+                    argv::recv_argv("198.18.0.2:0", Path::new("dest"), &identity, &recv_flags);
                 if let Err(e) = parse(&recv) {
                     problems.push(format!("{name}: shoal recv: {}", tidy(&e)));
                 }
