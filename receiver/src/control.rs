@@ -180,6 +180,8 @@ async fn handle(
                     .with_context(|| format!("cannot create {}", made.display()))
             })
             .await??;
+            let metrics = tokio::task::spawn_blocking(forget_tcp_metrics).await??;
+            reply.facts.insert("tcp_metrics".into(), metrics);
             hub.prepare(id, folder.clone())?;
             reply.dest = folder.display().to_string();
             Ok((reply, None))
@@ -239,4 +241,27 @@ async fn send_json<W: AsyncWrite + Unpin>(wr: &mut W, reply: &Reply) -> Result<(
         .context("cannot send a control reply")?;
     wr.flush().await?;
     Ok(())
+}
+
+/// No kernel TCP state from the run before (the sender's ssthresh and RTT cached here): with
+/// `net.ipv4.tcp_no_metrics_save` off, this host's cached TCP metrics are flushed before each
+/// prepared run; a receiver that cannot flush them (not root) refuses the run, naming the sysctl.
+fn forget_tcp_metrics() -> Result<String> {
+    let saved = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_no_metrics_save")
+        .map(|t| t.trim().to_string())
+        .unwrap_or_default();
+    if saved == "1" {
+        return Ok("not kept (net.ipv4.tcp_no_metrics_save = 1)".into());
+    }
+    let out = std::process::Command::new("ip")
+        .args(["tcp_metrics", "flush", "all"])
+        .output()
+        .context("running ip tcp_metrics flush")?;
+    if !out.status.success() {
+        bail!(
+            "net.ipv4.tcp_no_metrics_save is {saved:?} on this receiving host, so TCP metrics would carry from one run into the next, and `ip tcp_metrics flush` failed ({}): set the sysctl to 1 (docs/two-hosts.md) or run the receiver as root",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok("flushed before the run (net.ipv4.tcp_no_metrics_save = 0)".into())
 }

@@ -775,8 +775,8 @@ fn host_facts(bin: &Path, ns: &str, peer: &str, dest: Option<&Path>) -> serde_js
 /// between runs, so one run's slow start would depend on the run before it. The emulated link
 /// sets `net.ipv4.tcp_no_metrics_save = 1` in its namespaces; across hosts the sending end
 /// must have it, or be root so the sweep can flush the metrics before every run (else the
-/// sweep refuses, naming the sysctl). The receiving end only replies, so there it is recorded
-/// and warned about. Returns whether to flush before each run.
+/// sweep refuses, naming the sysctl). The receiving end does the same for itself when it
+/// prepares each run (`recv --control`). Returns whether to flush before each run.
 fn guard_tcp_metrics(
     receiver_facts: &BTreeMap<String, String>,
     meta: &mut serde_json::Value,
@@ -788,11 +788,6 @@ fn guard_tcp_metrics(
         .get("facts.tcp_no_metrics_save")
         .cloned()
         .unwrap_or_default();
-    if remote != "1" {
-        println!(
-            "warning: net.ipv4.tcp_no_metrics_save is {remote:?} on the receiving host: its TCP metrics towards this host carry from run to run (set it to 1 there; docs/two-hosts.md)"
-        );
-    }
     let flush = local != "1";
     let root = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self")?) == 0;
     if flush && !root {
@@ -804,6 +799,7 @@ fn guard_tcp_metrics(
         "sender_tcp_no_metrics_save": local,
         "receiver_tcp_no_metrics_save": remote,
         "flushed_at_sender_before_each_run": flush,
+        "receiver": "flushed by the receiver before each run unless its tcp_no_metrics_save is 1; a receiver that cannot flush refuses the run",
     });
     Ok(flush)
 }
