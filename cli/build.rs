@@ -24,23 +24,36 @@ fn main() {
         "cargo:rustc-env=SHOAL_LONG_VERSION={} (commit {commit}{suffix})",
         env!("CARGO_PKG_VERSION")
     );
-    // Re-run when the commit, the index or any source of the workspace changes (a directory
-    // here means every file under it).
-    let root = "..";
-    for p in [
+    // Re-run when the commit, the index, the manifests or any source of a workspace member
+    // changes (a directory here means every file under it). The members are read from the
+    // workspace manifest, so a new crate is covered without editing this list.
+    let manifest = std::fs::read_to_string("../Cargo.toml").unwrap_or_default();
+    let mut watched: Vec<String> = [
         ".git/HEAD",
         ".git/index",
         ".git/refs",
         "Cargo.toml",
         "Cargo.lock",
-        "common",
-        "sender",
-        "receiver",
-        "link",
-        "sweep",
-        "cli/src",
         "vendor",
-    ] {
-        println!("cargo:rerun-if-changed={root}/{p}");
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    watched.extend(workspace_members(&manifest));
+    for p in watched {
+        println!("cargo:rerun-if-changed=../{p}");
     }
+}
+
+/// The `members = [...]` entries of the workspace manifest.
+fn workspace_members(manifest: &str) -> Vec<String> {
+    let Some(start) = manifest.find("members = [") else {
+        return Vec::new();
+    };
+    let list = &manifest[start + "members = [".len()..];
+    let list = &list[..list.find(']').unwrap_or(list.len())];
+    list.split(',')
+        .map(|m| m.trim().trim_matches('"').to_string())
+        .filter(|m| !m.is_empty())
+        .collect()
 }
