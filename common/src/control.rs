@@ -39,6 +39,9 @@ const MAX_TOKEN: usize = 1024;
 pub enum Request {
     /// Facts about the receiving host: version, kernel, destination file system, free space.
     Info,
+    /// The receiving host's counters a sweep reads before and after each run (UDP drops,
+    /// CPU steal): cheap, unlike `Info`'s facts.
+    Counters,
     /// Create a new, empty folder for this run under the destination; the run's data
     /// connections (same run id) then write there.
     Prepare { run_id: String },

@@ -135,20 +135,14 @@ async fn handle(
                 }
             }
             f.insert("load_1m".into(), format!("{:.2}", metrics::load_avg_1m()));
-            // Counters a sweep reads before and after each run (this host's UDP drops and CPU
-            // steal over the run).
-            if let Some(d) = shoal_common::hostfacts::UdpDrops::read() {
-                f.insert("udp_rcvbuf_errors".into(), d.rcvbuf_errors.to_string());
-                f.insert("udp_in_errors".into(), d.in_errors.to_string());
-            }
-            if let Some(s) = shoal_common::hostfacts::cpu_steal_seconds() {
-                f.insert("cpu_steal_seconds".into(), format!("{s:.2}"));
-            }
             // What this end has in effect (buffers, controller, metrics saving, the interface
             // towards the sweep's host with its qdisc and offloads, file system), for the
-            // sweep's meta.json and its kernel-state guard.
-            let facts =
-                shoal_common::hostfacts::HostFacts::collect(Some(peer.ip()), Some(&dest_root));
+            // sweep's meta.json and its kernel-state guard. It runs `ip`, `tc` and `ethtool`.
+            let dest = dest_root.clone();
+            let facts = tokio::task::spawn_blocking(move || {
+                shoal_common::hostfacts::HostFacts::collect(Some(peer.ip()), Some(&dest))
+            })
+            .await?;
             if let Ok(serde_json::Value::Object(m)) = serde_json::to_value(&facts) {
                 for (k, v) in m {
                     let text = match v {
@@ -162,6 +156,18 @@ async fn handle(
                     };
                     f.entry(format!("facts.{k}")).or_insert(text);
                 }
+            }
+            Ok((reply, None))
+        }
+        Request::Counters => {
+            // Read before and after each run: /proc files only.
+            let f = &mut reply.facts;
+            if let Some(d) = shoal_common::hostfacts::UdpDrops::read() {
+                f.insert("udp_rcvbuf_errors".into(), d.rcvbuf_errors.to_string());
+                f.insert("udp_in_errors".into(), d.in_errors.to_string());
+            }
+            if let Some(s) = shoal_common::hostfacts::cpu_steal_seconds() {
+                f.insert("cpu_steal_seconds".into(), format!("{s:.2}"));
             }
             Ok((reply, None))
         }

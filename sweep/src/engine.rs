@@ -881,7 +881,7 @@ impl Sweep<'_> {
                 steal: None,
             });
         }
-        let facts = self.remote.as_ref()?.control.info().ok()?.facts;
+        let facts = self.remote.as_ref()?.control.counters().ok()?.facts;
         let num = |k: &str| facts.get(k).and_then(|v| v.parse::<u64>().ok());
         Some(ReceiverCounters {
             drops: shoal_common::hostfacts::UdpDrops {

@@ -51,6 +51,12 @@ impl Remote {
         Ok(self.call(&Request::Info, false)?.0)
     }
 
+    /// The receiving host's per-run counters (`udp_rcvbuf_errors`, `udp_in_errors`,
+    /// `cpu_steal_seconds`) in `facts`.
+    pub fn counters(&self) -> Result<Reply> {
+        Ok(self.call(&Request::Counters, false)?.0)
+    }
+
     /// Creates the run's fresh folder; returns its path on the receiving host.
     pub fn prepare(&self, run_id: &str) -> Result<String> {
         let (r, _) = self.call(
@@ -207,6 +213,7 @@ pub fn first_contact(control: &Remote, token_file: Option<&Path>) -> Result<Repl
 fn op_name(req: &Request) -> &'static str {
     match req {
         Request::Info => "info",
+        Request::Counters => "counters",
         Request::Prepare { .. } => "prepare",
         Request::Hash { .. } => "hash",
         Request::Cleanup { .. } => "cleanup",
