@@ -278,7 +278,7 @@ struct VerifyArgs {
     src: PathBuf,
     /// Destination tree.
     dst: PathBuf,
-    /// Hashing threads [default: one per core].
+    /// Hashing threads (0: one per core).
     #[arg(long, default_value_t = 0)]
     threads: usize,
     /// Print the result as JSON.

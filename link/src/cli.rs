@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 
-use crate::control::{self, BackendChoice, Launcher, UpConfig, DEFAULT_TCP_MEM_MAX};
+use crate::control::{self, BackendChoice, Launcher, UpConfig};
 
 use crate::parse::{format_rate, Loss, QueueSpec, Rate, Span};
 use crate::state;
@@ -54,8 +54,11 @@ pub struct UpArgs {
     /// Random loss per packet and direction, e.g. 0.1%.
     #[arg(long, default_value = "0")]
     pub loss: Loss,
+    /// MTU of both ends of the link, in bytes (IP packet size; 1500 as on Ethernet).
     #[arg(long, default_value_t = 1500)]
     pub mtu: u32,
+    /// How the delay line is built: tun (Shoal's userspace forwarder, works without netem),
+    /// netem (veth + tc netem, where the kernel has it), auto (netem if available, else tun).
     #[arg(long, value_enum, default_value_t = BackendChoice::Tun)]
     pub backend: BackendChoice,
     /// Seed of the loss generator.
@@ -69,7 +72,7 @@ pub struct UpArgs {
     #[arg(long)]
     pub no_pm_qos: bool,
     /// Max TCP buffer (tcp_rmem/tcp_wmem) inside the namespaces, e.g. 64MiB.
-    #[arg(long, value_parser = crate::parse::parse_bytes, default_value_t = DEFAULT_TCP_MEM_MAX)]
+    #[arg(long, value_parser = crate::parse::parse_size, default_value = "64MiB")]
     pub tcp_mem_max: u64,
 }
 
@@ -103,6 +106,7 @@ pub struct ExecArgs {
     /// Which side: snd (198.18.0.1) or rcv (198.18.0.2).
     #[arg(value_enum)]
     pub side: Side,
+    /// Link name, as given to `shoal link up --name`.
     #[arg(long, default_value = "shoal")]
     pub name: String,
     /// The command and its arguments, after `--`.
@@ -112,6 +116,7 @@ pub struct ExecArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct CheckArgs {
+    /// Link name, as given to `shoal link up --name`.
     #[arg(long, default_value = "shoal")]
     pub name: String,
     /// Print the report as JSON.
@@ -134,12 +139,14 @@ pub struct CheckArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct DownArgs {
+    /// Link name, as given to `shoal link up --name`.
     #[arg(long, default_value = "shoal")]
     pub name: String,
 }
 
 #[derive(Debug, Clone, Args)]
 pub struct BlackholeArgs {
+    /// Link name, as given to `shoal link up --name`.
     #[arg(long, default_value = "shoal")]
     pub name: String,
     /// How long, e.g. 5s or 500ms; a new request replaces a running blackhole.
@@ -152,8 +159,10 @@ pub struct BlackholeArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct StatusArgs {
+    /// Link name, as given to `shoal link up --name`.
     #[arg(long, default_value = "shoal")]
     pub name: String,
+    /// Print the settings, forwarder and counters as one JSON object.
     #[arg(long)]
     pub json: bool,
 }
@@ -162,8 +171,10 @@ pub struct StatusArgs {
 /// `down` can recognise the process) and its typed configuration, a JSON file `up` wrote.
 #[derive(Debug, Clone, Args)]
 pub struct ForwardArgs {
+    /// The link's name (so `down` can recognise this process).
     #[arg(long)]
     pub name: String,
+    /// The forwarder's configuration, a JSON file `up` wrote.
     #[arg(long)]
     pub config: PathBuf,
 }
@@ -281,6 +292,7 @@ pub fn run(cmd: LinkCommand) -> Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::control::DEFAULT_TCP_MEM_MAX;
     use clap::Parser;
 
     #[derive(Parser)]
@@ -304,6 +316,26 @@ mod tests {
         assert_eq!(c.queue, QueueSpec::Bdp(2.0));
         assert!(c.offload);
         assert_eq!(c.backend, BackendChoice::Tun);
+        // The help shows 64MiB; it is the library's default.
+        assert_eq!(c.tcp_mem_max, DEFAULT_TCP_MEM_MAX);
+        // Sizes mean what they mean in `gen --size`: 4M is 4 MiB.
+        let t = Top::try_parse_from([
+            "x",
+            "up",
+            "--rtt",
+            "141ms",
+            "--rate",
+            "300mbit/s",
+            "--queue",
+            "4M",
+            "--tcp-mem-max",
+            "32M",
+        ])
+        .unwrap();
+        let LinkCommand::Up(a) = t.cmd else { panic!() };
+        assert_eq!(a.queue, QueueSpec::Bytes(4 << 20));
+        assert_eq!(a.tcp_mem_max, 32 << 20);
+        assert_eq!(a.rate.0, 300_000_000);
     }
 
     #[test]

@@ -1,8 +1,7 @@
-//! Parsing and formatting of the link's command-line quantities: rates, durations, loss
-//! probabilities and queue sizes. Pure code, so every unit rule is unit-tested.
-//!
-//! Units follow `tc` where `tc` is unambiguous (`300mbit`, `1gbit`, `141ms`). `tc`'s `mbps`
-//! means *megabytes* per second, a classic trap, so `…bps` spellings are rejected with a hint.
+//! The link's command-line quantities: rates, time spans, loss probabilities and queue sizes.
+//! Rates, durations and byte counts are read by shoal-proto's `units` (one parser per quantity
+//! for every subcommand: `4M` is 4 MiB here as in `gen --size`); this module adds loss, queues
+//! and the link's bounds. Pure code, so every rule is unit-tested.
 
 use std::fmt;
 use std::str::FromStr;
@@ -10,6 +9,12 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
+
+// The quantities every subcommand shares are parsed and printed by one module (shoal-proto's
+// units); the link adds loss, queues and its bounds.
+pub use shoal_proto::units::{
+    format_duration, format_rate, parse_duration, parse_rate, parse_size, trim_float,
+};
 
 /// A link rate in bits per second (IP packet bits; no Ethernet framing).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -24,7 +29,7 @@ impl Rate {
 impl FromStr for Rate {
     type Err = anyhow::Error;
     fn from_str(s: &str) -> Result<Self> {
-        parse_rate(s).map(Rate)
+        Ok(Rate(parse_rate(s)?))
     }
 }
 
@@ -41,7 +46,7 @@ pub struct Span(pub Duration);
 impl FromStr for Span {
     type Err = anyhow::Error;
     fn from_str(s: &str) -> Result<Self> {
-        parse_duration(s).map(Span)
+        parse_span(s).map(Span)
     }
 }
 
@@ -110,7 +115,7 @@ pub fn bdp_bytes(rate_bps: u64, rtt: Duration) -> u64 {
     (rate_bps as u128 * rtt.as_nanos() / 8 / 1_000_000_000) as u64
 }
 
-/// Splits `"141.5ms"` into `(141.5, "ms")`.
+/// Splits `"0.1%"` into `(0.1, "%")`.
 fn split_number(s: &str) -> Result<(f64, String)> {
     let s = s.trim();
     let end = s
@@ -124,41 +129,13 @@ fn split_number(s: &str) -> Result<(f64, String)> {
     Ok((value, unit.trim().to_ascii_lowercase()))
 }
 
-pub fn parse_rate(s: &str) -> Result<u64> {
-    let (v, unit) = split_number(s)?;
-    let mult: f64 = match unit.as_str() {
-        "" | "bit" => 1.0,
-        "k" | "kbit" => 1e3,
-        "m" | "mbit" => 1e6,
-        "g" | "gbit" => 1e9,
-        "t" | "tbit" => 1e12,
-        u if u.ends_with("bps") || u.ends_with("b/s") => {
-            bail!("{s:?}: ambiguous unit {u:?} (tc reads mbps as megabytes/s); write e.g. 300mbit")
-        }
-        u => bail!("{s:?}: unknown rate unit {u:?} (use bit, kbit, mbit, gbit)"),
-    };
-    let bps = (v * mult).round();
-    if !(1.0..=1e13).contains(&bps) {
-        bail!("{s:?}: rate out of range");
-    }
-    Ok(bps as u64)
-}
-
-pub fn parse_duration(s: &str) -> Result<Duration> {
-    let (v, unit) = split_number(s)?;
-    let ns_per: f64 = match unit.as_str() {
-        "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "s" => 1e9,
-        "" => bail!("{s:?}: missing unit (write e.g. 141ms)"),
-        u => bail!("{s:?}: unknown time unit {u:?} (use ns, us, ms, s)"),
-    };
-    let ns = (v * ns_per).round();
-    if ns > 3.6e12 {
+/// A link time span: any duration [`parse_duration`] reads, up to an hour.
+pub fn parse_span(s: &str) -> Result<Duration> {
+    let d = parse_duration(s)?;
+    if d > Duration::from_secs(3600) {
         bail!("{s:?}: longer than an hour");
     }
-    Ok(Duration::from_nanos(ns as u64))
+    Ok(d)
 }
 
 pub fn parse_loss(s: &str) -> Result<f64> {
@@ -176,21 +153,6 @@ pub fn parse_loss(s: &str) -> Result<f64> {
     Ok(frac)
 }
 
-pub fn parse_bytes(s: &str) -> Result<u64> {
-    let (v, unit) = split_number(s)?;
-    let mult: f64 = match unit.as_str() {
-        "" | "b" => 1.0,
-        "k" | "kb" => 1e3,
-        "m" | "mb" => 1e6,
-        "g" | "gb" => 1e9,
-        "kib" => 1024.0,
-        "mib" => 1024.0 * 1024.0,
-        "gib" => 1024.0 * 1024.0 * 1024.0,
-        u => bail!("{s:?}: unknown size unit {u:?} (use B, KB, MB, KiB, MiB, GiB)"),
-    };
-    Ok((v * mult).round() as u64)
-}
-
 pub fn parse_queue(s: &str) -> Result<QueueSpec> {
     let (v, unit) = split_number(s)?;
     if unit == "bdp" {
@@ -199,46 +161,11 @@ pub fn parse_queue(s: &str) -> Result<QueueSpec> {
         }
         return Ok(QueueSpec::Bdp(v));
     }
-    let b = parse_bytes(s)?;
+    let b = parse_size(s)?;
     if b == 0 {
         bail!("{s:?}: queue must hold at least one byte");
     }
     Ok(QueueSpec::Bytes(b))
-}
-
-/// `300000000` → `"300 Mbit/s"`.
-pub fn format_rate(bps: u64) -> String {
-    let b = bps as f64;
-    if b >= 1e9 {
-        format!("{} Gbit/s", trim_float(b / 1e9))
-    } else if b >= 1e6 {
-        format!("{} Mbit/s", trim_float(b / 1e6))
-    } else if b >= 1e3 {
-        format!("{} kbit/s", trim_float(b / 1e3))
-    } else {
-        format!("{bps} bit/s")
-    }
-}
-
-/// `Duration` → `"141ms"`, `"0.5ms"`, `"250us"`.
-pub fn format_duration(d: Duration) -> String {
-    let ns = d.as_nanos() as f64;
-    if ns >= 1e9 {
-        format!("{}s", trim_float(ns / 1e9))
-    } else if ns >= 1e5 {
-        format!("{}ms", trim_float(ns / 1e6))
-    } else if ns >= 1e3 {
-        format!("{}us", trim_float(ns / 1e3))
-    } else {
-        format!("{ns}ns")
-    }
-}
-
-/// Up to three decimals, trailing zeros removed.
-fn trim_float(v: f64) -> String {
-    let s = format!("{v:.3}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    s.to_string()
 }
 
 #[cfg(test)]
@@ -246,34 +173,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn rates() {
-        assert_eq!(parse_rate("300mbit").unwrap(), 300_000_000);
-        assert_eq!(parse_rate("1gbit").unwrap(), 1_000_000_000);
-        assert_eq!(parse_rate("100Mbit").unwrap(), 100_000_000);
-        assert_eq!(parse_rate("2.5gbit").unwrap(), 2_500_000_000);
-        assert_eq!(parse_rate("64kbit").unwrap(), 64_000);
-        assert_eq!(parse_rate("1000").unwrap(), 1000);
-        assert!(parse_rate("300mbps").is_err());
-        assert!(parse_rate("fast").is_err());
-        assert!(parse_rate("0mbit").is_err());
-        assert_eq!(format_rate(300_000_000), "300 Mbit/s");
-        assert_eq!(format_rate(1_000_000_000), "1 Gbit/s");
-    }
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("141ms").unwrap(), Duration::from_millis(141));
-        assert_eq!(parse_duration("0.5ms").unwrap(), Duration::from_micros(500));
-        assert_eq!(parse_duration("1s").unwrap(), Duration::from_secs(1));
-        assert_eq!(parse_duration("250us").unwrap(), Duration::from_micros(250));
+    fn spans() {
+        assert_eq!(parse_span("141ms").unwrap(), Duration::from_millis(141));
+        assert_eq!(parse_span("1h").unwrap(), Duration::from_secs(3600));
+        assert!(parse_span("61min").is_err());
+        assert!(parse_span("141").is_err());
+        assert_eq!("141ms".parse::<Span>().unwrap().to_string(), "141ms");
+        assert_eq!("300mbit/s".parse::<Rate>().unwrap(), Rate(300_000_000));
         assert_eq!(
-            parse_duration("70.5ms").unwrap(),
-            Duration::from_micros(70_500)
+            Rate(300_000_000).to_string().parse::<Rate>().unwrap(),
+            Rate(300_000_000)
         );
-        assert!(parse_duration("141").is_err());
-        assert!(parse_duration("ms").is_err());
-        assert_eq!(format_duration(Duration::from_millis(141)), "141ms");
-        assert_eq!(format_duration(Duration::from_micros(500)), "0.5ms");
     }
 
     #[test]
@@ -294,6 +204,12 @@ mod tests {
         assert_eq!(parse_queue("4MiB").unwrap(), QueueSpec::Bytes(4 << 20));
         assert_eq!(parse_queue("64KiB").unwrap(), QueueSpec::Bytes(65_536));
         assert_eq!(parse_queue("1MB").unwrap(), QueueSpec::Bytes(1_000_000));
+        // The same byte count as `gen --size 4M` and the sweep matrix's payload sizes.
+        assert_eq!(parse_queue("4M").unwrap(), QueueSpec::Bytes(4 << 20));
+        assert_eq!(
+            parse_queue("4M").unwrap(),
+            QueueSpec::Bytes(parse_size("4M").unwrap())
+        );
         assert!(parse_queue("0").is_err());
         assert!(parse_queue("1parsec").is_err());
         // 300 Mbit/s × 141 ms = 5,287,500 bytes.
