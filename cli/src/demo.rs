@@ -1,5 +1,6 @@
 //! `shoal demo`: the loopback main job — generate a small tree, transfer it, verify it, print
-//! the figures. Everything runs in this process over a real TLS/TCP loopback socket.
+//! the figures. Everything runs in this process over a real TLS/TCP loopback socket, with no
+//! added delay or rate limit (the emulated long link is `shoal link`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -22,9 +23,14 @@ pub struct DemoArgs {
     /// Size of each file.
     #[arg(long, default_value = "4KiB", value_parser = parse_size)]
     size: u64,
-    /// Working folder (source, destination, identity) [default: a new folder under results/].
+    /// Working folder (source, destination, identity, runs.csv) [default: a new folder under
+    /// results/].
     #[arg(long)]
     dir: Option<PathBuf>,
+    /// Keep the generated source and the received tree (by default they are removed after
+    /// verification; the row and the identity stay).
+    #[arg(long)]
+    keep: bool,
     /// Transport mode.
     #[arg(long, default_value = "tcp-bundle", value_parser = crate::mode_parser())]
     mode: Mode,
@@ -32,8 +38,18 @@ pub struct DemoArgs {
 
 pub async fn run(a: DemoArgs) -> Result<ExitCode> {
     let dir = a.dir.unwrap_or_else(|| {
-        PathBuf::from("results").join(format!("demo-{}", shoal_common::metrics::utc_timestamp()))
+        // 2026-11-30T235912Z: no colons, which some tools and file systems refuse in names.
+        let stamp: String = shoal_common::metrics::utc_timestamp()
+            .split('.')
+            .next()
+            .unwrap_or_default()
+            .replace(':', "");
+        PathBuf::from("results").join(format!("demo-{stamp}Z"))
     });
+    println!(
+        "demo: sender and receiver in this process over loopback (127.0.0.1), no added delay or \
+         rate limit; for a long link see `shoal link up --help`"
+    );
     let (src, dst) = (dir.join("src"), dir.join("dst"));
     let seed = 1;
     println!(
@@ -84,7 +100,22 @@ pub async fn run(a: DemoArgs) -> Result<ExitCode> {
         hooks: Default::default(),
     })
     .await;
-    println!("transfer: {}", row.summary_line());
+    if row.is_ok() {
+        println!(
+            "transfer: {} files, {} in {:.3} s = {:.2} MB/s ({:.0} files/s) over {}; receiver {:.3} s; \
+             peak RSS of this process (sender and receiver together) {}",
+            row.files,
+            shoal_common::units::human_bytes(row.bytes),
+            row.seconds,
+            row.mb_per_s,
+            row.files_per_s,
+            row.mode,
+            row.receiver_seconds,
+            shoal_common::units::human_bytes(row.sender_peak_rss_bytes),
+        );
+    } else {
+        println!("transfer: {}", row.summary_line());
+    }
     let _ = serving.await;
     let diff = verify::compare(&Manifest::build(&src, 0)?, &Manifest::build(&dst, 0)?);
     let csv = dir.join("runs.csv");
@@ -94,6 +125,13 @@ pub async fn run(a: DemoArgs) -> Result<ExitCode> {
     }
     println!("verify: identical (SHA-256 of every file)");
     println!("row appended to {}", csv.display());
+    if a.keep {
+        println!("kept {} and {}", src.display(), dst.display());
+    } else {
+        std::fs::remove_dir_all(&src)?;
+        std::fs::remove_dir_all(&dst)?;
+        println!("removed the source and received trees (--keep keeps them)");
+    }
     if !row.is_ok() {
         return Ok(ExitCode::FAILURE);
     }

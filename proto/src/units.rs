@@ -119,9 +119,11 @@ pub fn parse_rate(text: &str) -> Result<u64, UnitError> {
         "m" | "mbit" => 1e6,
         "g" | "gbit" => 1e9,
         "t" | "tbit" => 1e12,
-        u if u.ends_with("bps") || u.ends_with('b') => return err(format!(
+        u if u.ends_with("bps") || u.ends_with('b') => {
+            return err(format!(
             "'{text}': ambiguous unit '{unit}' (tc reads mbps as megabytes/s); write e.g. 300mbit"
-        )),
+        ))
+        }
         _ => {
             return err(format!(
                 "'{text}': unknown rate unit '{unit}' (use bit, kbit, mbit, gbit, optionally /s)"
