@@ -46,6 +46,9 @@ enum Command {
     Sweep(shoal_sweep::cli::SweepArgs),
     /// Regenerate medians.csv and the charts of a sweep folder from its runs.csv.
     Report(shoal_sweep::cli::ReportArgs),
+    /// Compare two sweeps: per shared configuration, the ratio of median MB/s with its
+    /// interval and a rank test.
+    Compare(shoal_sweep::cli::CompareArgs),
     /// Emulated long link between two network namespaces (needs root).
     Link {
         #[command(subcommand)]
@@ -332,6 +335,7 @@ fn run(command: Command) -> Result<ExitCode> {
         Command::Demo(a) => runtime()?.block_on(demo::run(a)),
         Command::Sweep(a) => shoal_sweep::cli::run_sweep(a, &parses),
         Command::Report(a) => shoal_sweep::cli::run_report(a),
+        Command::Compare(a) => shoal_sweep::cli::run_compare(a),
         Command::HostFacts { peer, dest } => {
             let facts = shoal_common::hostfacts::HostFacts::collect(peer, dest.as_deref());
             println!("{}", serde_json::to_string(&facts)?);

@@ -81,6 +81,19 @@ pub struct ReportArgs {
     pub reference: Option<String>,
 }
 
+/// Compare two sweeps configuration by configuration (matched by payload and label).
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The first sweep's output folder (holding runs.csv): A, the baseline.
+    pub dir_a: PathBuf,
+    /// The second sweep's output folder: B, compared against A.
+    pub dir_b: PathBuf,
+    /// Also write the comparison as CSV to this file (`-` for standard output, instead of the
+    /// table).
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+}
+
 fn default_out() -> PathBuf {
     let ts = shoal_common::metrics::utc_timestamp();
     // 2026-11-30T05:01:02.345Z → 2026-11-30T05-01-02Z
@@ -157,6 +170,7 @@ pub fn run_sweep(a: SweepArgs, parse: ArgCheck) -> Result<ExitCode> {
     if let Ok(t) = crate::medians_table(&summary.out) {
         println!("\nmedians of the verified runs (MB = 10^6 bytes; × ref = reference median seconds / this one's):\n{t}");
     }
+    print_spread_warnings(&summary.out);
     println!(
         "{} of {} runs done, {} ok{}{}",
         summary.done,
@@ -196,7 +210,50 @@ pub fn run_report(a: ReportArgs) -> Result<ExitCode> {
     for f in files {
         println!("{}", f.display());
     }
+    print_spread_warnings(&a.dir);
     Ok(ExitCode::SUCCESS)
+}
+
+/// `shoal compare`.
+pub fn run_compare(a: CompareArgs) -> Result<ExitCode> {
+    let result = crate::compare::compare(&a.dir_a, &a.dir_b)?;
+    match a.csv.as_deref() {
+        Some(p) if p.as_os_str() == "-" => {
+            crate::compare::write_csv(&result, &mut std::io::stdout().lock())?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        Some(p) => {
+            let mut f = std::fs::File::create(p)
+                .with_context(|| format!("cannot write {}", p.display()))?;
+            crate::compare::write_csv(&result, &mut f)?;
+        }
+        None => {}
+    }
+    print!(
+        "{}",
+        crate::compare::table(
+            &result,
+            &a.dir_a.display().to_string(),
+            &a.dir_b.display().to_string()
+        )
+    );
+    if result.rows.is_empty() {
+        anyhow::bail!(
+            "{} and {} share no configuration (payload and label)",
+            a.dir_a.display(),
+            a.dir_b.display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints the summary's warnings about spread and outliers.
+fn print_spread_warnings(dir: &std::path::Path) {
+    if let Ok(ws) = crate::report::spread_warnings(&dir.join("medians.csv")) {
+        for w in ws {
+            println!("warning: {w}");
+        }
+    }
 }
 
 fn is_root() -> bool {

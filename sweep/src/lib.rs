@@ -8,6 +8,7 @@ pub mod baseline;
 pub mod chart;
 pub mod cli;
 pub mod columns;
+pub mod compare;
 pub mod engine;
 pub mod hostcpu;
 pub mod matrix;
@@ -17,18 +18,20 @@ pub mod proc;
 pub mod progress;
 pub mod remote;
 pub mod report;
+pub mod spread;
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-/// Writes `medians.csv`, `throughput.svg` and `throughput.png` into `dir` from `dir/runs.csv`;
+/// Writes `medians.csv`, `medians.json`, `throughput.svg` and `throughput.png` into `dir` from
+/// `dir/runs.csv`;
 /// returns the files written.
 pub fn write_report(dir: &Path, reference: Option<&[(String, String)]>) -> Result<Vec<PathBuf>> {
     let rep = report::load(&dir.join("runs.csv"), reference)?;
     let medians = dir.join("medians.csv");
     report::write_medians(&rep, &medians)?;
-    let mut files = vec![medians];
+    let mut files = vec![medians.clone(), medians.with_extension("json")];
     if !rep.configs.is_empty() {
         files.extend(chart::write_charts(&rep, dir, "throughput")?);
     }

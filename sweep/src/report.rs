@@ -1,7 +1,9 @@
-//! `medians.csv` from `runs.csv` alone: per configuration, runs ok/total, median/min/max MB/s
-//! and seconds over the verified runs, median peak RSS of each side, the completion-rate upper
-//! bound of failed runs, and the ratio of median seconds against a reference configuration.
-//! Deterministic: the same runs.csv always gives the same bytes.
+//! `medians.csv` (and the same table as `medians.json`) from `runs.csv` alone: per
+//! configuration, runs ok/total, median/min/max MB/s and seconds over the verified runs, their
+//! quartiles and an interval for the median, outliers, median peak RSS of each side, the
+//! completion-rate upper bound of failed runs, and the ratio of median seconds against a
+//! reference configuration with its bootstrap interval (methods: `spread`). Deterministic:
+//! the same runs.csv always gives the same bytes.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -52,19 +54,8 @@ pub struct Report {
     pub raw: Vec<BTreeMap<String, String>>,
 }
 
-pub fn median(v: &[f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    let mut s = v.to_vec();
-    s.sort_by(|a, b| a.total_cmp(b));
-    let n = s.len();
-    Some(if n % 2 == 1 {
-        s[n / 2]
-    } else {
-        (s[n / 2 - 1] + s[n / 2]) / 2.0
-    })
-}
+use crate::spread;
+pub use crate::spread::median;
 
 fn minmax(v: &[f64]) -> Option<(f64, f64)> {
     let min = v.iter().copied().reduce(f64::min)?;
@@ -279,9 +270,18 @@ pub fn write_medians(rep: &Report, path: &Path) -> Result<()> {
             "median_mb_per_s",
             "min_mb_per_s",
             "max_mb_per_s",
+            "q1_mb_per_s",
+            "q3_mb_per_s",
+            "median_mb_per_s_ci_low",
+            "median_mb_per_s_ci_high",
+            "median_ci_coverage",
+            "relative_iqr",
+            "outlier_runs",
             "median_seconds",
             "min_seconds",
             "max_seconds",
+            "median_seconds_ci_low",
+            "median_seconds_ci_high",
             "median_files_per_s",
             "median_sender_peak_rss_bytes",
             "median_receiver_peak_rss_bytes",
@@ -295,6 +295,8 @@ pub fn write_medians(rep: &Report, path: &Path) -> Result<()> {
             "host_saturated",
             "reference_config",
             "speedup_vs_reference",
+            "speedup_ci_low",
+            "speedup_ci_high",
         ]
         .iter()
         .map(|s| s.to_string()),
@@ -302,6 +304,7 @@ pub fn write_medians(rep: &Report, path: &Path) -> Result<()> {
     let mut w =
         csv::Writer::from_path(path).with_context(|| format!("cannot write {}", path.display()))?;
     w.write_record(&header)?;
+    let mut records: Vec<Vec<String>> = Vec::new();
     let raw = &rep.raw;
     let reference: BTreeMap<&str, &ConfigSummary> = rep
         .configs
@@ -309,15 +312,10 @@ pub fn write_medians(rep: &Report, path: &Path) -> Result<()> {
         .filter(|c| c.is_reference)
         .map(|c| (c.payload.as_str(), c))
         .collect();
-    let median_seconds = |c: &ConfigSummary| {
-        median(
-            &c.runs
-                .iter()
-                .filter(|r| r.ok)
-                .map(|r| r.seconds)
-                .collect::<Vec<_>>(),
-        )
+    let ok_seconds = |c: &ConfigSummary| -> Vec<f64> {
+        c.runs.iter().filter(|r| r.ok).map(|r| r.seconds).collect()
     };
+    let median_seconds = |c: &ConfigSummary| median(&ok_seconds(c));
     for c in &rep.configs {
         let rows: Vec<&BTreeMap<String, String>> = raw
             .iter()
@@ -363,6 +361,16 @@ pub fn write_medians(rep: &Report, path: &Path) -> Result<()> {
             (Some(rs), Some(s)) if s > 0.0 => Some(rs / s),
             _ => None,
         };
+        let speedup_ci = refc
+            .filter(|_| speedup.is_some())
+            .and_then(|r| spread::ratio_of_medians_interval(&ok_seconds(r), &ok_s));
+        let quart = spread::quartiles(&ok_mb);
+        let mb_ci = spread::median_interval(&ok_mb);
+        let s_ci = spread::median_interval(&ok_s);
+        let relative_iqr = match (quart, median(&ok_mb)) {
+            (Some((q1, q3)), Some(m)) if m > 0.0 => Some((q3 - q1) / m),
+            _ => None,
+        };
         let mut rec: Vec<String> = vec![
             c.id.clone(),
             c.config.clone(),
@@ -386,9 +394,24 @@ pub fn write_medians(rep: &Report, path: &Path) -> Result<()> {
             f3(median(&ok_mb)),
             f3(mn),
             f3(mx),
+            f3(quart.map(|q| q.0)),
+            f3(quart.map(|q| q.1)),
+            f3(mb_ci.map(|i| i.low)),
+            f3(mb_ci.map(|i| i.high)),
+            mb_ci
+                .map(|i| format!("{:.4}", i.coverage))
+                .unwrap_or_default(),
+            f3(relative_iqr),
+            if n_ok > 0 {
+                spread::outliers(&ok_mb).to_string()
+            } else {
+                String::new()
+            },
             f3(median(&ok_s)),
             f3(smn),
             f3(smx),
+            f3(s_ci.map(|i| i.low)),
+            f3(s_ci.map(|i| i.high)),
             f3(median(&col(&ok_rows, "files_per_s"))),
             int(median(&col(&ok_rows, "sender_peak_rss_bytes"))),
             int(median(&col(&ok_rows, "receiver_peak_rss_bytes"))),
@@ -404,12 +427,99 @@ pub fn write_medians(rep: &Report, path: &Path) -> Result<()> {
                 .unwrap_or_default(),
             refc.map(|r| r.id.clone()).unwrap_or_default(),
             f3(speedup),
+            f3(speedup_ci.map(|i| i.0)),
+            f3(speedup_ci.map(|i| i.1)),
         ]);
         w.write_record(&rec)?;
+        records.push(rec);
     }
     w.flush()?;
-    Ok(())
+    write_json_table(&header, &records, &path.with_extension("json"))
 }
+
+/// The medians table as JSON: an array of objects, numbers as numbers, empty cells as null.
+fn write_json_table(header: &[String], records: &[Vec<String>], path: &Path) -> Result<()> {
+    let rows: Vec<serde_json::Value> = records
+        .iter()
+        .map(|rec| {
+            let obj: serde_json::Map<String, serde_json::Value> = header
+                .iter()
+                .zip(rec)
+                .map(|(k, v)| {
+                    let value = if v.is_empty() {
+                        serde_json::Value::Null
+                    } else if k.starts_with("param_") || k == "config_id" || k == "reference_config"
+                    {
+                        serde_json::Value::String(v.clone())
+                    } else if let Ok(i) = v.parse::<i64>() {
+                        serde_json::Value::Number(i.into())
+                    } else if let Some(n) = v
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|x| x.is_finite())
+                        .and_then(serde_json::Number::from_f64)
+                    {
+                        serde_json::Value::Number(n)
+                    } else if v == "true" || v == "false" {
+                        serde_json::Value::Bool(v == "true")
+                    } else {
+                        serde_json::Value::String(v.clone())
+                    };
+                    (k.clone(), value)
+                })
+                .collect();
+            serde_json::Value::Object(obj)
+        })
+        .collect();
+    let text = serde_json::to_string_pretty(&rows)? + "\n";
+    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Warnings for the summary: arms with outliers or a relative spread (IQR / median of MB/s)
+/// over 10%, from a medians.csv.
+pub fn spread_warnings(medians_csv: &Path) -> Result<Vec<String>> {
+    let mut r = csv::Reader::from_path(medians_csv)
+        .with_context(|| format!("cannot read {}", medians_csv.display()))?;
+    let h = r.headers()?.clone();
+    let idx = |name: &str| h.iter().position(|c| c == name);
+    let (Some(ci), Some(ri), Some(oi), Some(ni)) = (
+        idx("config"),
+        idx("relative_iqr"),
+        idx("outlier_runs"),
+        idx("runs_ok"),
+    ) else {
+        return Ok(Vec::new());
+    };
+    let pi = idx("payload");
+    let mut out = Vec::new();
+    for rec in r.records() {
+        let rec = rec?;
+        let name = match pi.and_then(|i| rec.get(i)) {
+            Some(p) if !p.is_empty() => format!("{} [{p}]", &rec[ci]),
+            _ => rec[ci].to_string(),
+        };
+        if let Ok(rel) = rec[ri].parse::<f64>() {
+            if rel > RELATIVE_SPREAD_WARNING {
+                out.push(format!(
+                    "{name}: MB/s spread (IQR / median) {:.0}% over {} verified runs; more runs or a quieter machine would narrow it",
+                    rel * 100.0,
+                    &rec[ni]
+                ));
+            }
+        }
+        if let Ok(n) = rec[oi].parse::<u64>() {
+            if n > 0 {
+                out.push(format!(
+                    "{name}: {n} outlier run(s) beyond 1.5 × IQR (see runs.csv)"
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Relative spread above which the summary warns.
+pub const RELATIVE_SPREAD_WARNING: f64 = 0.10;
 
 #[cfg(test)]
 mod tests {
