@@ -17,7 +17,7 @@ use crate::report::{ConfigSummary, Report};
 static FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
 static REGISTER: Once = Once::new();
 
-fn register_font() {
+pub(crate) fn register_font() {
     REGISTER.call_once(|| {
         for style in [FontStyle::Normal, FontStyle::Bold] {
             let _ = plotters::style::register_font("sans-serif", style, FONT);
@@ -25,7 +25,7 @@ fn register_font() {
     });
 }
 
-const PALETTE: &[RGBColor] = &[
+pub(crate) const PALETTE: &[RGBColor] = &[
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
     RGBColor(44, 160, 44),
@@ -200,7 +200,19 @@ fn panel_height(p: &Panel) -> u32 {
 }
 
 /// Writes `stem.svg` and `stem.png`.
-pub fn write_charts(rep: &Report, dir: &Path, stem: &str) -> Result<Vec<std::path::PathBuf>> {
+/// How the bar chart is drawn.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ChartOptions {
+    /// The x axis in Mbit/s (10^6 bits of file content per second) instead of MB/s.
+    pub mbit: bool,
+}
+
+pub fn write_charts(
+    rep: &Report,
+    dir: &Path,
+    stem: &str,
+    opts: ChartOptions,
+) -> Result<Vec<std::path::PathBuf>> {
     register_font();
     let ps = panels(rep);
     let height: u32 = ps.iter().map(panel_height).sum::<u32>().max(200);
@@ -208,20 +220,25 @@ pub fn write_charts(rep: &Report, dir: &Path, stem: &str) -> Result<Vec<std::pat
     let png = dir.join(format!("{stem}.png"));
     {
         let root = SVGBackend::new(&svg, (WIDTH, height)).into_drawing_area();
-        draw(&root, &ps, rep)?;
+        draw(&root, &ps, rep, opts)?;
         root.present()
             .map_err(|e| anyhow!("writing {}: {e}", svg.display()))?;
     }
     {
         let root = BitMapBackend::new(&png, (WIDTH, height)).into_drawing_area();
-        draw(&root, &ps, rep)?;
+        draw(&root, &ps, rep, opts)?;
         root.present()
             .map_err(|e| anyhow!("writing {}: {e}", png.display()))?;
     }
     Ok(vec![svg, png])
 }
 
-fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, ps: &[Panel], rep: &Report) -> Result<()>
+fn draw<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    ps: &[Panel],
+    rep: &Report,
+    opts: ChartOptions,
+) -> Result<()>
 where
     DB::ErrorType: 'static,
 {
@@ -235,7 +252,7 @@ where
     }
     let areas = root.split_by_breakpoints(Vec::<i32>::new(), breaks);
     for (p, area) in ps.iter().zip(areas.iter()) {
-        draw_panel(area, p, rep).map_err(e)?;
+        draw_panel(area, p, rep, opts).map_err(e)?;
     }
     Ok(())
 }
@@ -252,7 +269,14 @@ fn draw_panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     p: &Panel,
     rep: &Report,
+    opts: ChartOptions,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    // Every x value is MB/s × k in the axis's unit.
+    let (k, unit) = if opts.mbit {
+        (8.0, "Mbit/s")
+    } else {
+        (1.0, "MB/s")
+    };
     let font = |size: u32| ("sans-serif", size).into_font();
     // Layout: title, subtitle, then the chart.
     let (w, _) = area.dim_in_pixel();
@@ -296,7 +320,13 @@ fn draw_panel<DB: DrawingBackend>(
             }
         }
     }
-    let xmax = if xmax <= 0.0 { 1.0 } else { xmax * 1.25 };
+    let ceiling = p
+        .rows
+        .iter()
+        .flat_map(|(_, bars)| bars.iter())
+        .find_map(|(_, c)| c.goodput_ceiling_mb_per_s);
+    let xmax = xmax.max(ceiling.unwrap_or(0.0));
+    let xmax = if xmax <= 0.0 { k } else { xmax * 1.25 * k };
     let label_w = p
         .rows
         .iter()
@@ -317,12 +347,34 @@ fn draw_panel<DB: DrawingBackend>(
         .configure_mesh()
         .disable_y_mesh()
         .y_labels(0)
-        .x_desc("MB/s (10^6 bytes of file content per second, verified runs)")
+        .x_desc(if opts.mbit {
+            "Mbit/s (10^6 bits of file content per second, verified runs)"
+        } else {
+            "MB/s (10^6 bytes of file content per second, verified runs)"
+        })
         .axis_desc_style(font(14))
         .label_style(font(13))
         .light_line_style(RGBColor(238, 238, 238))
         .max_light_lines(2)
         .draw()?;
+
+    // The link's TCP goodput ceiling: a dashed line, labelled at the top.
+    if let Some(c) = ceiling {
+        let x = c * k;
+        chart.draw_series(DashedLineSeries::new(
+            [(x, 0.0), (x, ymax)],
+            6,
+            4,
+            BLACK.mix(0.6).stroke_width(1),
+        ))?;
+        chart.draw_series(std::iter::once(Text::new(
+            format!("link's TCP goodput ceiling {x:.1} {unit} "),
+            (x, ymax),
+            font(11)
+                .into_text_style(&body)
+                .pos(Pos::new(HPos::Right, VPos::Top)),
+        )))?;
+    }
 
     // Bars, top to bottom in matrix order.
     let mut y = ymax - gap / 2.0;
@@ -333,7 +385,7 @@ fn draw_panel<DB: DrawingBackend>(
             let col = colour_of(p, c, key);
             if let Some(m) = c.median_mb_per_s {
                 chart.draw_series(std::iter::once(Rectangle::new(
-                    [(0.0, y0), (m, y1)],
+                    [(0.0, y0), (m * k, y1)],
                     col.mix(0.75).filled(),
                 )))?;
                 let ok = c.runs.iter().filter(|r| r.ok).count();
@@ -349,8 +401,8 @@ fn draw_panel<DB: DrawingBackend>(
                     })
                     .fold(m, f64::max);
                 chart.draw_series(std::iter::once(Text::new(
-                    format!("   {m:.2} MB/s  ({ok}/{} ok)", c.runs.len()),
-                    (right, (y0 + y1) / 2.0),
+                    format!("   {:.2} {unit}  ({ok}/{} ok)", m * k, c.runs.len()),
+                    (right * k, (y0 + y1) / 2.0),
                     font(12)
                         .into_text_style(&body)
                         .pos(Pos::new(HPos::Left, VPos::Center)),
@@ -367,7 +419,7 @@ fn draw_panel<DB: DrawingBackend>(
                     } else {
                         format!("   all {} runs failed", c.runs.len())
                     },
-                    (right, (y0 + y1) / 2.0),
+                    (right * k, (y0 + y1) / 2.0),
                     font(12)
                         .color(&FAIL_RED)
                         .into_text_style(&body)
@@ -380,13 +432,13 @@ fn draw_panel<DB: DrawingBackend>(
                 let yy = y0 + 0.15 + 0.5 * (i as f64 + 0.5) / n;
                 if r.ok {
                     chart.draw_series(std::iter::once(Circle::new(
-                        (r.mb_per_s, yy),
+                        (r.mb_per_s * k, yy),
                         3,
                         BLACK.filled(),
                     )))?;
                 } else {
                     chart.draw_series(std::iter::once(Cross::new(
-                        (r.partial_mb_per_s.unwrap_or(0.0), yy),
+                        (r.partial_mb_per_s.unwrap_or(0.0) * k, yy),
                         4,
                         FAIL_RED.stroke_width(2),
                     )))?;

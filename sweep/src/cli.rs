@@ -79,6 +79,10 @@ pub struct ReportArgs {
     /// payload) [default: the rows marked reference in runs.csv].
     #[arg(long)]
     pub reference: Option<String>,
+    /// Draw the bar chart's axis in Mbit/s (10^6 bits of file content per second) instead of
+    /// MB/s, e.g. to read it against a link rate.
+    #[arg(long)]
+    pub mbit: bool,
 }
 
 /// Compare two sweeps configuration by configuration (matched by payload and label).
@@ -166,7 +170,7 @@ pub fn run_sweep(a: SweepArgs, parse: ArgCheck) -> Result<ExitCode> {
         anyhow::bail!("a sweep on an emulated link needs root (network namespaces)");
     }
     let summary = engine::run(&opts, &matrix)?;
-    let files = crate::write_report(&summary.out, None)?;
+    let files = crate::write_report(&summary.out, None, Default::default())?;
     if let Ok(t) = crate::medians_table(&summary.out) {
         println!("\nmedians of the verified runs (MB = 10^6 bytes; × ref = reference median seconds / this one's):\n{t}");
     }
@@ -206,7 +210,11 @@ pub fn run_report(a: ReportArgs) -> Result<ExitCode> {
         .as_deref()
         .map(crate::report::parse_selector)
         .transpose()?;
-    let files = crate::write_report(&a.dir, sel.as_deref())?;
+    let files = crate::write_report(
+        &a.dir,
+        sel.as_deref(),
+        crate::chart::ChartOptions { mbit: a.mbit },
+    )?;
     for f in files {
         println!("{}", f.display());
     }

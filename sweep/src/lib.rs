@@ -19,6 +19,8 @@ pub mod progress;
 pub mod remote;
 pub mod report;
 pub mod spread;
+pub mod trace_chart;
+pub mod traces;
 
 use std::path::{Path, PathBuf};
 
@@ -27,13 +29,18 @@ use anyhow::Result;
 /// Writes `medians.csv`, `medians.json`, `throughput.svg` and `throughput.png` into `dir` from
 /// `dir/runs.csv`;
 /// returns the files written.
-pub fn write_report(dir: &Path, reference: Option<&[(String, String)]>) -> Result<Vec<PathBuf>> {
+pub fn write_report(
+    dir: &Path,
+    reference: Option<&[(String, String)]>,
+    charts: chart::ChartOptions,
+) -> Result<Vec<PathBuf>> {
     let rep = report::load(&dir.join("runs.csv"), reference)?;
     let medians = dir.join("medians.csv");
     report::write_medians(&rep, &medians)?;
     let mut files = vec![medians.clone(), medians.with_extension("json")];
     if !rep.configs.is_empty() {
-        files.extend(chart::write_charts(&rep, dir, "throughput")?);
+        files.extend(chart::write_charts(&rep, dir, "throughput", charts)?);
+        files.extend(trace_chart::write_trace_charts(&rep, dir)?);
     }
     Ok(files)
 }

@@ -42,6 +42,21 @@ pub struct ConfigSummary {
     pub is_reference: bool,
     /// A few link settings, for chart subtitles.
     pub link: String,
+    /// The emulated link's goodput ceiling for TCP file content (MB/s): its rate × the TCP
+    /// payload share of a full packet, (MTU − 52) / MTU (IPv4 20 + TCP 20 + timestamps 12);
+    /// `None` off an emulated link.
+    pub goodput_ceiling_mb_per_s: Option<f64>,
+}
+
+/// The emulated link's TCP goodput ceiling in MB/s, from a row's `link_rate_bps` and
+/// `link_mtu` (1448 of 1500 bytes per packet carry data: 300 Mbit/s → 36.2 MB/s).
+pub fn goodput_ceiling_mb_per_s(row: &BTreeMap<String, String>) -> Option<f64> {
+    let rate: f64 = row.get("link_rate_bps")?.parse().ok()?;
+    let mtu: f64 = row
+        .get("link_mtu")
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(1500.0);
+    (rate > 0.0 && mtu > 52.0).then(|| rate / 8.0 * (mtu - 52.0) / mtu / 1e6)
 }
 
 /// Everything the report produced.
@@ -135,6 +150,7 @@ pub fn load(runs_csv: &Path, reference: Option<&[(String, String)]>) -> Result<R
             cc: String::new(),
             is_reference: g("reference") == "true",
             link: link_text(&row),
+            goodput_ceiling_mb_per_s: goodput_ceiling_mb_per_s(&row),
         });
         let cc = g("cc");
         if !cc.is_empty() && !entry.cc.split('/').any(|x| x == cc) {

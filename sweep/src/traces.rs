@@ -1,0 +1,194 @@
+//! Per-run traces of a sweep: where they live and how they are read back for the charts.
+//!
+//! Every run keeps its own folder, `OUT/traces/<config_id>-r<run>/`, holding (when the run
+//! produced them; a baseline has none):
+//! - `sender-series.csv`: the sender's transport time series (`shoal send --stats-out`): per
+//!   sample and connection, cumulative counters and the interval's goodput and retransmits;
+//! - `latency.csv`: the per-file latency distribution (`shoal send --latency-out`);
+//! - `receiver-series.csv`: files and bytes the receiver closed over time.
+//!
+//! Every file's rows carry the run id (`run_id`), so files copied out of their folder still
+//! say which run they belong to.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use crate::report::ConfigSummary;
+
+pub const SENDER_SERIES: &str = "sender-series.csv";
+pub const LATENCY: &str = "latency.csv";
+pub const RECEIVER_SERIES: &str = "receiver-series.csv";
+
+/// The folder of one run's traces.
+pub fn run_dir(out: &Path, config_id: &str, run: &str) -> PathBuf {
+    out.join("traces").join(format!("{config_id}-r{run}"))
+}
+
+/// The verified run whose seconds are the median of the configuration's verified runs (the
+/// lower of the middle two for an even count), as its `run` number.
+pub fn median_run(c: &ConfigSummary) -> Option<&str> {
+    let mut ok: Vec<(f64, &str)> = c
+        .runs
+        .iter()
+        .filter(|r| r.ok && r.seconds.is_finite())
+        .map(|r| (r.seconds, r.run.as_str()))
+        .collect();
+    ok.sort_by(|a, b| a.0.total_cmp(&b.0));
+    ok.get(ok.len().saturating_sub(1) / 2).map(|x| x.1)
+}
+
+/// Reads a CSV into rows of column → number (cells that are not numbers are skipped).
+fn numeric_rows(path: &Path) -> Result<Vec<BTreeMap<String, f64>>> {
+    let mut r =
+        csv::Reader::from_path(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let h = r.headers()?.clone();
+    let mut out = Vec::new();
+    for rec in r.records() {
+        let rec = rec.with_context(|| format!("reading {}", path.display()))?;
+        out.push(
+            h.iter()
+                .zip(rec.iter())
+                .filter_map(|(k, v)| Some((k.to_string(), v.parse::<f64>().ok()?)))
+                .collect(),
+        );
+    }
+    Ok(out)
+}
+
+/// One point of a run's time series, summed (cwnd, goodput) or averaged (RTT) over its
+/// connections.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SeriesPoint {
+    pub t_s: f64,
+    pub cwnd_bytes: f64,
+    pub rtt_ms: f64,
+    pub goodput_mbit_s: f64,
+}
+
+/// The run's series from `sender-series.csv`; goodput from `receiver-series.csv` when it is
+/// there (bytes closed at the destination, every mode alike), else the sender's.
+pub fn read_series(dir: &Path) -> Result<Vec<SeriesPoint>> {
+    let rows = numeric_rows(&dir.join(SENDER_SERIES))?;
+    let mut by_t: BTreeMap<u64, (SeriesPoint, u32)> = BTreeMap::new();
+    for r in rows {
+        let g = |k: &str| r.get(k).copied().unwrap_or(0.0);
+        let key = (g("t_s") * 1000.0).round() as u64;
+        let e = by_t.entry(key).or_insert((
+            SeriesPoint {
+                t_s: g("t_s"),
+                ..Default::default()
+            },
+            0,
+        ));
+        e.0.cwnd_bytes += g("cwnd_bytes");
+        e.0.rtt_ms += g("rtt_ms");
+        e.0.goodput_mbit_s += g("interval_goodput_mbit_s");
+        e.1 += 1;
+    }
+    let mut points: Vec<SeriesPoint> = by_t
+        .into_values()
+        .map(|(mut p, n)| {
+            p.rtt_ms /= n.max(1) as f64;
+            p
+        })
+        .collect();
+    let recv = dir.join(RECEIVER_SERIES);
+    if recv.exists() {
+        let rrows = numeric_rows(&recv)?;
+        let at = |t: f64| -> f64 {
+            // Receiver goodput of the interval ending at the nearest sample at or before t.
+            rrows
+                .iter()
+                .rev()
+                .find(|r| r.get("t_s").copied().unwrap_or(f64::MAX) <= t + 1e-9)
+                .and_then(|r| r.get("interval_goodput_mbit_s").copied())
+                .unwrap_or(0.0)
+        };
+        for p in &mut points {
+            p.goodput_mbit_s = at(p.t_s);
+        }
+    }
+    Ok(points)
+}
+
+/// The run's per-file latency distribution: (latency ms, percentile 0–100).
+pub fn read_latency(dir: &Path) -> Result<Vec<(f64, f64)>> {
+    Ok(numeric_rows(&dir.join(LATENCY))?
+        .into_iter()
+        .filter_map(|r| Some((*r.get("value_ms")?, *r.get("percentile")?)))
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::RunPoint;
+
+    fn config(runs: &[(&str, bool, f64)]) -> ConfigSummary {
+        ConfigSummary {
+            id: "c01".into(),
+            config: String::new(),
+            kind: "shoal".into(),
+            payload: String::new(),
+            payload_files: String::new(),
+            payload_bytes: String::new(),
+            params: Vec::new(),
+            runs: runs
+                .iter()
+                .map(|&(run, ok, seconds)| RunPoint {
+                    run: run.into(),
+                    ok,
+                    mb_per_s: 0.0,
+                    seconds,
+                    partial_mb_per_s: None,
+                    error: String::new(),
+                })
+                .collect(),
+            median_mb_per_s: None,
+            cc: String::new(),
+            is_reference: false,
+            link: String::new(),
+            goodput_ceiling_mb_per_s: None,
+        }
+    }
+
+    #[test]
+    fn the_median_run_is_a_verified_one() {
+        let c = config(&[
+            ("1", true, 3.0),
+            ("2", false, 0.1),
+            ("3", true, 1.0),
+            ("4", true, 2.0),
+        ]);
+        assert_eq!(median_run(&c), Some("4"));
+        let c = config(&[("1", true, 3.0), ("2", true, 1.0)]);
+        assert_eq!(median_run(&c), Some("2"));
+        assert_eq!(median_run(&config(&[("1", false, 1.0)])), None);
+    }
+
+    #[test]
+    fn series_sum_connections_and_prefer_the_receiver_goodput() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::write(
+            t.path().join(SENDER_SERIES),
+            "run_id,t_s,conn,rtt_ms,cwnd_bytes,interval_goodput_mbit_s\n\
+             ab,0.100,0,100,1000,5\nab,0.100,1,200,3000,7\nab,0.200,0,150,2000,9\n",
+        )
+        .unwrap();
+        let s = read_series(t.path()).unwrap();
+        assert_eq!(s.len(), 2);
+        assert_eq!(
+            (s[0].cwnd_bytes, s[0].rtt_ms, s[0].goodput_mbit_s),
+            (4000.0, 150.0, 12.0)
+        );
+        std::fs::write(
+            t.path().join(RECEIVER_SERIES),
+            "run_id,t_s,files_closed,bytes_closed,interval_goodput_mbit_s\nab,0.1,1,10,3\nab,0.2,2,20,4\n",
+        )
+        .unwrap();
+        let s = read_series(t.path()).unwrap();
+        assert_eq!((s[0].goodput_mbit_s, s[1].goodput_mbit_s), (3.0, 4.0));
+    }
+}
