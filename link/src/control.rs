@@ -385,6 +385,48 @@ fn wait_gone(pid: u32, name: &str, limit: Duration) -> bool {
     !is_forwarder(pid, name)
 }
 
+/// SIGTERM to every process, SIGKILL to those still there after 3 s; fails naming the ones
+/// that survive both.
+fn stop_processes(procs: &[netns::NsProcess], ns: &str) -> Result<()> {
+    let alive = |p: &netns::NsProcess| {
+        std::fs::read_to_string(format!("/proc/{}/comm", p.pid))
+            .map(|c| c.trim() == p.comm)
+            .unwrap_or(false)
+            && !std::fs::read_to_string(format!("/proc/{}/stat", p.pid))
+                .unwrap_or_default()
+                .rsplit(')')
+                .next()
+                .and_then(|r| r.split_whitespace().next())
+                .is_some_and(|st| st == "Z" || st == "X")
+    };
+    for (signal, wait) in [
+        (libc::SIGTERM, Duration::from_secs(3)),
+        (libc::SIGKILL, Duration::from_secs(2)),
+    ] {
+        for p in procs.iter().filter(|p| alive(p)) {
+            // SAFETY: kill(2) on a PID just found in this link's namespace (checked again by
+            // its name right before).
+            unsafe { libc::kill(p.pid as i32, signal) };
+        }
+        let t0 = Instant::now();
+        while t0.elapsed() < wait && procs.iter().any(alive) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let survivors: Vec<String> = procs
+        .iter()
+        .filter(|p| alive(p))
+        .map(|p| p.to_string())
+        .collect();
+    if !survivors.is_empty() {
+        bail!(
+            "processes in {ns} survive SIGKILL: {}; the namespace is left in place",
+            survivors.join(", ")
+        );
+    }
+    Ok(())
+}
+
 /// What `down` did.
 #[derive(Debug, Default)]
 pub struct DownOutcome {
@@ -419,6 +461,18 @@ pub fn down(name: &str) -> Result<DownOutcome> {
     for ns in [state::snd_ns(name), state::rcv_ns(name)] {
         if netns::exists(&ns) {
             out.existed = true;
+            // Processes left inside would keep running, cut off, after the namespace's name
+            // is gone: say which they are and stop them.
+            let left = netns::processes_in(&ns)?;
+            if !left.is_empty() {
+                let names: Vec<String> = left.iter().map(|p| p.to_string()).collect();
+                stop_processes(&left, &ns)?;
+                out.notes.push(format!(
+                    "stopped {} process(es) still running in {ns}: {}",
+                    left.len(),
+                    names.join(", ")
+                ));
+            }
             netns::del(&ns).with_context(|| format!("removing namespace {ns}"))?;
         }
     }

@@ -52,6 +52,53 @@ pub fn add(ns: &str) -> Result<()> {
     ip(&["netns", "add", ns]).map(|_| ())
 }
 
+/// A process whose network namespace is a given named one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NsProcess {
+    pub pid: u32,
+    /// The program's name (`/proc/PID/comm`).
+    pub comm: String,
+}
+
+impl std::fmt::Display for NsProcess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.pid, self.comm)
+    }
+}
+
+/// The processes living in namespace `ns` (their `/proc/PID/ns/net` is the namespace's
+/// inode), this process excluded. Processes that exit while being read are skipped.
+pub fn processes_in(ns: &str) -> Result<Vec<NsProcess>> {
+    use std::os::unix::fs::MetadataExt;
+    let target =
+        std::fs::metadata(netns_path(ns)).with_context(|| format!("reading namespace {ns}"))?;
+    let me = std::process::id();
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").context("listing /proc")? {
+        let Ok(entry) = entry else { continue };
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let Ok(m) = std::fs::metadata(entry.path().join("ns/net")) else {
+            continue;
+        };
+        if m.ino() == target.ino() && m.dev() == target.dev() {
+            let comm = std::fs::read_to_string(entry.path().join("comm"))
+                .map(|c| c.trim().to_string())
+                .unwrap_or_default();
+            out.push(NsProcess { pid, comm });
+        }
+    }
+    Ok(out)
+}
+
 pub fn del(ns: &str) -> Result<()> {
     ip(&["netns", "del", ns]).map(|_| ())
 }
