@@ -7,6 +7,9 @@
 #   FILES=2000 SIZE=4KiB PASSES=5 MODES=tcp-wait scripts/bench-loopback.sh
 #   FS=ext4 scripts/bench-loopback.sh              # on a fresh loop-mounted ext4 (root)
 #   RECV_ARGS="--write-budget 8MiB" SEND_ARGS="--connections 2" scripts/bench-loopback.sh
+#   BASE_BIN=/path/to/older/shoal FS=tmpfs PASSES=5 MODES="tcp-bundle quic-bundle" scripts/bench-loopback.sh
+#                                                  # A/B: every mode also as MODE@base with that
+#                                                  # binary (sender and receiver), interleaved
 #
 # Prints one line per run and the medians; rows go to $WORK/runs.csv. Each run writes to a
 # fresh destination; old destinations are removed only at the end (ext4 without a journal
@@ -73,9 +76,10 @@ run_tar() {
 }
 
 run_shoal() {
-  local mode=$2
-  local dst="$WORK/$mode-$1" log="$WORK/recv-$mode-$1.log"
-  "$SHOAL" recv --listen 127.0.0.1:0 --dest "$dst" --identity "$WORK/identity" --once ${RECV_ARGS:-} >"$log" 2>&1 &
+  local arm=$2 mode=${2%@base} bin=$SHOAL
+  [ "$arm" != "$mode" ] && bin=$BASE_BIN
+  local dst="$WORK/$arm-$1" log="$WORK/recv-$arm-$1.log"
+  "$bin" recv --listen 127.0.0.1:0 --dest "$dst" --identity "$WORK/identity" --once ${RECV_ARGS:-} >"$log" 2>&1 &
   local rpid=$!
   local addr=""
   for _ in $(seq 100); do
@@ -85,7 +89,7 @@ run_shoal() {
   done
   [ -n "$addr" ] || { echo "receiver did not start"; cat "$log"; kill "$rpid"; exit 1; }
   local json
-  json=$("$SHOAL" send --to "$addr" --src "$WORK/src" --mode "$mode" --identity "$WORK/identity" \
+  json=$("$bin" send --to "$addr" --src "$WORK/src" --mode "$mode" --identity "$WORK/identity" \
     --csv "$WORK/runs.csv" --json ${SEND_ARGS:-}) || true
   wait "$rpid" || true
   if [ "$(echo "$json" | grep -o '"status":"ok"')" ] && "$SHOAL" verify "$WORK/src" "$dst" >/dev/null; then
@@ -94,14 +98,21 @@ import json, sys
 r = json.load(sys.stdin)
 print("%-13s pass %s: %7.3f s %8.2f MB/s (load %s) rss sender %.1f MB receiver %.1f MB, sender cpu %.2f s, peak streams %d" % (
     sys.argv[2], sys.argv[1], r["seconds"], r["mb_per_s"], r["load_1m_start"],
-    r["sender_peak_rss_bytes"] / 1e6, r["receiver_peak_rss_bytes"] / 1e6, r["sender_cpu_seconds"], r["peak_streams"]))' "$1" "$mode" |
+    r["sender_peak_rss_bytes"] / 1e6, r["receiver_peak_rss_bytes"] / 1e6, r["sender_cpu_seconds"], r["peak_streams"]))' "$1" "$arm" |
       tee -a "$WORK/results.txt"
   else
-    echo "$mode pass $1: FAILED: $json" | tee -a "$WORK/results.txt"
+    echo "$arm pass $1: FAILED: $json" | tee -a "$WORK/results.txt"
   fi
+  # tmpfs has no journal to slow creation after a delete: free the memory now.
+  [ "${FS:-}" = tmpfs ] && rm -rf "$dst"
+  return 0
 }
 
 arms="tar $MODES"
+if [ -n "${BASE_BIN:-}" ]; then
+  echo "base binary: $BASE_BIN ($("$BASE_BIN" --version)); this tree: $("$SHOAL" --version)"
+  for m in $MODES; do arms="$arms $m@base"; done
+fi
 for pass in $(seq "$PASSES"); do
   # Reverse the order every other pass so drift does not always land on the same arm.
   order=$arms
@@ -129,7 +140,11 @@ for arm, r in rates.items():
     m = statistics.median(r)
     s = max(x[0] for x in rss.get(arm, [(0, 0)]))
     v = max(x[1] for x in rss.get(arm, [(0, 0)]))
-    print(f"  {arm:13s} {m:8.2f} MB/s ({len(r)} ok)  ratio to tar|tar {m/mt:.2f}  peak RSS sender {s:.1f} MB receiver {v:.1f} MB")
+    print(f"  {arm:18s} {m:8.2f} MB/s ({len(r)} ok)  ratio to tar|tar {m/mt:.2f}  peak RSS sender {s:.1f} MB receiver {v:.1f} MB")
+for arm, r in rates.items():
+    base = rates.get(arm + "@base")
+    if base:
+        print(f"  {arm}: this tree / base = {statistics.median(r) / statistics.median(base):.2f} (ratio of medians)")
 PY
 if [ -n "$LOOP_IMG" ]; then
   umount "$WORK" && { [ "$LOOP_IMG" = none ] || rm -f "$LOOP_IMG"; } && rmdir "$WORK"
