@@ -12,7 +12,7 @@ cargo test --workspace --release --no-fail-fast "$@"
 scripts/check-vendor.sh
 cargo test --release --manifest-path vendor/yamux/Cargo.toml --target-dir target/vendor-yamux
 # Root-only tests say "skipped: … needs root" and return when not root.
-root_only=$(grep -rh --include='*.rs' -c 'skipped: .*needs root' cli link sweep | awk '{s+=$1} END {print s+0}')
+root_only=$(grep -rh --include='*.rs' -c 'skipped: .*needs root' tests | awk '{s+=$1} END {print s+0}')
 if [ "$(id -u)" -eq 0 ]; then
   echo "test.sh: ran as root: all $root_only root-only tests ran"
 else

@@ -16,10 +16,10 @@ fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-/// The forwarder is this crate's `shoal-link` binary (the test binary cannot re-exec itself).
+/// The forwarder is `shoal link forward` (the test binary cannot re-exec itself).
 fn launcher() -> Launcher {
     Launcher {
-        exe: env!("CARGO_BIN_EXE_shoal-link").into(),
+        exe: env!("CARGO_BIN_EXE_shoal").into(),
         prefix: vec!["link".into(), "forward".into()],
     }
 }

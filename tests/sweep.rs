@@ -1,11 +1,6 @@
 //! End-to-end sweeps through the `shoal` binary on emulated links (root) and `shoal report` on
 //! the committed sample (no root).
 //!
-//! The binary: `$SHOAL_BIN` when set; otherwise these tests run `cargo build -p shoal` (with
-//! `--release` when the tests themselves are a release build) into the same target folder as
-//! the test executable (`target/<profile>/shoal`), so the binary carries the sweep code under
-//! test. The build is a no-op when it is up to date (e.g. after `cargo test --workspace`).
-//!
 //! Tests that need root print "skipped: needs root" and return. Root tests run one at a time
 //! (a lock), each with its own link name, work folder and output folder; the sweep tears its
 //! link down itself, and the test runs `shoal link down` afterwards as a backstop.
@@ -13,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 fn is_root() -> bool {
@@ -24,40 +19,12 @@ fn is_root() -> bool {
 fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
-        .expect("sweep/ is inside the workspace")
+        .expect("cli/ is inside the workspace")
         .to_path_buf()
 }
 
 fn shoal_bin() -> PathBuf {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        if let Ok(p) = std::env::var("SHOAL_BIN") {
-            return PathBuf::from(p);
-        }
-        // target/<profile>/deps/sweep-HASH → target/<profile>
-        let exe = std::env::current_exe().expect("test executable");
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("target/<profile>/deps")
-            .to_path_buf();
-        let target_dir = profile_dir.parent().expect("target dir").to_path_buf();
-        let release = profile_dir.file_name().is_some_and(|n| n == "release");
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut cmd = Command::new(cargo);
-        cmd.args(["build", "-q", "-p", "shoal", "--target-dir"])
-            .arg(&target_dir)
-            .current_dir(workspace_root());
-        if release {
-            cmd.arg("--release");
-        }
-        let st = cmd.status().expect("running cargo build -p shoal");
-        assert!(st.success(), "cargo build -p shoal failed");
-        let bin = profile_dir.join("shoal");
-        assert!(bin.exists(), "{} not built", bin.display());
-        bin
-    })
-    .clone()
+    env!("CARGO_BIN_EXE_shoal").into()
 }
 
 /// `sha256sum FILE`, hex.
