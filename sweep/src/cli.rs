@@ -200,8 +200,7 @@ pub fn run_report(a: ReportArgs) -> Result<ExitCode> {
 }
 
 fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
+    rustix::process::geteuid().is_root()
 }
 
 #[cfg(test)]

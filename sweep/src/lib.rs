@@ -17,6 +17,7 @@ pub mod proc;
 pub mod progress;
 pub mod remote;
 pub mod report;
+mod sys;
 
 use std::path::{Path, PathBuf};
 
