@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use shoal_link::{check, CheckOptions, LinkGuard, UpConfig};
+use shoal_link::{check, CheckOptions, UpConfig};
 use support::*;
 
 /// `shoal send` run inside namespace `ns`.
@@ -60,7 +60,7 @@ fn transfer_across_a_checked_100ms_link_then_nothing_is_left() {
     let _serial = serial();
     let name = unique("xa");
     let cfg = UpConfig::new(&name, Duration::from_millis(100), 200_000_000);
-    let guard = LinkGuard::up_with(&cfg, &launcher()).expect("link up");
+    let guard = link_up(&cfg);
     let pid = guard
         .state()
         .forwarder_pid
@@ -102,7 +102,7 @@ fn stop_and_wait_pays_one_round_trip_per_file() {
     let name = unique("xb");
     let rtt = Duration::from_millis(50);
     let cfg = UpConfig::new(&name, rtt, 200_000_000);
-    let guard = LinkGuard::up_with(&cfg, &launcher()).expect("link up");
+    let guard = link_up(&cfg);
     let row = transfer_across(&name, 200, 32, "tcp-wait");
     let seconds = row["seconds"].as_f64().unwrap();
     let floor = 200.0 * rtt.as_secs_f64();
@@ -160,7 +160,7 @@ fn a_link_blackhole_mid_run_fails_the_run_and_the_receiver_serves_the_next() {
     let _serial = serial();
     let name = unique("xc");
     let cfg = UpConfig::new(&name, Duration::from_millis(20), 50_000_000);
-    let guard = LinkGuard::up_with(&cfg, &launcher()).expect("link up");
+    let guard = link_up(&cfg);
     let t = tempfile::tempdir().unwrap();
     // 3,000 × 16 KiB = 49 MB: ~8 s at 50 Mbit/s, so the run is well under way at the cut.
     let src = t.path().join("src");
@@ -290,7 +290,7 @@ fn the_clock_stops_at_the_completion_report_in_every_mode() {
     let name = unique("ck");
     let rtt = 0.1;
     let cfg = UpConfig::new(&name, Duration::from_secs_f64(rtt), 300_000_000);
-    let guard = LinkGuard::up_with(&cfg, &launcher()).expect("link up");
+    let guard = link_up(&cfg);
     let t = tempfile::tempdir().unwrap();
     let tiny = t.path().join("tiny");
     std::fs::create_dir_all(&tiny).unwrap();

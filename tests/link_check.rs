@@ -18,7 +18,7 @@ fn up_check_down_leaves_nothing_behind() {
     let _serial = serial();
     let name = unique("e2a");
     let cfg = UpConfig::new(&name, Duration::from_millis(100), 200_000_000);
-    let guard = LinkGuard::up_with(&cfg, &launcher()).expect("link up");
+    let guard = link_up(&cfg);
     let pid = guard
         .state()
         .forwarder_pid
@@ -59,7 +59,7 @@ fn loss_is_measured_within_bounds() {
     let mut cfg = UpConfig::new(&name, Duration::from_millis(20), 100_000_000);
     cfg.loss = 0.01;
     cfg.seed = 12345;
-    let guard = LinkGuard::up_with(&cfg, &launcher()).expect("link up");
+    let guard = link_up(&cfg);
     let opts = CheckOptions {
         duration: Some(Duration::from_secs(3)),
         warmup: Some(Duration::from_secs(1)),
@@ -97,7 +97,7 @@ fn bulk_tcp_loss_per_wire_segment_with_offload() {
         let mut cfg = UpConfig::new(&name, Duration::from_millis(20), 300_000_000);
         cfg.loss = p;
         cfg.seed = 99;
-        let guard = LinkGuard::up_with(&cfg, &launcher()).expect("link up");
+        let guard = link_up(&cfg);
         assert!(
             guard.state().offload.tso,
             "TSO offload expected on by default"

@@ -91,6 +91,11 @@ pub fn launcher() -> shoal_link::Launcher {
     }
 }
 
+/// `shoal link up` with `cfg` (the forwarder from [`launcher`]); down when dropped.
+pub fn link_up(cfg: &shoal_link::UpConfig) -> shoal_link::LinkGuard {
+    shoal_link::LinkGuard::up_with(cfg, &launcher()).expect("link up")
+}
+
 pub fn process_gone(pid: u32) -> bool {
     !Path::new(&format!("/proc/{pid}")).exists()
 }
