@@ -1,7 +1,9 @@
 //! `shoal`: the one user-facing binary. Clap definitions that map subcommands to library
-//! calls; no transfer logic lives here.
+//! calls; no transfer logic lives here. `unsafe` lives in `sys` only.
+#![deny(unsafe_code)]
 
 mod demo;
+mod sys;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -308,7 +310,7 @@ fn parse_cc(name: &str) -> Result<Cc, String> {
 }
 
 fn main() -> ExitCode {
-    tune_malloc();
+    sys::tune_malloc();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("SHOAL_LOG")
@@ -354,23 +356,6 @@ fn parses(args: &[std::ffi::OsString]) -> Result<(), String> {
     Cli::try_parse_from(std::iter::once("shoal".into()).chain(args.iter().cloned()))
         .map(|_| ())
         .map_err(|e| e.to_string())
-}
-
-/// glibc malloc tuning for a process that moves many small buffers between a few threads.
-/// - The mmap threshold stays at its 128 KiB default. glibc otherwise raises it each time a
-///   large mmapped block is freed, after which quinn's receive buffers (the assembler's
-///   defragmented chunks, tens of KiB to MiBs, allocated and freed on different threads) land
-///   in the arenas and stay mapped after they are freed: a quic-bundle receiver held ~35 MB of
-///   live heap (massif) but 58–69 MB of RSS; pinned, 46–49 MB at the same speed.
-/// - Two arenas instead of 8 per core: a tcp-streams receiver's peak RSS 61 → 54 MB, no
-///   measurable loss of speed (docs/benchmarks.md).
-fn tune_malloc() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only adjusts allocator parameters; called before any thread starts.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 << 10);
-        libc::mallopt(libc::M_ARENA_MAX, 2);
-    }
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {

@@ -17,11 +17,12 @@
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use rustix::net::sockopt;
 use serde::Serialize;
 
 use crate::control::{self, LinkInfo};
@@ -62,73 +63,20 @@ pub struct BulkLoss {
 }
 
 fn tcp_info(s: &TcpStream) -> Result<libc::tcp_info> {
-    // SAFETY: tcp_info is plain data; getsockopt fills at most `len` bytes of it.
-    unsafe {
-        let mut info: libc::tcp_info = std::mem::zeroed();
-        let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
-        let r = libc::getsockopt(
-            s.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_INFO,
-            (&mut info as *mut libc::tcp_info).cast(),
-            &mut len,
-        );
-        if r != 0 {
-            return Err(std::io::Error::last_os_error()).context("getsockopt TCP_INFO");
-        }
-        Ok(info)
-    }
+    crate::sys::tcp_info(s.as_fd()).context("getsockopt TCP_INFO")
 }
 
 /// Asks for `name` as the congestion controller; returns the one in effect.
 fn set_congestion(s: &TcpStream, name: &str) -> String {
-    let fd = s.as_raw_fd();
-    // SAFETY: TCP_CONGESTION reads `len` bytes of the name; a refusal (ENOENT) changes nothing.
-    unsafe {
-        libc::setsockopt(
-            fd,
-            libc::IPPROTO_TCP,
-            libc::TCP_CONGESTION,
-            name.as_ptr().cast(),
-            name.len() as libc::socklen_t,
-        );
-    }
-    let mut buf = [0u8; 16];
-    let mut len = buf.len() as libc::socklen_t;
-    // SAFETY: TCP_CONGESTION writes at most `len` bytes into `buf`.
-    unsafe {
-        libc::getsockopt(
-            fd,
-            libc::IPPROTO_TCP,
-            libc::TCP_CONGESTION,
-            buf.as_mut_ptr().cast(),
-            &mut len,
-        );
-    }
-    let n = buf[..len as usize]
-        .iter()
-        .position(|&b| b == 0)
-        .unwrap_or(len as usize);
-    String::from_utf8_lossy(&buf[..n]).into_owned()
+    // A refusal (ENOENT) changes nothing.
+    let _ = sockopt::set_tcp_congestion(s, name);
+    sockopt::tcp_congestion(s).unwrap_or_default()
 }
 
 fn set_max_pacing_rate(s: &TcpStream, bytes_per_s: u64) -> Result<()> {
     // The 32-bit form works on every kernel; 4 GB/s is far above any link emulated here.
     let v = bytes_per_s.min(u32::MAX as u64) as u32;
-    // SAFETY: SO_MAX_PACING_RATE reads one u32.
-    let r = unsafe {
-        libc::setsockopt(
-            s.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_MAX_PACING_RATE,
-            (&v as *const u32).cast(),
-            std::mem::size_of::<u32>() as libc::socklen_t,
-        )
-    };
-    if r != 0 {
-        return Err(std::io::Error::last_os_error()).context("setting SO_MAX_PACING_RATE");
-    }
-    Ok(())
+    crate::sys::set_max_pacing_rate(s.as_fd(), v).context("setting SO_MAX_PACING_RATE")
 }
 
 /// Sender → receiver counts of the forwarder: (lost, queue-dropped, offered), wire packets.

@@ -10,7 +10,7 @@
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream, UdpSocket};
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -205,41 +205,17 @@ pub fn process_cpu_s(pid: u32) -> Option<f64> {
     let f: Vec<&str> = rest.split_whitespace().collect();
     // After the command name: state is field 0, utime 11, stime 12.
     let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    let hz = rustix::param::clock_ticks_per_second() as f64;
     Some(ticks / hz)
 }
 
 fn tcp_maxseg(s: &TcpStream) -> u32 {
-    let mut v: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: TCP_MAXSEG writes one int into `v`.
-    unsafe {
-        libc::getsockopt(
-            s.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_MAXSEG,
-            (&mut v as *mut libc::c_int).cast(),
-            &mut len,
-        )
-    };
-    v.max(0) as u32
+    crate::sys::tcp_maxseg(s.as_fd()).max(0) as u32
 }
 
 fn tcp_total_retrans(s: &TcpStream) -> u32 {
-    // SAFETY: tcp_info is plain data; getsockopt fills at most `len` bytes of it.
-    unsafe {
-        let mut info: libc::tcp_info = std::mem::zeroed();
-        let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
-        libc::getsockopt(
-            s.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_INFO,
-            (&mut info as *mut libc::tcp_info).cast(),
-            &mut len,
-        );
-        info.tcpi_total_retrans
-    }
+    // Zero when TCP_INFO cannot be read.
+    crate::sys::tcp_info(s.as_fd()).map_or(0, |info| info.tcpi_total_retrans)
 }
 
 /// Sum over both directions of the forwarder stats.

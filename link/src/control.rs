@@ -7,6 +7,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
+use rustix::process::{Pid, Signal};
 use serde::Serialize;
 
 use crate::forwarder::{ForwarderConfig, ForwarderStats};
@@ -319,14 +320,9 @@ fn start_forwarder(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(log);
-    // SAFETY: setsid(2) is async-signal-safe; it detaches the daemon from our session so a
-    // Ctrl-C aimed at `up` (or at a test runner) does not reach it; `down` ends it by PID.
-    unsafe {
-        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
-            libc::setsid();
-            Ok(())
-        });
-    }
+    // A session of its own: a Ctrl-C aimed at `up` (or at a test runner) does not reach the
+    // daemon; `down` ends it by PID.
+    crate::sys::setsid_before_exec(&mut cmd);
     let mut child = cmd
         .spawn()
         .with_context(|| format!("starting forwarder {}", launcher.exe.display()))?;
@@ -374,6 +370,13 @@ pub fn is_forwarder(pid: u32, name: &str) -> bool {
     !matches!(state, Some("Z") | Some("X") | None)
 }
 
+/// kill(2) `pid` (errors ignored: the caller then waits for the process to be gone).
+fn signal(pid: u32, sig: Signal) {
+    if let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) {
+        let _ = rustix::process::kill_process(pid, sig);
+    }
+}
+
 fn wait_gone(pid: u32, name: &str, limit: Duration) -> bool {
     let t0 = Instant::now();
     while t0.elapsed() < limit {
@@ -399,14 +402,13 @@ fn stop_processes(procs: &[netns::NsProcess], ns: &str) -> Result<()> {
                 .and_then(|r| r.split_whitespace().next())
                 .is_some_and(|st| st == "Z" || st == "X")
     };
-    for (signal, wait) in [
-        (libc::SIGTERM, Duration::from_secs(3)),
-        (libc::SIGKILL, Duration::from_secs(2)),
+    for (sig, wait) in [
+        (Signal::TERM, Duration::from_secs(3)),
+        (Signal::KILL, Duration::from_secs(2)),
     ] {
+        // Each PID was just found in this link's namespace and is checked again by its name.
         for p in procs.iter().filter(|p| alive(p)) {
-            // SAFETY: kill(2) on a PID just found in this link's namespace (checked again by
-            // its name right before).
-            unsafe { libc::kill(p.pid as i32, signal) };
+            signal(p.pid, sig);
         }
         let t0 = Instant::now();
         while t0.elapsed() < wait && procs.iter().any(alive) {
@@ -443,13 +445,12 @@ pub fn down(name: &str) -> Result<DownOutcome> {
     if let Some(pid) = st.as_ref().and_then(|s| s.forwarder_pid) {
         out.existed = true;
         if is_forwarder(pid, name) {
-            // SAFETY: kill(2) on a PID verified above to be this link's forwarder.
-            unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+            // A PID verified above to be this link's forwarder.
+            signal(pid, Signal::TERM);
             if !wait_gone(pid, name, Duration::from_secs(3)) {
                 out.notes
                     .push(format!("forwarder {pid} ignored SIGTERM; killed"));
-                // SAFETY: as above.
-                unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+                signal(pid, Signal::KILL);
                 if !wait_gone(pid, name, Duration::from_secs(2)) {
                     bail!("forwarder {pid} of link {name} does not exit");
                 }
@@ -527,14 +528,9 @@ pub fn blackhole(name: &str, duration: Duration) -> Result<BlackholeOutcome> {
         0 if !duration.is_zero() => 1,
         n => usize::try_from(n).unwrap_or(usize::MAX),
     };
-    let value = libc::sigval {
-        sival_ptr: std::ptr::without_provenance_mut(ms),
-    };
-    // SAFETY: sigqueue(2) to a PID verified above to be this link's forwarder.
-    if unsafe { libc::sigqueue(pid as i32, crate::forwarder::BLACKHOLE_SIGNAL, value) } != 0 {
-        return Err(std::io::Error::last_os_error())
-            .with_context(|| format!("signalling forwarder {pid}"));
-    }
+    // To a PID verified above to be this link's forwarder.
+    crate::sys::queue_signal(pid, crate::forwarder::BLACKHOLE_SIGNAL, ms)
+        .with_context(|| format!("signalling forwarder {pid}"))?;
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(2) {
         if let Some(now) = forwarder_stats(name).and_then(|s| s.blackhole) {

@@ -9,12 +9,14 @@
 
 use std::collections::VecDeque;
 use std::io;
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use rustix::event::{PollFd, PollFlags};
 use serde::{Deserialize, Serialize};
 
 use crate::admit::{admit, Piece};
@@ -35,19 +37,13 @@ const READ_BATCH: usize = 64;
 const FRAME_BUF: usize = 65_536 + VNET_HDR_LEN + 4096;
 
 pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes into the timespec we pass.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    let ts = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// Makes this thread's timer wake-ups precise (the default slack is 50 µs).
 pub fn set_fine_timer_slack() {
-    // SAFETY: prctl(PR_SET_TIMERSLACK) only changes this thread's timer slack.
-    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+    let _ = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1));
 }
 
 /// Puts the calling thread in SCHED_FIFO at a low real-time priority, so builds or other
@@ -55,11 +51,7 @@ pub fn set_fine_timer_slack() {
 /// of ms on a busy 2-core VM). The threads sleep between packets, and the kernel's RT
 /// throttling still reserves CPU for everything else. Returns whether it worked.
 pub fn set_realtime(priority: i32) -> bool {
-    let p = libc::sched_param {
-        sched_priority: priority,
-    };
-    // SAFETY: pthread_setschedparam on the calling thread with a valid sched_param.
-    unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &p) == 0 }
+    crate::sys::set_sched_fifo(priority)
 }
 
 /// Holds `/dev/cpu_dma_latency` at 0 µs for as long as the returned file stays open (the
@@ -214,18 +206,13 @@ impl Blackhole {
 }
 
 /// Waits until `fd` is readable or `timeout_ns` passes.
-fn wait_readable(fd: i32, timeout_ns: u64) {
-    let mut pfd = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
+fn wait_readable(fd: impl AsFd, timeout_ns: u64) {
+    let mut pfd = [PollFd::new(&fd, PollFlags::IN)];
+    let ts = rustix::event::Timespec {
+        tv_sec: (timeout_ns / 1_000_000_000) as _,
+        tv_nsec: (timeout_ns % 1_000_000_000) as _,
     };
-    let ts = libc::timespec {
-        tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,
-    };
-    // SAFETY: one valid pollfd, a valid timespec, no signal mask change.
-    unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
+    let _ = rustix::event::poll(&mut pfd, Some(&ts));
 }
 
 /// Moves packets from `input` to `output` until `stop` is set. A packet that arrives while
@@ -310,7 +297,7 @@ pub fn run_direction(
             None => MAX_SLEEP_NS,
         };
         if wait > SPIN_NS {
-            wait_readable(input.raw_fd(), (wait - SPIN_NS).min(MAX_SLEEP_NS));
+            wait_readable(input, (wait - SPIN_NS).min(MAX_SLEEP_NS));
         }
         // Otherwise loop straight round: a non-blocking read, then the deadline check.
     }
@@ -371,42 +358,24 @@ fn write_stats(path: &Path, stats: &ForwarderStats) -> Result<()> {
 /// spawns later) so they can be taken synchronously with `sigtimedwait`: no handler, no
 /// global flag.
 fn block_daemon_signals() -> libc::sigset_t {
-    // SAFETY: sigset manipulation on a local, then pthread_sigmask on this thread.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        for s in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, BLACKHOLE_SIGNAL] {
-            libc::sigaddset(&mut set, s);
-        }
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-        set
-    }
+    crate::sys::block_signals(&[libc::SIGTERM, libc::SIGINT, libc::SIGHUP, BLACKHOLE_SIGNAL])
 }
 
 /// Waits up to `timeout` for one of `set`; the signal's info if one arrived.
 fn wait_signal(set: &libc::sigset_t, timeout: Duration) -> Option<libc::siginfo_t> {
-    let ts = libc::timespec {
-        tv_sec: timeout.as_secs() as libc::time_t,
-        tv_nsec: timeout.subsec_nanos() as libc::c_long,
-    };
-    // SAFETY: siginfo_t is plain data (all zeroes is valid); valid set, info and timespec.
-    unsafe {
-        let mut info: libc::siginfo_t = std::mem::zeroed();
-        (libc::sigtimedwait(set, &mut info, &ts) > 0).then_some(info)
-    }
+    crate::sys::wait_signal(set, timeout)
 }
 
 /// Acts on a blackhole request: the duration (ms) travels as the signal's value, so a plain
 /// `kill -USR1` (no value) is ignored rather than guessed at.
 fn take_blackhole_request(info: &libc::siginfo_t, blackhole: &Blackhole) {
-    if info.si_code != libc::SI_QUEUE {
+    let Some(ms) = crate::sys::queued_value(info) else {
         eprintln!(
             "forwarder: ignored a blackhole signal without a duration (use `shoal link blackhole`)"
         );
         return;
-    }
-    // SAFETY: SI_QUEUE signals carry a sigval; we sent an integer in it.
-    let ms = unsafe { info.si_value() }.sival_ptr.addr() as u64;
+    };
+    let ms = ms as u64;
     blackhole.set_for_ms(ms);
     if ms == 0 {
         eprintln!("forwarder: blackhole ended");
@@ -422,11 +391,9 @@ fn detach_stdout() -> Result<()> {
         .write(true)
         .open("/dev/null")
         .context("opening /dev/null")?;
-    // SAFETY: dup2 onto fd 1; `null` stays valid for the call.
-    if unsafe { libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&null), 1) } < 0 {
-        return Err(io::Error::last_os_error()).context("dup2 stdout");
-    }
-    Ok(())
+    rustix::stdio::dup2_stdout(&null)
+        .map_err(io::Error::from)
+        .context("dup2 stdout")
 }
 
 /// The forwarder daemon: creates both TUN devices, reports `ready <offload>` on stdout,

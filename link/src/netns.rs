@@ -9,13 +9,13 @@
 use std::fs::File;
 use std::io;
 use std::net::{TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
-use std::os::unix::process::CommandExt;
+use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use rustix::thread::LinkNameSpaceType;
 
 /// Where `ip netns` keeps its named namespaces.
 pub fn netns_path(ns: &str) -> PathBuf {
@@ -112,11 +112,10 @@ fn open_ns(ns: &str) -> io::Result<File> {
 /// namespace for good; prefer [`run_in`] elsewhere.
 pub fn enter_current_thread(ns: &str) -> Result<()> {
     let f = open_ns(ns)?;
-    // SAFETY: setns on a valid namespace fd; affects only this thread's network namespace.
-    if unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-        return Err(io::Error::last_os_error()).with_context(|| format!("setns into {ns}"));
-    }
-    Ok(())
+    // Affects only this thread's network namespace.
+    rustix::thread::move_into_link_name_space(f.as_fd(), Some(LinkNameSpaceType::Network))
+        .map_err(io::Error::from)
+        .with_context(|| format!("setns into {ns}"))
 }
 
 /// Runs `f` on a fresh thread inside namespace `ns` and returns its result. Sockets and TUN
@@ -138,20 +137,7 @@ where
 
 /// Makes `cmd` enter namespace `ns` between fork and exec.
 pub fn command_in_netns(ns: &str, cmd: &mut Command) -> io::Result<()> {
-    let f = open_ns(ns)?;
-    let fd = f.as_raw_fd();
-    // SAFETY: only setns(2), an async-signal-safe syscall, runs in the child. The File is
-    // moved into the closure, so the fd stays open until the Command is dropped; it is
-    // O_CLOEXEC, so the program itself does not inherit it.
-    unsafe {
-        cmd.pre_exec(move || {
-            let _keep = &f;
-            if libc::setns(fd, libc::CLONE_NEWNET) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    crate::sys::setns_before_exec(cmd, open_ns(ns)?);
     Ok(())
 }
 

@@ -4,13 +4,15 @@
 //! from a thread that has entered the target namespace. The device is not persistent, so it
 //! vanishes when the last fd closes, i.e. when the forwarder exits; `down` relies on that.
 
-use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
+use rustix::fs::{Mode, OFlags};
+
+use crate::sys;
 use crate::vnet::VNET_HDR_LEN;
 
 /// Which offloads the kernel accepted.
@@ -39,22 +41,6 @@ pub struct Tun {
     pub offload: Offload,
 }
 
-/// `struct ifreq` as TUNSETIFF reads it: name, then flags, padded to the union size.
-#[repr(C)]
-struct IfReqFlags {
-    name: [libc::c_char; libc::IFNAMSIZ],
-    flags: libc::c_short,
-    _pad: [u8; 22],
-}
-
-fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(r)
-    }
-}
-
 impl Tun {
     /// Creates TUN device `name` (non-blocking fd). With `offload`, asks for the vnet header
     /// and checksum + TSO (+ USO where the kernel knows it), falling back step by step.
@@ -62,50 +48,35 @@ impl Tun {
         if name.is_empty() || name.len() >= libc::IFNAMSIZ {
             bail!("interface name {name:?} must be 1..15 bytes");
         }
-        let path = CString::new("/dev/net/tun").expect("no NUL");
-        // SAFETY: plain open(2) of a constant path.
-        let raw = cvt(unsafe {
-            libc::open(
-                path.as_ptr(),
-                libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC,
-            )
-        })
+        let fd = rustix::fs::open(
+            "/dev/net/tun",
+            OFlags::RDWR | OFlags::NONBLOCK | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(io::Error::from)
         .context("opening /dev/net/tun")?;
-        // SAFETY: `raw` is a freshly opened fd that nothing else owns.
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
 
-        let mut req = IfReqFlags {
-            name: [0; libc::IFNAMSIZ],
-            flags: (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short,
-            _pad: [0; 22],
-        };
+        let mut flags = (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short;
         if offload {
-            req.flags |= libc::IFF_VNET_HDR as libc::c_short;
+            flags |= libc::IFF_VNET_HDR as libc::c_short;
         }
-        for (d, s) in req.name.iter_mut().zip(name.bytes()) {
-            *d = s as libc::c_char;
-        }
-        // SAFETY: TUNSETIFF reads a struct ifreq, which `req` lays out.
-        cvt(unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNSETIFF, &req) })
-            .with_context(|| format!("TUNSETIFF {name}"))?;
+        sys::tun_set_iff(fd.as_fd(), name, flags).with_context(|| format!("TUNSETIFF {name}"))?;
 
         let mut off = Offload::default();
         if offload {
             let sz: libc::c_int = VNET_HDR_LEN as libc::c_int;
-            // SAFETY: TUNSETVNETHDRSZ reads an int.
-            cvt(unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNSETVNETHDRSZ, &sz) })
-                .context("TUNSETVNETHDRSZ")?;
+            sys::tun_set_vnet_hdr_sz(fd.as_fd(), sz).context("TUNSETVNETHDRSZ")?;
             off.vnet_hdr = true;
             let base = libc::TUN_F_CSUM | libc::TUN_F_TSO4 | libc::TUN_F_TSO6 | libc::TUN_F_TSO_ECN;
             let uso = libc::TUN_F_USO4 | libc::TUN_F_USO6;
             // USO needs kernel ≥ 6.2; older kernels answer EINVAL and we keep TSO only.
-            if set_offload(fd.as_raw_fd(), base | uso).is_ok() {
+            if sys::tun_set_offload(fd.as_fd(), base | uso).is_ok() {
                 off.tso = true;
                 off.uso = true;
-            } else if set_offload(fd.as_raw_fd(), base).is_ok() {
+            } else if sys::tun_set_offload(fd.as_fd(), base).is_ok() {
                 off.tso = true;
             } else {
-                set_offload(fd.as_raw_fd(), libc::TUN_F_CSUM).context("TUNSETOFFLOAD")?;
+                sys::tun_set_offload(fd.as_fd(), libc::TUN_F_CSUM).context("TUNSETOFFLOAD")?;
             }
         }
         Ok(Tun {
@@ -121,27 +92,16 @@ impl Tun {
 
     /// One frame, or `WouldBlock`.
     pub fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
-        // SAFETY: `buf` is valid for writes of its length.
-        let n = unsafe { libc::read(self.raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-        if n < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(n as usize)
-        }
+        Ok(rustix::io::read(&self.fd, buf)?)
     }
 
     pub fn write(&self, frame: &[u8]) -> io::Result<usize> {
-        // SAFETY: `frame` is valid for reads of its length.
-        let n = unsafe { libc::write(self.raw_fd(), frame.as_ptr().cast(), frame.len()) };
-        if n < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(n as usize)
-        }
+        Ok(rustix::io::write(&self.fd, frame)?)
     }
 }
 
-fn set_offload(fd: RawFd, flags: libc::c_uint) -> io::Result<()> {
-    // SAFETY: TUNSETOFFLOAD takes the flags by value as an unsigned long.
-    cvt(unsafe { libc::ioctl(fd, libc::TUNSETOFFLOAD, flags as libc::c_ulong) }).map(|_| ())
+impl AsFd for Tun {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
 }

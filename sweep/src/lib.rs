@@ -19,6 +19,7 @@ pub mod progress;
 pub mod remote;
 pub mod report;
 pub mod spread;
+mod sys;
 pub mod trace_chart;
 pub mod traces;
 

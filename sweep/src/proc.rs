@@ -9,6 +9,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use rustix::process::{Pid, Signal};
 
 /// Set by SIGINT/SIGTERM: the sweep stops after ending the current run's processes.
 pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
@@ -19,11 +20,7 @@ extern "C" fn on_signal(_: libc::c_int) {
 
 /// Catches SIGINT and SIGTERM so the link, sshd and run processes are cleaned up.
 pub fn install_interrupt_handler() {
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-    unsafe {
-        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
-    }
+    crate::sys::on_interrupt(on_signal);
 }
 
 pub fn interrupted() -> bool {
@@ -99,10 +96,7 @@ impl Proc {
         if self.reaped {
             return Some(Exit::default());
         }
-        let mut status = 0;
-        // SAFETY: wait4 on our own child's pid, writing into locals we own.
-        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-        let r = unsafe { libc::wait4(self.pid, &mut status, libc::WNOHANG, &mut ru) };
+        let (r, status, ru) = crate::sys::wait4_nohang(self.pid);
         if r == 0 {
             return None;
         }
@@ -122,19 +116,19 @@ impl Proc {
     /// Ends the whole process group (SIGTERM, then SIGKILL after `grace`) and reaps the child.
     pub fn kill(&mut self, grace: Duration) -> Exit {
         if let Some(e) = self.try_wait() {
-            self.kill_group(libc::SIGKILL);
+            self.kill_group(Signal::KILL);
             return e;
         }
-        self.kill_group(libc::SIGTERM);
+        self.kill_group(Signal::TERM);
         let t0 = Instant::now();
         while t0.elapsed() < grace {
             if let Some(e) = self.try_wait() {
-                self.kill_group(libc::SIGKILL);
+                self.kill_group(Signal::KILL);
                 return e;
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        self.kill_group(libc::SIGKILL);
+        self.kill_group(Signal::KILL);
         loop {
             if let Some(e) = self.try_wait() {
                 return e;
@@ -144,10 +138,9 @@ impl Proc {
     }
 
     /// Signals the child's process group (the group id is the child's pid: we made it so).
-    fn kill_group(&self, sig: i32) {
-        // SAFETY: kill(2) on the process group this struct created.
-        unsafe {
-            libc::kill(-self.pid, sig);
+    fn kill_group(&self, sig: Signal) {
+        if let Some(pgid) = Pid::from_raw(self.pid) {
+            let _ = rustix::process::kill_process_group(pgid, sig);
         }
     }
 }

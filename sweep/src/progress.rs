@@ -183,12 +183,8 @@ impl Drop for Progress {
 }
 
 fn terminal_width() -> usize {
-    // SAFETY: TIOCGWINSZ fills the winsize struct we own.
-    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
-    let r = unsafe { libc::ioctl(2, libc::TIOCGWINSZ, &mut ws) };
-    if r == 0 && ws.ws_col > 20 {
-        ws.ws_col as usize
-    } else {
-        100
+    match rustix::termios::tcgetwinsize(std::io::stderr()) {
+        Ok(ws) if ws.ws_col > 20 => ws.ws_col as usize,
+        _ => 100,
     }
 }

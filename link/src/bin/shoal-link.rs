@@ -1,5 +1,5 @@
 //! Stand-alone `shoal-link link …`, shaped like `shoal link …` so the forwarder re-exec
-//! (`EXE link forward …`) works the same; the integration tests use it as the forwarder.
+//! (`EXE link forward …`) works the same.
 
 use clap::Parser;
 

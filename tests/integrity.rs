@@ -283,30 +283,6 @@ fn control_channel_run_folders_are_never_followed_nor_replaced_by_the_root() {
     assert!(trees_identical(&src, &dst.join(good)));
 }
 
-/// Waits (bounded) until some process opens `path`, via inotify.
-fn wait_opened(path: &Path, within: Duration) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    // SAFETY: plain syscalls on a descriptor this function owns.
-    unsafe {
-        let fd = libc::inotify_init1(libc::IN_CLOEXEC | libc::IN_NONBLOCK);
-        assert!(fd >= 0);
-        let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
-        assert!(libc::inotify_add_watch(fd, c.as_ptr(), libc::IN_OPEN) >= 0);
-        let started = Instant::now();
-        let mut buf = [0u8; 4096];
-        let mut seen = false;
-        while started.elapsed() < within {
-            if libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) > 0 {
-                seen = true;
-                break;
-            }
-            std::thread::sleep(Duration::from_micros(200));
-        }
-        libc::close(fd);
-        seen
-    }
-}
-
 /// Item 4: a source file that grows or shrinks while the sender reads it fails the run,
 /// naming the file and the change (a grown file was sent cut to its walk-time size and
 /// reported ok; a shrunk one failed with "failed to fill whole buffer").
@@ -328,7 +304,10 @@ fn a_source_file_that_changes_while_read_fails_naming_it() {
             let rx = ReceiverProc::start(&id, &dst, &[]);
             let sender = spawn_sender(&rx, &src, &["--mode", mode, "--read-ahead", "1MiB"]);
             // Once the sender has opened the file (and read its size), change it.
-            assert!(wait_opened(&big, Duration::from_secs(30)), "never opened");
+            assert!(
+                sys::wait_opened(&big, Duration::from_secs(30)),
+                "never opened"
+            );
             let f = std::fs::OpenOptions::new().append(true).open(&big).unwrap();
             match change {
                 "grow" => {
@@ -368,7 +347,7 @@ fn a_failed_run_reports_what_the_receiver_kept_and_special_files_are_counted() {
         let rx = ReceiverProc::start(&id, &dst, &[]);
         let out = rx.send(&src, &["--mode", mode, "--json"]);
         assert!(!out.status.success(), "{mode}: {}", text(&out));
-        let row: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let row = json(&out);
         let kept = final_files(&dst).len() as u64;
         eprintln!("{mode}: kept {kept}, row says {}", row["files_ready"]);
         // Per-file streams run concurrently: the failure may come before any file is done.
@@ -381,15 +360,13 @@ fn a_failed_run_reports_what_the_receiver_kept_and_special_files_are_counted() {
     // A FIFO and a socket in the source: skipped and counted.
     let special = t.path().join("special");
     gen(&special, 3, "1KiB", 1, 72);
-    let fifo = std::ffi::CString::new(special.join("fifo").to_str().unwrap()).unwrap();
-    // SAFETY: mkfifo on a path this test owns.
-    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    sys::mkfifo(&special.join("fifo")).unwrap();
     let _sock = std::os::unix::net::UnixListener::bind(special.join("sock")).unwrap();
     let dst = t.path().join("dst-special");
     let rx = ReceiverProc::start(&id, &dst, &[]);
     let out = rx.send(&special, &["--json"]);
     assert!(out.status.success(), "{}", text(&out));
-    let row: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let row = json(&out);
     assert_eq!(row["skipped_special"], 2, "{}", text(&out));
     assert_eq!(row["files"], 3);
 }
@@ -413,7 +390,7 @@ fn two_hundred_thousand_empty_files_stay_within_64_mb_in_every_mode() {
         let rx = ReceiverProc::start(&id, &dst, &[]);
         let out = rx.send(&src, &["--mode", mode, "--json"]);
         assert!(out.status.success(), "{mode}: {}", text(&out));
-        let row: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let row = json(&out);
         let rss = row["receiver_peak_rss_bytes"].as_u64().unwrap();
         eprintln!(
             "{mode}: {:.2} s, receiver peak RSS {:.1} MB, peak streams {}",

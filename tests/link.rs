@@ -6,30 +6,10 @@ mod support;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use shoal_link::{check, CheckOptions, Launcher, LinkGuard, UpConfig};
+use shoal_link::{check, CheckOptions, UpConfig};
 use support::*;
-
-/// Timing on a 2-core machine: one link test at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-fn launcher() -> Launcher {
-    Launcher {
-        exe: env!("CARGO_BIN_EXE_shoal").into(),
-        prefix: vec!["link".into(), "forward".into()],
-    }
-}
-
-fn unique(prefix: &str) -> String {
-    format!("{prefix}{}", std::process::id() % 100_000)
-}
 
 /// `shoal send` run inside namespace `ns`.
 fn send_in(ns: &str, rx: &ReceiverProc, src: &Path, extra: &[&str]) -> Output {
@@ -72,20 +52,15 @@ fn transfer_across(name: &str, files: u64, seed: u64, mode: &str) -> serde_json:
     json(&out)
 }
 
-fn json(out: &Output) -> serde_json::Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", text(out)))
-}
-
 #[test]
 fn transfer_across_a_checked_100ms_link_then_nothing_is_left() {
-    if !is_root() {
-        println!("skipped: needs root");
+    if !root_only() {
         return;
     }
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = serial();
     let name = unique("xa");
     let cfg = UpConfig::new(&name, Duration::from_millis(100), 200_000_000);
-    let guard = LinkGuard::up_with(&cfg, &launcher()).expect("link up");
+    let guard = link_up(&cfg);
     let pid = guard
         .state()
         .forwarder_pid
@@ -115,23 +90,19 @@ fn transfer_across_a_checked_100ms_link_then_nothing_is_left() {
         !String::from_utf8_lossy(&links.stdout).contains(&name),
         "a TUN device is left"
     );
-    assert!(
-        !Path::new(&format!("/proc/{pid}")).exists(),
-        "forwarder {pid} still running"
-    );
+    assert!(process_gone(pid), "forwarder {pid} still running");
 }
 
 #[test]
 fn stop_and_wait_pays_one_round_trip_per_file() {
-    if !is_root() {
-        println!("skipped: needs root");
+    if !root_only() {
         return;
     }
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = serial();
     let name = unique("xb");
     let rtt = Duration::from_millis(50);
     let cfg = UpConfig::new(&name, rtt, 200_000_000);
-    let guard = LinkGuard::up_with(&cfg, &launcher()).expect("link up");
+    let guard = link_up(&cfg);
     let row = transfer_across(&name, 200, 32, "tcp-wait");
     let seconds = row["seconds"].as_f64().unwrap();
     let floor = 200.0 * rtt.as_secs_f64();
@@ -183,14 +154,13 @@ fn status(name: &str) -> serde_json::Value {
 
 #[test]
 fn a_link_blackhole_mid_run_fails_the_run_and_the_receiver_serves_the_next() {
-    if !is_root() {
-        println!("skipped: needs root");
+    if !root_only() {
         return;
     }
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = serial();
     let name = unique("xc");
     let cfg = UpConfig::new(&name, Duration::from_millis(20), 50_000_000);
-    let guard = LinkGuard::up_with(&cfg, &launcher()).expect("link up");
+    let guard = link_up(&cfg);
     let t = tempfile::tempdir().unwrap();
     // 3,000 × 16 KiB = 49 MB: ~8 s at 50 Mbit/s, so the run is well under way at the cut.
     let src = t.path().join("src");
@@ -313,15 +283,14 @@ fn protocol_round_trips(mode: &str) -> f64 {
 /// clock only after draining the endpoint, ~1 s later; `--fsync` used to be inside `seconds`.
 #[test]
 fn the_clock_stops_at_the_completion_report_in_every_mode() {
-    if !is_root() {
-        println!("skipped: needs root");
+    if !root_only() {
         return;
     }
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = serial();
     let name = unique("ck");
     let rtt = 0.1;
     let cfg = UpConfig::new(&name, Duration::from_secs_f64(rtt), 300_000_000);
-    let guard = LinkGuard::up_with(&cfg, &launcher()).expect("link up");
+    let guard = link_up(&cfg);
     let t = tempfile::tempdir().unwrap();
     let tiny = t.path().join("tiny");
     std::fs::create_dir_all(&tiny).unwrap();

@@ -8,10 +8,6 @@ use std::time::{Duration, Instant};
 
 use support::*;
 
-fn json(out: &std::process::Output) -> serde_json::Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", text(out)))
-}
-
 /// Every controller × {1, 4} connections for one mode: the tree verifies and the row shows
 /// what was in effect.
 fn every_cc_and_connection_count(mode: &str) {

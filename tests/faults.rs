@@ -6,7 +6,6 @@
 mod support;
 
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Arc;
@@ -47,8 +46,10 @@ fn a_full_disk_is_reported_and_partial_files_removed() {
     let dst = t.path().join("dst");
     let Some(_fs) = Tmpfs::mount(&dst, "2m") else {
         eprintln!("skipped: cannot mount a tmpfs (needs root)");
+        note_root_only(false);
         return;
     };
+    note_root_only(true);
     let id = t.path().join("id");
     let rx = ReceiverProc::start(&id, &dst, &[]);
     let src = t.path().join("src");
@@ -202,42 +203,6 @@ fn a_receiver_killed_mid_transfer_fails_the_sender_promptly() {
     }
 }
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-/// From linux/capability.h (the libc crate does not define them).
-const CAP_DAC_OVERRIDE: libc::c_ulong = 1;
-const CAP_DAC_READ_SEARCH: libc::c_ulong = 2;
-
-/// Makes `cmd`'s process unable to bypass file permissions even as root: drops
-/// CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH from its bounding set (and clears the ambient
-/// set) between fork and exec, so after exec it holds neither. Not root: nothing to drop.
-fn without_dac_override(cmd: &mut Command) -> &mut Command {
-    if is_root() {
-        // SAFETY: prctl is async-signal-safe and only changes this (forked) process.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(
-                    libc::PR_CAP_AMBIENT,
-                    libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong,
-                    0,
-                    0,
-                    0,
-                );
-                for cap in [CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH] {
-                    if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                }
-                Ok(())
-            });
-        }
-    }
-    cmd
-}
-
 #[test]
 fn an_unreadable_source_file_fails_the_run_naming_it() {
     let t = tempfile::tempdir().unwrap();
@@ -250,7 +215,7 @@ fn an_unreadable_source_file_fails_the_run_naming_it() {
     assert!(bad.is_file(), "gen layout changed");
     std::fs::set_permissions(&bad, std::fs::Permissions::from_mode(0o000)).unwrap();
     // Precondition: the sender's process really cannot read it (root without DAC override).
-    match without_dac_override(Command::new("head").args(["-c", "1"]).arg(&bad)).output() {
+    match sys::without_dac_override(Command::new("head").args(["-c", "1"]).arg(&bad)).output() {
         Err(e) => {
             println!("skipped: cannot drop CAP_DAC_OVERRIDE for a child here: {e}");
             return;
@@ -270,7 +235,7 @@ fn an_unreadable_source_file_fails_the_run_naming_it() {
         // run (bounded here, whatever QUIC's own idle timeout is).
         let rx = ReceiverProc::start(&id, &dst, &["--idle-timeout", "3s"]);
         let started = Instant::now();
-        let out: Output = without_dac_override(
+        let out: Output = sys::without_dac_override(
             shoal()
                 .args(["send", "--to", &rx.addr, "--src"])
                 .arg(&src)

@@ -27,10 +27,6 @@ fn mixed_payload() -> &'static Path {
     })
 }
 
-fn json(out: &std::process::Output) -> serde_json::Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", text(out)))
-}
-
 fn transfer_and_verify(extra: &[&str]) -> serde_json::Value {
     let t = tempfile::tempdir().unwrap();
     let src = mixed_payload();

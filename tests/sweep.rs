@@ -1,64 +1,17 @@
 //! End-to-end sweeps through the `shoal` binary on emulated links (root) and `shoal report` on
 //! the committed sample (no root).
 //!
-//! The binary: `$SHOAL_BIN` when set; otherwise these tests run `cargo build -p shoal` (with
-//! `--release` when the tests themselves are a release build) into the same target folder as
-//! the test executable (`target/<profile>/shoal`), so the binary carries the sweep code under
-//! test. The build is a no-op when it is up to date (e.g. after `cargo test --workspace`).
-//!
 //! Tests that need root print "skipped: needs root" and return. Root tests run one at a time
 //! (a lock), each with its own link name, work folder and output folder; the sweep tears its
 //! link down itself, and the test runs `shoal link down` afterwards as a backstop.
 
-use std::collections::BTreeMap;
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("sweep/ is inside the workspace")
-        .to_path_buf()
-}
-
-fn shoal_bin() -> PathBuf {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        if let Ok(p) = std::env::var("SHOAL_BIN") {
-            return PathBuf::from(p);
-        }
-        // target/<profile>/deps/sweep-HASH → target/<profile>
-        let exe = std::env::current_exe().expect("test executable");
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("target/<profile>/deps")
-            .to_path_buf();
-        let target_dir = profile_dir.parent().expect("target dir").to_path_buf();
-        let release = profile_dir.file_name().is_some_and(|n| n == "release");
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut cmd = Command::new(cargo);
-        cmd.args(["build", "-q", "-p", "shoal", "--target-dir"])
-            .arg(&target_dir)
-            .current_dir(workspace_root());
-        if release {
-            cmd.arg("--release");
-        }
-        let st = cmd.status().expect("running cargo build -p shoal");
-        assert!(st.success(), "cargo build -p shoal failed");
-        let bin = profile_dir.join("shoal");
-        assert!(bin.exists(), "{} not built", bin.display());
-        bin
-    })
-    .clone()
-}
+use support::{root_only, rows, serial, shoal, shoal_bin, sys, workspace_root};
 
 /// `sha256sum FILE`, hex.
 fn sha256sum(p: &Path) -> String {
@@ -68,12 +21,6 @@ fn sha256sum(p: &Path) -> String {
         .next()
         .unwrap()
         .to_string()
-}
-
-/// Root tests share two cores: one sweep at a time.
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 struct Sweep {
@@ -114,7 +61,7 @@ fn sweep_any(
     let mpath = dir.join(format!("{name}.toml"));
     std::fs::write(&mpath, matrix).unwrap();
     let out = dir.join(name);
-    let mut cmd = Command::new(shoal_bin());
+    let mut cmd = shoal();
     cmd.arg("sweep")
         .arg("--matrix")
         .arg(&mpath)
@@ -141,13 +88,12 @@ fn sweep_any(
             }
             std::thread::sleep(Duration::from_millis(200));
         }
-        // SAFETY: kill(2) on the sweep process this test started.
-        unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+        sys::terminate(pid);
     });
     let output = child.wait_with_output().expect("waiting for shoal sweep");
     done.store(true, std::sync::atomic::Ordering::SeqCst);
     let _ = watchdog.join();
-    let _ = Command::new(shoal_bin())
+    let _ = shoal()
         .args(["link", "down", "--name", link])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -161,20 +107,6 @@ fn sweep_any(
     s
 }
 
-fn rows(path: &Path) -> Vec<BTreeMap<String, String>> {
-    let mut r = csv::Reader::from_path(path).unwrap();
-    let h = r.headers().unwrap().clone();
-    r.records()
-        .map(|rec| {
-            let rec = rec.unwrap();
-            h.iter()
-                .zip(rec.iter())
-                .map(|(a, b)| (a.to_string(), b.to_string()))
-                .collect()
-        })
-        .collect()
-}
-
 fn matrix(link: &str, rtt: &str, rate: &str, payload: &str, axes: &str) -> String {
     format!(
         "[sweep]\ntimeout = \"2m\"\nreference = {{ mode = \"tcp-bundle\" }}\n\
@@ -185,8 +117,7 @@ fn matrix(link: &str, rtt: &str, rate: &str, payload: &str, axes: &str) -> Strin
 
 #[test]
 fn two_configs_three_runs_verified_with_seeded_order() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
+    if !root_only() {
         return;
     }
     let _l = serial();
@@ -329,8 +260,7 @@ fn two_configs_three_runs_verified_with_seeded_order() {
 
 #[test]
 fn tampered_destination_and_killed_run_are_failures() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
+    if !root_only() {
         return;
     }
     let _l = serial();
@@ -423,8 +353,7 @@ fn tampered_destination_and_killed_run_are_failures() {
 
 #[test]
 fn baseline_arms_run_and_verify() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
+    if !root_only() {
         return;
     }
     for tool in ["sshd", "rsync", "sftp", "socat"] {
@@ -497,11 +426,7 @@ fn report_regenerates_the_committed_sample() {
     let sample = workspace_root().join("results/samples/quick");
     let t = tempfile::tempdir().unwrap();
     std::fs::copy(sample.join("runs.csv"), t.path().join("runs.csv")).unwrap();
-    let out = Command::new(shoal_bin())
-        .arg("report")
-        .arg(t.path())
-        .output()
-        .unwrap();
+    let out = shoal().arg("report").arg(t.path()).output().unwrap();
     assert!(
         out.status.success(),
         "{}",
@@ -528,7 +453,7 @@ struct ControlReceiver {
 
 impl ControlReceiver {
     fn start(dir: &Path, extra: &[&str]) -> ControlReceiver {
-        let mut child = Command::new(shoal_bin())
+        let mut child = shoal()
             .args(["recv", "--listen", "127.0.0.1:0", "--dest"])
             .arg(dir.join("incoming"))
             .arg("--identity")
@@ -656,7 +581,7 @@ fn a_two_host_sweep_needs_a_receiver_with_control() {
     let rx = ControlReceiver::start(t.path(), &[]);
     let mpath = t.path().join("m.toml");
     std::fs::write(&mpath, rx.matrix("[axes]\nmode = [\"tcp-bundle\"]")).unwrap();
-    let out = Command::new(shoal_bin())
+    let out = shoal()
         .args(["sweep", "--matrix"])
         .arg(&mpath)
         .arg("--out")
@@ -733,7 +658,7 @@ fn the_control_channel_stays_inside_its_destination_and_needs_the_token() {
 fn sweep_no_link(dir: &Path, matrix: &str, args: &[&str]) -> (bool, String, String) {
     let mpath = dir.join("m.toml");
     std::fs::write(&mpath, matrix).unwrap();
-    let out = Command::new(shoal_bin())
+    let out = shoal()
         .args(["sweep", "--matrix"])
         .arg(&mpath)
         .arg("--out")

@@ -1,47 +1,24 @@
 //! End-to-end tests: real namespaces, TUN devices and forwarder. Root only; each test uses a
 //! unique link name and tears it down even when an assertion fails (LinkGuard's Drop).
 
+mod support;
+
 use std::path::Path;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use shoal_link::verdict::{bulk_loss_band, bulk_loss_target_segments};
-use shoal_link::{check, CheckOptions, Launcher, LinkGuard, UpConfig};
-
-/// The checks measure timing and throughput on a 2-core machine: run them one at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-/// The forwarder is this crate's `shoal-link` binary (the test binary cannot re-exec itself).
-fn launcher() -> Launcher {
-    Launcher {
-        exe: env!("CARGO_BIN_EXE_shoal-link").into(),
-        prefix: vec!["link".into(), "forward".into()],
-    }
-}
-
-fn unique(prefix: &str) -> String {
-    format!("{prefix}{}", std::process::id() % 100_000)
-}
-
-fn process_gone(pid: u32) -> bool {
-    !Path::new(&format!("/proc/{pid}")).exists()
-}
+use shoal_link::{check, CheckOptions, LinkGuard, UpConfig};
+use support::*;
 
 #[test]
 fn up_check_down_leaves_nothing_behind() {
-    if !is_root() {
-        println!("skipped: needs root");
+    if !root_only() {
         return;
     }
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = serial();
     let name = unique("e2a");
     let cfg = UpConfig::new(&name, Duration::from_millis(100), 200_000_000);
-    let guard = LinkGuard::up_with(&cfg, &launcher()).expect("link up");
+    let guard = link_up(&cfg);
     let pid = guard
         .state()
         .forwarder_pid
@@ -74,16 +51,15 @@ fn up_check_down_leaves_nothing_behind() {
 
 #[test]
 fn loss_is_measured_within_bounds() {
-    if !is_root() {
-        println!("skipped: needs root");
+    if !root_only() {
         return;
     }
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = serial();
     let name = unique("e2b");
     let mut cfg = UpConfig::new(&name, Duration::from_millis(20), 100_000_000);
     cfg.loss = 0.01;
     cfg.seed = 12345;
-    let guard = LinkGuard::up_with(&cfg, &launcher()).expect("link up");
+    let guard = link_up(&cfg);
     let opts = CheckOptions {
         duration: Some(Duration::from_secs(3)),
         warmup: Some(Duration::from_secs(1)),
@@ -112,17 +88,16 @@ fn loss_is_measured_within_bounds() {
 /// (17 % at 1 %, 14 % at 5 %, 3.3 % at 0.1 %, measured).
 #[test]
 fn bulk_tcp_loss_per_wire_segment_with_offload() {
-    if !is_root() {
-        println!("skipped: needs root");
+    if !root_only() {
         return;
     }
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = serial();
     for (i, p) in [0.01, 0.05].into_iter().enumerate() {
         let name = unique(&format!("e2l{i}"));
         let mut cfg = UpConfig::new(&name, Duration::from_millis(20), 300_000_000);
         cfg.loss = p;
         cfg.seed = 99;
-        let guard = LinkGuard::up_with(&cfg, &launcher()).expect("link up");
+        let guard = link_up(&cfg);
         assert!(
             guard.state().offload.tso,
             "TSO offload expected on by default"

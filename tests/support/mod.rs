@@ -4,15 +4,120 @@
 pub mod raw;
 pub mod raw_quic;
 pub mod raw_yamux;
+pub mod sys;
 
-use std::io::{BufRead, BufReader};
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
+use std::sync::{mpsc, Mutex, MutexGuard};
 use std::time::Duration;
 
+pub use sys::is_root;
+
+/// The `shoal` binary under test (cargo builds it for the `shoal` package's tests).
+pub fn shoal_bin() -> PathBuf {
+    env!("CARGO_BIN_EXE_shoal").into()
+}
+
 pub fn shoal() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_shoal"))
+    Command::new(shoal_bin())
+}
+
+/// The workspace's root folder (these are the `shoal` package's tests, declared in cli/).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("cli/ is inside the workspace")
+        .to_path_buf()
+}
+
+/// Root-only tests begin with `if !root_only() { return; }`: without root the test prints
+/// "skipped: needs root" and passes. Either way it is noted (see [`note_root_only`]) so
+/// scripts/test.sh can say how many root-only tests ran.
+pub fn root_only() -> bool {
+    let ran = is_root();
+    if !ran {
+        println!("skipped: needs root");
+    }
+    note_root_only(ran);
+    ran
+}
+
+/// Appends `ran NAME` or `skipped NAME` to the file `$SHOAL_ROOT_ONLY_LOG`, when it is set
+/// (scripts/test.sh sets it and counts the lines). For root-only tests that decide to skip by
+/// themselves (e.g. when a tmpfs cannot be mounted).
+pub fn note_root_only(ran: bool) {
+    let Some(log) = std::env::var_os("SHOAL_ROOT_ONLY_LOG") else {
+        return;
+    };
+    let exe = std::env::current_exe().ok();
+    let binary = exe
+        .as_deref()
+        .and_then(Path::file_stem)
+        .and_then(|s| s.to_str())
+        .and_then(|s| s.rsplit_once('-').map(|(name, _hash)| name.to_string()))
+        .unwrap_or_else(|| "?".into());
+    let thread = std::thread::current();
+    let test = thread.name().unwrap_or("?");
+    let line = format!("{} {binary}::{test}\n", if ran { "ran" } else { "skipped" });
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log)
+        .expect("open $SHOAL_ROOT_ONLY_LOG");
+    f.write_all(line.as_bytes())
+        .expect("write $SHOAL_ROOT_ONLY_LOG");
+}
+
+/// Tests that measure timing or throughput, or run sweeps, on a 2-core machine: one at a time
+/// (within one test binary).
+pub fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A link name for this test process: `prefix` and the last five digits of its PID.
+pub fn unique(prefix: &str) -> String {
+    format!("{prefix}{}", std::process::id() % 100_000)
+}
+
+/// The forwarder of the links tests bring up: `shoal link forward` (a test binary cannot
+/// re-exec itself).
+pub fn launcher() -> shoal_link::Launcher {
+    shoal_link::Launcher {
+        exe: shoal_bin(),
+        prefix: vec!["link".into(), "forward".into()],
+    }
+}
+
+/// `shoal link up` with `cfg` (the forwarder from [`launcher`]); down when dropped.
+pub fn link_up(cfg: &shoal_link::UpConfig) -> shoal_link::LinkGuard {
+    shoal_link::LinkGuard::up_with(cfg, &launcher()).expect("link up")
+}
+
+pub fn process_gone(pid: u32) -> bool {
+    !Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// The row a `--json` command printed.
+pub fn json(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", text(out)))
+}
+
+/// A CSV file's rows, each as column → value.
+pub fn rows(path: &Path) -> Vec<BTreeMap<String, String>> {
+    let mut r = csv::Reader::from_path(path).unwrap();
+    let h = r.headers().unwrap().clone();
+    r.records()
+        .map(|rec| {
+            let rec = rec.unwrap();
+            h.iter()
+                .zip(rec.iter())
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect()
+        })
+        .collect()
 }
 
 /// Runs `shoal ARGS…`, returning its output; panics if it cannot start.
@@ -93,28 +198,8 @@ impl ReceiverProc {
         extra: &[&str],
         nofile: u64,
     ) -> Self {
-        use std::os::unix::process::CommandExt;
         let mut cmd = Self::command("127.0.0.1:0", identity, dest, extra);
-        // SAFETY: only async-signal-safe calls (prctl, setrlimit) between fork and exec.
-        unsafe {
-            cmd.pre_exec(move || {
-                libc::prctl(
-                    libc::PR_CAPBSET_DROP,
-                    24, /* CAP_SYS_RESOURCE */
-                    0,
-                    0,
-                    0,
-                );
-                let lim = libc::rlimit {
-                    rlim_cur: nofile,
-                    rlim_max: nofile,
-                };
-                if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        sys::with_open_files_limit(&mut cmd, nofile);
         Self::spawn(cmd, None, identity, dest)
     }
 
