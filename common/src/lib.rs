@@ -9,6 +9,7 @@ pub mod hostfacts;
 pub mod identity;
 pub mod latency;
 pub mod metrics;
+pub mod mux;
 pub mod pipeline;
 pub mod provenance;
 pub mod row;
