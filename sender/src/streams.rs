@@ -19,10 +19,11 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio_util::compat::{Compat, FuturesAsyncReadCompatExt};
 
 use crate::bundle::Tally;
+use crate::config::TestHooks;
+use crate::finish::{finish_with_reply, Sent};
 use crate::net::BoxIo;
 use crate::replies::Replies;
 use crate::waits::Waits;
-use crate::{finish_with_reply, Sent, TestHooks};
 
 /// A yamux client connection (see [`mux::ClientConn`]).
 type YamuxConn = mux::ClientConn<BoxIo>;
