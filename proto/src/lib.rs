@@ -4,6 +4,8 @@
 //! (`units`) and the control channel's messages (`control`). No I/O, no async runtime, no TLS
 //! or QUIC: both ends and the fuzzers (`fuzz/`, feature `fuzzing`) use it as it is.
 
+#![forbid(unsafe_code)]
+
 pub mod codec;
 pub mod control;
 pub mod relpath;

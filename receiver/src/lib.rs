@@ -5,6 +5,8 @@
 //! from serving the next one. A run starts only after the hello's token matches; nothing is
 //! created before that.
 
+#![forbid(unsafe_code)]
+
 mod bundle;
 mod claims;
 mod config;

@@ -1,6 +1,8 @@
 //! Shoal sender: walks a source tree, runs the shared read-ahead pipeline, and moves the files
 //! over one of the transports; returns one result row whether the run succeeded or failed.
 
+#![forbid(unsafe_code)]
+
 mod bundle;
 mod clock;
 mod config;
