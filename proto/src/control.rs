@@ -306,6 +306,20 @@ pub mod fuzzing {
         }
     }
 
+    /// A folder and a file in it.
+    pub fn sample_entries() -> Entries {
+        let mut entries = Entries::new();
+        entries.insert(b"d".to_vec(), Entry::Dir);
+        entries.insert(
+            b"d/f".to_vec(),
+            Entry::File {
+                size: 3,
+                sha256: [9; 32],
+            },
+        );
+        entries
+    }
+
     /// Seeds: an opening, frames, a manifest, and lies about their lengths.
     pub fn control_seeds() -> Vec<(&'static str, Vec<u8>)> {
         let with = |pick: u8, b: &[u8]| {
@@ -318,16 +332,7 @@ pub mod fuzzing {
         let mut frames = BytesMut::new();
         encode_frame(KIND_JSON, br#"{"op":"prepare","run_id":"00"}"#, &mut frames);
         encode_frame(KIND_MANIFEST, b"\x00", &mut frames);
-        let mut entries = Entries::new();
-        entries.insert(b"d".to_vec(), Entry::Dir);
-        entries.insert(
-            b"d/f".to_vec(),
-            Entry::File {
-                size: 3,
-                sha256: [9; 32],
-            },
-        );
-        let manifest = encode_manifest_entries(&entries, 1);
+        let manifest = encode_manifest_entries(&sample_entries(), 1);
         let mut lie = manifest.clone();
         lie[..8].copy_from_slice(&u64::MAX.to_be_bytes());
         vec![
@@ -430,15 +435,7 @@ mod tests {
 
     #[test]
     fn manifest_entries_round_trip_at_every_cut() {
-        let mut entries = Entries::new();
-        entries.insert(b"d".to_vec(), Entry::Dir);
-        entries.insert(
-            b"d/f".to_vec(),
-            Entry::File {
-                size: 1,
-                sha256: [1; 32],
-            },
-        );
+        let entries = fuzzing::sample_entries();
         let bytes = encode_manifest_entries(&entries, 3);
         assert_eq!(decode_manifest_entries(&bytes), Ok((entries, 3)));
         for cut in 0..bytes.len() {

@@ -1,6 +1,6 @@
 //! Bundled records on one stream (TLS/TCP, plain TCP, or one QUIC stream): the bytes go to the
-//! records → write-ops stage (`stage`) until the end marker; then the completion. With `acks` (the `tcp-wait` control arm) the receiver
-//! acknowledges files as they become ready.
+//! records → write-ops stage (`stage`) until the end marker; then the completion. With `acks`
+//! (the `tcp-wait` control arm) the receiver acknowledges files as they become ready.
 
 use anyhow::anyhow;
 use bytes::BytesMut;

@@ -84,12 +84,8 @@ pub(crate) async fn receive<R: AsyncRead + Unpin>(
         // stream carries no file, so its tally stays empty.
         let batch = match control.take(run, &mut buf, &mut Claims::default()) {
             Ok(batch) => batch,
-            Err(PumpError::WriterGone) => {
-                stopped = true;
-                break;
-            }
-            Err(PumpError::Other(e)) => {
-                failure = Some(format!("{e:#}"));
+            Err(e) => {
+                (stopped, failure) = ended_by(e);
                 break;
             }
         };
@@ -121,12 +117,8 @@ pub(crate) async fn receive<R: AsyncRead + Unpin>(
             },
             Some(handled) = handlers.next(), if !handlers.is_empty() => match handled {
                 Ok(()) => count.stream_done(),
-                Err(PumpError::WriterGone) => {
-                    stopped = true;
-                    break;
-                }
-                Err(PumpError::Other(e)) => {
-                    failure = Some(format!("{e:#}"));
+                Err(e) => {
+                    (stopped, failure) = ended_by(e);
                     break;
                 }
             },
@@ -320,5 +312,14 @@ async fn read_one_file<R: AsyncRead + Unpin>(
             intake.finish(&buf)?;
             return Ok(());
         }
+    }
+}
+
+/// How a stage error ends the connection: (stopped, failure). The writer's stop is no failure
+/// of the connection's own: the writer's report names the cause.
+fn ended_by(e: PumpError) -> (bool, Option<String>) {
+    match e {
+        PumpError::WriterGone => (true, None),
+        PumpError::Other(e) => (false, Some(format!("{e:#}"))),
     }
 }

@@ -135,20 +135,26 @@ pub fn decode_split(
                     }
                     return (out, end.err().map(|e| std::mem::discriminant(&e)));
                 }
-                let step = pieces
-                    .get(piece % pieces.len().max(1))
-                    .copied()
-                    .unwrap_or(0);
-                piece += 1;
-                fed = if step == 0 {
-                    stream.len()
-                } else {
-                    (fed + step).min(stream.len())
-                };
+                fed = feed_more(pieces, &mut piece, fed, stream.len());
             }
         }
     }
     panic!("decoder made no progress on a {}-byte stream", stream.len());
+}
+
+/// How far the next piece (sizes from `pieces`, cycled; 0 means everything) feeds a stream of
+/// `len` bytes fed up to `fed` so far.
+fn feed_more(pieces: &[usize], piece: &mut usize, fed: usize, len: usize) -> usize {
+    let step = pieces
+        .get(*piece % pieces.len().max(1))
+        .copied()
+        .unwrap_or(0);
+    *piece += 1;
+    if step == 0 {
+        len
+    } else {
+        (fed + step).min(len)
+    }
 }
 
 /// Fuzz body for `RecordDecoder`: byte 0 picks the decoder (bit 7: records only) and the
@@ -274,16 +280,7 @@ fn decode_by_rules(stream: &[u8], kind: u8, limits: DecodeLimits, pieces: &[usiz
                     }
                     return (out, end.err().and_then(refused));
                 }
-                let step = pieces
-                    .get(piece % pieces.len().max(1))
-                    .copied()
-                    .unwrap_or(0);
-                piece += 1;
-                fed = if step == 0 {
-                    stream.len()
-                } else {
-                    (fed + step).min(stream.len())
-                };
+                fed = feed_more(pieces, &mut piece, fed, stream.len());
             }
         }
     }
