@@ -2,7 +2,9 @@
 //! carries the hello, empty folders, the end marker and the replies; each file stream carries
 //! exactly one file record. Streams are handled concurrently, each with its own writer id; the
 //! run completes when the end marker has arrived and as many file streams as it counts have
-//! been written.
+//! been written. Each stream's bytes go to the one records → write-ops stage (`stage`) under
+//! its kind's rules (`StreamDecoder`); `FileStreamCount` holds the file streams against the end
+//! marker. This module only moves bytes and drives the handlers.
 
 use std::pin::pin;
 use std::sync::atomic::{AtomicU64, Ordering};
