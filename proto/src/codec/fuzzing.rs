@@ -117,10 +117,7 @@ pub fn decode_split(
                     }
                 };
                 assert!(n > 0 || owned == Owned::FileEnd, "no progress");
-                match (out.last_mut(), owned) {
-                    (Some(Owned::Data(a)), Owned::Data(b)) => a.extend(b),
-                    (_, o) => out.push(o),
-                }
+                push_merged(&mut out, owned);
                 at += n;
             }
             Ok(None) => {
@@ -140,6 +137,14 @@ pub fn decode_split(
         }
     }
     panic!("decoder made no progress on a {}-byte stream", stream.len());
+}
+
+/// Appends a record, merging data into the data before it.
+fn push_merged(out: &mut Vec<Owned>, owned: Owned) {
+    match (out.last_mut(), owned) {
+        (Some(Owned::Data(a)), Owned::Data(b)) => a.extend(b),
+        (_, o) => out.push(o),
+    }
 }
 
 /// How far the next piece (sizes from `pieces`, cycled; 0 means everything) feeds a stream of
@@ -265,10 +270,7 @@ fn decode_by_rules(stream: &[u8], kind: u8, limits: DecodeLimits, pieces: &[usiz
                         Owned::End(e)
                     }
                 };
-                match (out.last_mut(), owned) {
-                    (Some(Owned::Data(a)), Owned::Data(b)) => a.extend(b),
-                    (_, o) => out.push(o),
-                }
+                push_merged(&mut out, owned);
                 at += n;
             }
             Ok(None) => {
