@@ -2,49 +2,49 @@
 //! per-file streams it may hold `max_streams × connections` files open at once (8 × 4,096 =
 //! 32,768 in the study's 8-connection arms, past this machine's default of 20,000).
 
+use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+
+/// A limit as a number (`None`, unlimited, is `RLIM_INFINITY`: all ones).
+fn value(limit: Option<u64>) -> u64 {
+    limit.unwrap_or(u64::MAX)
+}
+
+/// The inverse of [`value`].
+fn limit(value: u64) -> Option<u64> {
+    (value != u64::MAX).then_some(value)
+}
+
 /// Raises the soft open-files limit as far as allowed: to the hard limit, and with the
 /// privilege to (root), the hard limit too, up to `want`. Returns the soft limit in effect.
 pub fn raise_open_files_limit(want: u64) -> u64 {
-    // SAFETY: getrlimit/setrlimit on our own process with structs we own.
-    unsafe {
-        let mut r: libc::rlimit = std::mem::zeroed();
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 {
-            return 0;
+    let r = getrlimit(Resource::Nofile);
+    let (cur, max) = (value(r.current), value(r.maximum));
+    if max < want {
+        let both = Rlimit {
+            current: limit(want),
+            maximum: limit(want),
+        };
+        if setrlimit(Resource::Nofile, both).is_ok() {
+            return want;
         }
-        if r.rlim_max < want {
-            let both = libc::rlimit {
-                rlim_cur: want,
-                rlim_max: want,
-            };
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &both) == 0 {
-                return want;
-            }
-        }
-        // Unprivileged: the soft limit up to the hard one (never lowered).
-        let soft = r.rlim_max.min(want).max(r.rlim_cur);
-        if soft > r.rlim_cur {
-            let raised = libc::rlimit {
-                rlim_cur: soft,
-                rlim_max: r.rlim_max,
-            };
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
-                return soft;
-            }
-        }
-        r.rlim_cur
     }
+    // Unprivileged: the soft limit up to the hard one (never lowered).
+    let soft = max.min(want).max(cur);
+    if soft > cur {
+        let raised = Rlimit {
+            current: limit(soft),
+            maximum: r.maximum,
+        };
+        if setrlimit(Resource::Nofile, raised).is_ok() {
+            return soft;
+        }
+    }
+    cur
 }
 
 /// The soft open-files limit in effect.
 pub fn open_files_limit() -> u64 {
-    // SAFETY: as above.
-    unsafe {
-        let mut r: libc::rlimit = std::mem::zeroed();
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 {
-            return 0;
-        }
-        r.rlim_cur
-    }
+    value(getrlimit(Resource::Nofile).current)
 }
 
 #[cfg(test)]

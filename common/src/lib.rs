@@ -2,6 +2,8 @@
 //! verification, TLS identity, metrics and the result row. Both ends and every transport use
 //! these; transports only decide how records are framed on the wire.
 
+#![deny(unsafe_code)]
+
 pub mod config;
 pub mod control;
 pub mod fdlimit;
@@ -9,10 +11,12 @@ pub mod hostfacts;
 pub mod identity;
 pub mod latency;
 pub mod metrics;
+pub mod mux;
 pub mod pipeline;
 pub mod provenance;
 pub mod row;
 pub mod stats;
+mod sys;
 pub mod transport;
 pub mod tree;
 pub mod verify;

@@ -27,16 +27,10 @@ fn status_kib(key: &str) -> Option<u64> {
 
 /// User + system CPU seconds this process has used.
 pub fn cpu_seconds() -> f64 {
-    // SAFETY: getrusage writes into the zeroed struct we pass and has no other effects.
-    let usage = unsafe {
-        let mut u: libc::rusage = std::mem::zeroed();
-        if libc::getrusage(libc::RUSAGE_SELF, &mut u) != 0 {
-            return 0.0;
-        }
-        u
-    };
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    tv(usage.ru_utime) + tv(usage.ru_stime)
+    match crate::sys::cpu_times() {
+        Some((user, system)) => user + system,
+        None => 0.0,
+    }
 }
 
 /// 1-minute load average.
@@ -102,15 +96,9 @@ pub fn wall_clock_us() -> u64 {
 
 /// The file system type holding `path` (ext4, btrfs, xfs, tmpfs, …), from statfs(2).
 pub fn fs_type(path: &Path) -> String {
-    use std::os::unix::ffi::OsStrExt;
-    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+    let Ok(s) = rustix::fs::statfs(path) else {
         return String::new();
     };
-    // SAFETY: statfs writes into the zeroed struct we own; the path is NUL-terminated.
-    let mut s: libc::statfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statfs(c.as_ptr(), &mut s) } != 0 {
-        return String::new();
-    }
     match s.f_type as u64 {
         0xEF53 => "ext4".into(),
         0x9123_683E => "btrfs".into(),
@@ -123,14 +111,8 @@ pub fn fs_type(path: &Path) -> String {
 
 /// Free bytes on the file system holding `path`.
 pub fn free_bytes(path: &Path) -> Option<u64> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
-    // SAFETY: as in fs_type.
-    let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(c.as_ptr(), &mut s) } != 0 {
-        return None;
-    }
-    Some(s.f_bavail as u64 * s.f_frsize as u64)
+    let s = rustix::fs::statvfs(path).ok()?;
+    Some(s.f_bavail * s.f_frsize)
 }
 
 #[cfg(test)]

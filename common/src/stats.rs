@@ -3,7 +3,7 @@
 //! socket option, set before connecting and read back after.
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::AsFd;
 use std::time::Duration;
 
 use anyhow::{bail, Result};
@@ -41,22 +41,7 @@ pub struct ConnStats {
 
 /// Reads `TCP_INFO` of a TCP socket.
 pub fn tcp_stats(socket: &impl AsFd) -> io::Result<ConnStats> {
-    // SAFETY: tcp_info is plain old data; getsockopt writes at most `len` bytes into it.
-    let info = unsafe {
-        let mut info: libc::tcp_info = std::mem::zeroed();
-        let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
-        let rc = libc::getsockopt(
-            socket.as_fd().as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_INFO,
-            (&mut info as *mut libc::tcp_info).cast(),
-            &mut len,
-        );
-        if rc != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        info
-    };
+    let info = crate::sys::tcp_info(socket)?;
     Ok(ConnStats {
         rtt_ms: f64::from(info.tcpi_rtt) / 1000.0,
         min_rtt_ms: f64::from(info.tcpi_min_rtt) / 1000.0,

@@ -12,12 +12,8 @@ use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-/// One entry of a manifest.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Entry {
-    File { size: u64, sha256: [u8; 32] },
-    Dir,
-}
+/// One entry of a manifest (the control channel's codec carries it).
+pub use shoal_proto::control::Entry;
 
 /// Every regular file (with its hash) and folder under a root, by relative path bytes.
 /// Symbolic links and special files are counted, not compared: Shoal never sends them.

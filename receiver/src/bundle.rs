@@ -1,40 +1,19 @@
-//! Bundled records on one stream (TLS/TCP, plain TCP, or one QUIC stream): decode, hand file
-//! ops to the writer, report completion. With `acks` (the `tcp-wait` control arm) the receiver
-//! acknowledges files as they become ready.
-
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
+//! Bundled records on one stream (TLS/TCP, plain TCP, or one QUIC stream): the bytes go to the
+//! records → write-ops stage (`stage`) until the end marker; then the completion. With `acks`
+//! (the `tcp-wait` control arm) the receiver acknowledges files as they become ready.
 
 use anyhow::anyhow;
-use bytes::{Buf, BytesMut};
-use shoal_common::codec::{self, Record, RecordDecoder};
-use shoal_common::pipeline::writer::{WriteBatch, WriteOp};
+use bytes::BytesMut;
+use shoal_common::codec::{self, RecordDecoder, StreamDecoder};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::mpsc;
 
 use crate::claims::Claims;
+use crate::config::ReceiverConfig;
 use crate::hub::{ConnEnd, Membership};
+use crate::read::read_some;
 use crate::run::TransportFacts;
-use crate::{read_some, ReceiverConfig};
-
-/// Why the pump stopped early.
-pub(crate) enum PumpError {
-    /// The writer thread stopped; its report holds the cause.
-    WriterGone,
-    Other(anyhow::Error),
-}
-
-impl From<anyhow::Error> for PumpError {
-    fn from(e: anyhow::Error) -> Self {
-        PumpError::Other(e)
-    }
-}
-
-impl From<codec::DecodeError> for PumpError {
-    fn from(e: codec::DecodeError) -> Self {
-        PumpError::Other(e.into())
-    }
-}
+use crate::stage::{nothing_after_end, send_batch, Intake, PumpError};
 
 /// Receives one connection's records after its hello, feeding the run's writer. With `acks`
 /// (the stop-and-wait arm) each file is acknowledged once written and closed. Returns what the
@@ -101,75 +80,29 @@ enum Either<T, W> {
     Ready(T),
 }
 
-/// Decodes records as they arrive and feeds the writer in batches (one per read), holding
-/// receive-budget room for the bytes in flight to the disk.
+/// Feeds what arrives to the stage, one batch per read, until the end marker.
 async fn pump<R: AsyncRead + Unpin>(
     config: &ReceiverConfig,
     member: &Membership,
     rd: &mut R,
     mut buf: BytesMut,
-    mut decoder: RecordDecoder,
+    decoder: RecordDecoder,
     signal: Option<mpsc::UnboundedSender<()>>,
 ) -> Result<(), PumpError> {
     let run = &member.run;
-    let hello = &run.hello;
     // This connection's own tally, for its end marker; the run's tally is in `run.claims`.
     let mut mine = Claims::default();
-    let mut id = 0;
+    let mut intake = Intake::new(StreamDecoder::bundle(decoder), signal);
     loop {
-        let mut ops = Vec::new();
-        let mut batch_bytes = 0usize;
-        let mut ended = false;
-        while let Some((record, n)) = decoder.decode(&buf)? {
-            match record {
-                Record::File(h) => {
-                    run.claims
-                        .lock()
-                        .expect("claims")
-                        .claim(hello, &h.path.to_string(), h.size)?;
-                    mine.files += 1;
-                    mine.bytes += h.size;
-                    buf.advance(n);
-                    id = run.next_file_id.fetch_add(1, Ordering::Relaxed);
-                    ops.push(WriteOp::Open {
-                        id,
-                        path: h.path,
-                        size: h.size,
-                        sent_at_us: h.sent_at_us,
-                    });
-                }
-                Record::Data(_) => {
-                    let data = buf.split_to(n).freeze();
-                    batch_bytes += n;
-                    ops.push(WriteOp::Data { id, bytes: data });
-                }
-                Record::FileEnd => {
-                    ops.push(WriteOp::Close { id });
-                    if let Some(s) = &signal {
-                        ops.push(WriteOp::Signal(s.clone()));
-                    }
-                }
-                Record::Dir(path) => {
-                    buf.advance(n);
-                    ops.push(WriteOp::Dir(path));
-                }
-                Record::End(end) => {
-                    buf.advance(n);
-                    mine.check_own_end(end)?;
-                    ended = true;
-                    break;
-                }
-                Record::Hello(_) => return Err(anyhow!("a second hello in one stream").into()),
-            }
+        let batch = intake.take(run, &mut buf, &mut mine)?;
+        if let Some(end) = batch.end {
+            mine.check_own_end(end)?;
         }
-        if !ops.is_empty() {
-            send_batch(config, &run.budget, &member.batches, ops, batch_bytes).await?;
+        if !batch.ops.is_empty() {
+            send_batch(config, &run.budget, &member.batches, batch.ops, batch.bytes).await?;
         }
-        if ended {
-            if !buf.is_empty() {
-                return Err(codec::DecodeError::AfterEnd.into());
-            }
-            return Ok(());
+        if batch.end.is_some() {
+            return nothing_after_end(&buf);
         }
         let read = tokio::select! {
             r = read_some(rd, &mut buf, config.idle_timeout) => r?,
@@ -182,29 +115,8 @@ async fn pump<R: AsyncRead + Unpin>(
             }),
         };
         if read == 0 {
-            decoder.finish()?;
+            intake.finish(&buf)?;
             return Err(anyhow!("stream closed early").into());
         }
     }
-}
-
-/// Hands a batch to the writer once the receive budget has room for its bytes.
-pub(crate) async fn send_batch(
-    config: &ReceiverConfig,
-    budget: &Arc<Semaphore>,
-    writer: &mpsc::Sender<WriteBatch>,
-    ops: Vec<WriteOp>,
-    batch_bytes: usize,
-) -> Result<(), PumpError> {
-    let room = batch_bytes.clamp(1, config.write_budget) as u32;
-    let permit = budget
-        .clone()
-        .acquire_many_owned(room)
-        .await
-        .expect("budget never closed");
-    let batch = WriteBatch {
-        ops,
-        permit: Some(permit),
-    };
-    writer.send(batch).await.map_err(|_| PumpError::WriterGone)
 }

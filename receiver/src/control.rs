@@ -18,7 +18,9 @@ use shoal_common::verify::Manifest;
 use std::os::fd::AsRawFd;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
-use crate::{read_some, Shared};
+use crate::hub::Hub;
+use crate::read::{hello_late, read_some};
+use crate::shared::Shared;
 
 /// Whether the bytes a connection opened with are (the start of) a control opening.
 pub(crate) fn looks_like_control(buf: &[u8]) -> bool {
@@ -74,7 +76,7 @@ where
         }
     })
     .await
-    .map_err(|_| crate::hello_late(config))??;
+    .map_err(|_| hello_late(config))??;
     if !tokens_match(&token, &ctx.identity.token) {
         bail!("authentication failed: wrong token");
     }
@@ -233,7 +235,7 @@ fn run_id_of(s: &str) -> Result<[u8; 16]> {
     control::parse_run_id(s).ok_or_else(|| anyhow!("not a run id (32 lowercase hex digits): {s:?}"))
 }
 
-fn prepared(hub: &crate::hub::Hub, id: &[u8; 16], run_id: &str) -> Result<PathBuf> {
+fn prepared(hub: &Hub, id: &[u8; 16], run_id: &str) -> Result<PathBuf> {
     hub.prepared_dest(id)
         .ok_or_else(|| anyhow!("run {run_id} was not prepared here"))
 }

@@ -24,8 +24,8 @@ use tokio::sync::{mpsc, watch, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use crate::claims::Claims;
+use crate::config::ReceiverConfig;
 use crate::run::{self, TransportFacts};
-use crate::ReceiverConfig;
 
 /// Every run in progress, by run id.
 #[derive(Default)]

@@ -13,9 +13,13 @@ use shoal_common::transport::{quic_transport, udp_socket};
 use socket2::SockRef;
 use tokio::sync::mpsc;
 
+use crate::bundle;
+use crate::config::ReceiverConfig;
+use crate::hub::ConnEnd;
+use crate::read::{hello_late, read_hello_by, READ_SIZE};
 use crate::run::{self, TransportFacts, Wire};
+use crate::shared::Shared;
 use crate::streams::{self, InboundFile};
-use crate::{bundle, read_hello_by, ReceiverConfig, Shared, READ_SIZE};
 
 /// Binds the QUIC endpoint on UDP `addr`; returns it and the UDP receive buffer it got.
 pub(crate) fn bind(
@@ -89,7 +93,7 @@ pub(crate) async fn handle(ctx: Arc<Shared>, incoming: quinn::Incoming, rcvbuf: 
             return;
         }
         Err(_) => {
-            let why = crate::hello_late(config);
+            let why = hello_late(config);
             eprintln!("{peer}: {why}");
             conn.close(1u32.into(), why.to_string().as_bytes());
             return;
@@ -168,7 +172,7 @@ pub(crate) async fn handle(ctx: Arc<Shared>, incoming: quinn::Incoming, rcvbuf: 
         Mode::TcpBundle | Mode::TcpStreams | Mode::TcpWait => {
             // admit() refuses TCP modes on QUIC; never a panic reachable from the network.
             let why = anyhow::anyhow!("mode {} cannot run over QUIC", hello.mode);
-            let end = crate::hub::ConnEnd {
+            let end = ConnEnd {
                 errors: vec![format!("{why:#}")],
                 stopped: false,
                 peak_streams: 0,

@@ -15,7 +15,7 @@ use shoal_common::metrics;
 use shoal_common::pipeline::writer::WriterReport;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 
-use crate::ReceiverConfig;
+use crate::config::ReceiverConfig;
 
 /// Which wire a connection arrived on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,28 +2,30 @@
 //! carries the hello, empty folders, the end marker and the replies; each file stream carries
 //! exactly one file record. Streams are handled concurrently, each with its own writer id; the
 //! run completes when the end marker has arrived and as many file streams as it counts have
-//! been written.
+//! been written. Each stream's bytes go to the one records → write-ops stage (`stage`) under
+//! its kind's rules (`StreamDecoder`); `FileStreamCount` holds the file streams against the end
+//! marker. This module only moves bytes and drives the handlers.
 
-use std::future::{poll_fn, Future};
 use std::pin::pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
 
-use anyhow::{anyhow, Context};
-use bytes::{Buf, BytesMut};
+use anyhow::Context;
+use bytes::BytesMut;
 use futures::stream::{FuturesUnordered, StreamExt};
-use shoal_common::codec::{Record, RecordDecoder};
-use shoal_common::pipeline::writer::{WriteBatch, WriteOp};
+use shoal_common::codec::{DecodeError, FileStreamCount, RecordDecoder, StreamDecoder};
+use shoal_common::pipeline::writer::WriteBatch;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::{mpsc, oneshot, watch};
-use tokio_util::compat::{Compat, FuturesAsyncReadCompatExt, TokioAsyncReadCompatExt};
+use tokio::sync::mpsc;
+use tokio_util::compat::Compat;
 
-use crate::bundle::{send_batch, PumpError};
 use crate::claims::Claims;
+use crate::config::ReceiverConfig;
 use crate::hub::{ConnEnd, Membership, Run};
+use crate::read::read_sized;
 use crate::run::TransportFacts;
-use crate::{read_sized, ReceiverConfig};
+use crate::stage::{send_batch, Intake, PumpError};
 
 /// A file stream as it arrives.
 pub(crate) enum InboundFile {
@@ -53,7 +55,7 @@ pub(crate) async fn receive<R: AsyncRead + Unpin>(
     member: &Membership,
     control_rd: &mut R,
     mut buf: BytesMut,
-    mut decoder: RecordDecoder,
+    decoder: RecordDecoder,
     mut inbound: mpsc::UnboundedReceiver<InboundFile>,
     facts: TransportFacts,
 ) -> ConnEnd {
@@ -69,8 +71,8 @@ pub(crate) async fn receive<R: AsyncRead + Unpin>(
     // File handlers run inside this task: a task per file cost wake-ups between tasks (and
     // threads) for every stream opened, read and closed.
     let mut handlers = FuturesUnordered::new();
-    let mut done = 0u64;
-    let mut end = None;
+    let mut count = FileStreamCount::default();
+    let mut control = Intake::new(StreamDecoder::control_stream(decoder), None);
     let mut failure: Option<String> = None;
     let mut stopped = false;
     let mut accepting = true;
@@ -79,43 +81,36 @@ pub(crate) async fn receive<R: AsyncRead + Unpin>(
     // event cost a timer-wheel update per file.
     let mut last_progress = tokio::time::Instant::now();
     let mut idle_timer = pin!(tokio::time::sleep_until(last_progress + idle));
-    'run: loop {
-        // Records on the control stream: empty folders, then the end marker.
-        loop {
-            match decoder.decode(&buf) {
-                Ok(None) => break,
-                Ok(Some((Record::Dir(path), n))) => {
-                    buf.advance(n);
-                    let ops = vec![WriteOp::Dir(path)];
-                    if send_batch(config, &run.budget, &member.batches, ops, 0)
-                        .await
-                        .is_err()
-                    {
-                        stopped = true;
-                        break 'run;
-                    }
-                }
-                Ok(Some((Record::End(e), n))) => {
-                    buf.advance(n);
-                    end = Some(e);
-                }
-                Ok(Some(_)) => {
-                    failure = Some("a file record on the control stream".into());
-                    break 'run;
-                }
-                Err(e) => {
-                    failure = Some(e.to_string());
-                    break 'run;
-                }
-            }
-        }
-        if let Some(e) = end {
-            if done >= e.files {
-                if let Err(err) = shared.mine.lock().expect("tally").check_own_end(e) {
-                    failure = Some(format!("{err:#}"));
-                }
+    loop {
+        // Records on the control stream: empty folders, then the end marker. The control
+        // stream carries no file, so its tally stays empty.
+        let batch = match control.take(run, &mut buf, &mut Claims::default()) {
+            Ok(batch) => batch,
+            Err(e) => {
+                (stopped, failure) = ended_by(e);
                 break;
             }
+        };
+        if !batch.ops.is_empty()
+            && send_batch(config, &run.budget, &member.batches, batch.ops, 0)
+                .await
+                .is_err()
+        {
+            stopped = true;
+            break;
+        }
+        if let Some(e) = batch.end {
+            count.ended(e);
+            if !buf.is_empty() {
+                failure = Some(DecodeError::AfterEnd.to_string());
+                break;
+            }
+        }
+        if let Some(e) = count.complete() {
+            if let Err(err) = shared.mine.lock().expect("tally").check_own_end(e) {
+                failure = Some(format!("{err:#}"));
+            }
+            break;
         }
         tokio::select! {
             file = inbound.recv(), if accepting => match file {
@@ -123,19 +118,15 @@ pub(crate) async fn receive<R: AsyncRead + Unpin>(
                 None => accepting = false,
             },
             Some(handled) = handlers.next(), if !handlers.is_empty() => match handled {
-                Ok(()) => done += 1,
-                Err(PumpError::WriterGone) => {
-                    stopped = true;
-                    break;
-                }
-                Err(PumpError::Other(e)) => {
-                    failure = Some(format!("{e:#}"));
+                Ok(()) => count.stream_done(),
+                Err(e) => {
+                    (stopped, failure) = ended_by(e);
                     break;
                 }
             },
-            read = read_control(control_rd, &mut buf), if end.is_none() => match read {
+            read = read_control(control_rd, &mut buf), if count.end().is_none() => match read {
                 Ok(0) => {
-                    failure = Some(match decoder.finish() {
+                    failure = Some(match control.finish(&buf) {
                         Err(e) => e.to_string(),
                         Ok(()) => "control stream closed early".into(),
                     });
@@ -158,8 +149,9 @@ pub(crate) async fn receive<R: AsyncRead + Unpin>(
             _ = idle_timer.as_mut() => {
                 if last_progress.elapsed() >= idle {
                     failure = Some(format!(
-                        "no progress for {} s ({done} file streams done)",
-                        idle.as_secs()
+                        "no progress for {} s ({} file streams done)",
+                        idle.as_secs(),
+                        count.done()
                     ));
                     break;
                 }
@@ -169,28 +161,18 @@ pub(crate) async fn receive<R: AsyncRead + Unpin>(
         }
         last_progress = tokio::time::Instant::now();
         if !accepting && handlers.is_empty() {
-            if let Some(e) = end {
-                if done < e.files {
-                    failure = Some(format!(
-                        "the connection ended after {done} of {} file streams",
-                        e.files
-                    ));
-                    break;
-                }
+            if let Err(e) = count.no_more_streams() {
+                failure = Some(e.to_string());
+                break;
             }
         }
     }
     // A file stream beyond the count the end marker gave (and the hello announced) is
     // refused, not dropped unread: one in flight or already arrived fails the run.
     if failure.is_none() && !stopped {
-        if let Some(e) = end {
-            let extra = handlers.len() + usize::from(inbound.try_recv().is_ok());
-            if extra > 0 {
-                failure = Some(format!(
-                    "a file stream beyond the {} files this connection's end marker counts (the hello announced {})",
-                    e.files, run.hello.file_count
-                ));
-            }
+        let extra = handlers.len() + usize::from(inbound.try_recv().is_ok());
+        if let Err(e) = count.extra_streams(extra, run.hello.file_count) {
+            failure = Some(e.to_string());
         }
     }
     // Stop whatever is still in flight so every writer handle is released.
@@ -301,56 +283,21 @@ async fn read_one_file<R: AsyncRead + Unpin>(
     rd: &mut R,
     first_read: usize,
 ) -> Result<(), PumpError> {
-    let id = shared.run.next_file_id.fetch_add(1, Ordering::Relaxed);
-    let mut decoder = RecordDecoder::records_only(shared.config.limits);
+    let mut intake = Intake::new(StreamDecoder::file_stream(shared.config.limits), None);
     let mut buf = BytesMut::new();
-    let mut seen_file = false;
     loop {
-        let mut ops = Vec::new();
-        let mut batch_bytes = 0;
-        while let Some((record, n)) = decoder.decode(&buf)? {
-            match record {
-                Record::File(h) => {
-                    if seen_file {
-                        return Err(anyhow!("a second file record on one file stream").into());
-                    }
-                    seen_file = true;
-                    let shown = h.path.to_string();
-                    let run = &shared.run;
-                    run.claims
-                        .lock()
-                        .expect("claims")
-                        .claim(&run.hello, &shown, h.size)?;
-                    let mut mine = shared.mine.lock().expect("tally");
-                    mine.files += 1;
-                    mine.bytes += h.size;
-                    drop(mine);
-                    buf.advance(n);
-                    ops.push(WriteOp::Open {
-                        id,
-                        path: h.path,
-                        size: h.size,
-                        sent_at_us: h.sent_at_us,
-                    });
-                }
-                Record::Data(_) => {
-                    batch_bytes += n;
-                    ops.push(WriteOp::Data {
-                        id,
-                        bytes: buf.split_to(n).freeze(),
-                    });
-                }
-                Record::FileEnd => ops.push(WriteOp::Close { id }),
-                _ => return Err(anyhow!("a file stream may carry only one file record").into()),
-            }
-        }
-        if !ops.is_empty() {
+        let batch = intake.take(
+            &shared.run,
+            &mut buf,
+            &mut shared.mine.lock().expect("tally"),
+        )?;
+        if !batch.ops.is_empty() {
             send_batch(
                 &shared.config,
                 &shared.run.budget,
                 &shared.writer,
-                ops,
-                batch_bytes,
+                batch.ops,
+                batch.bytes,
             )
             .await?;
         }
@@ -359,96 +306,22 @@ async fn read_one_file<R: AsyncRead + Unpin>(
         // (64 KiB steps for large files). A fixed "4 KiB + slack" for every read made
         // `reserve` double the buffer once the header had been consumed and cost ~47 MB of
         // receiver heap.
-        let want = match decoder.pending_data() {
+        let want = match intake.pending_data() {
             0 => first_read,
             due => (due as usize).min(64 << 10),
         };
         if read_sized(rd, &mut buf, want, shared.config.idle_timeout).await? == 0 {
-            decoder.finish_file_stream(&buf)?;
-            if !seen_file {
-                return Err(anyhow!("an empty file stream").into());
-            }
+            intake.finish(&buf)?;
             return Ok(());
         }
     }
 }
 
-/// What a yamux server connection hands to the code that serves it.
-pub(crate) struct YamuxServer {
-    /// The first inbound stream.
-    pub control: oneshot::Receiver<Compat<yamux::Stream>>,
-    /// Every later inbound stream.
-    pub files: mpsc::UnboundedReceiver<InboundFile>,
-    /// Becomes true when the connection has ended (the peer closed it, or it failed).
-    pub ended: watch::Receiver<bool>,
-}
-
-/// Runs `work` with a yamux server connection over `io`, driving the connection in the same
-/// task: the first inbound stream is the control stream; every later one is a file stream.
-/// The connection is polled after every poll of `work`, so the acknowledgements and closes
-/// `work` queued leave in one flush; a driver in its own task cost several wake-ups between
-/// tasks per file. The connection is dropped when `work` returns.
-pub(crate) async fn with_yamux_server<S, T, F, Fut>(io: S, streams_allowed: usize, work: F) -> T
-where
-    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-    F: FnOnce(YamuxServer) -> Fut,
-    Fut: Future<Output = T>,
-{
-    // `None` once the connection has ended: dropping it is what ends its streams.
-    let mut conn = Some(yamux::Connection::new(
-        io.compat(),
-        shoal_common::transport::yamux_config(streams_allowed),
-        yamux::Mode::Server,
-    ));
-    let (control_tx, control) = oneshot::channel();
-    let (files_tx, files) = mpsc::unbounded_channel();
-    let mut files_tx = Some(files_tx);
-    let (ended_tx, ended) = watch::channel(false);
-    let mut work = pin!(work(YamuxServer {
-        control,
-        files,
-        ended
-    }));
-    let mut control_tx = Some(control_tx);
-    poll_fn(|cx| loop {
-        if let Poll::Ready(out) = work.as_mut().poll(cx) {
-            return Poll::Ready(out);
-        }
-        let Some(c) = conn.as_mut() else {
-            return Poll::Pending;
-        };
-        // Streams handed to `work` here wake this same task; poll `work` again at once.
-        let mut handed = false;
-        loop {
-            match c.poll_next_inbound(cx) {
-                Poll::Ready(Some(Ok(stream))) => {
-                    handed = true;
-                    match control_tx.take() {
-                        Some(tx) => {
-                            let _ = tx.send(stream.compat());
-                        }
-                        None => {
-                            if let Some(tx) = &files_tx {
-                                let _ = tx.send(InboundFile::Yamux(stream.compat()));
-                            }
-                        }
-                    }
-                }
-                Poll::Ready(Some(Err(_)) | None) => {
-                    conn = None;
-                    // Closed channels tell `work` the connection ended.
-                    control_tx = None;
-                    files_tx = None;
-                    let _ = ended_tx.send(true);
-                    handed = true;
-                    break;
-                }
-                Poll::Pending => break,
-            }
-        }
-        if !handed {
-            return Poll::Pending;
-        }
-    })
-    .await
+/// How a stage error ends the connection: (stopped, failure). The writer's stop is no failure
+/// of the connection's own: the writer's report names the cause.
+fn ended_by(e: PumpError) -> (bool, Option<String>) {
+    match e {
+        PumpError::WriterGone => (true, None),
+        PumpError::Other(e) => (false, Some(format!("{e:#}"))),
+    }
 }

@@ -10,14 +10,18 @@ use std::time::{Duration, Instant};
 use bytes::BytesMut;
 use shoal_common::codec::RecordDecoder;
 use shoal_common::config::Mode;
+use shoal_common::mux;
 use shoal_common::stats::set_tcp_cc;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
+use crate::config::busy_message;
 use crate::prefixed::Prefixed;
+use crate::read::{hello_late, read_hello_by, READ_SIZE};
 use crate::run::{self, TransportFacts, Wire};
-use crate::streams;
-use crate::{bundle, read_hello_by, Shared, READ_SIZE};
+use crate::shared::Shared;
+use crate::streams::{self, InboundFile};
+use crate::{bundle, control};
 
 /// First byte of a TLS handshake record.
 const TLS_HANDSHAKE: u8 = 0x16;
@@ -45,7 +49,7 @@ pub(crate) async fn handle(ctx: Arc<Shared>, tcp: TcpStream, peer: SocketAddr) {
             return;
         }
         Err(_) => {
-            eprintln!("{peer}: {}", crate::hello_late(&ctx.config));
+            eprintln!("{peer}: {}", hello_late(&ctx.config));
             return;
         }
     };
@@ -92,7 +96,7 @@ pub(crate) async fn handle(ctx: Arc<Shared>, tcp: TcpStream, peer: SocketAddr) {
 /// A connection over `max_connections`: told so where that is cheap (a bounded number at a
 /// time, each within a few seconds), otherwise closed at once; logged either way.
 pub(crate) fn refuse_busy(ctx: Arc<Shared>, tcp: TcpStream, peer: SocketAddr) {
-    let message = crate::busy_message(&ctx.config);
+    let message = busy_message(&ctx.config);
     eprintln!("{peer}: refused: {message}");
     let Ok(permit) = ctx.refusals.clone().try_acquire_owned() else {
         return; // dropping the socket closes it
@@ -138,10 +142,8 @@ async fn serve<S>(
     let hello = match read_hello_by(&mut rd, &mut buf, &mut decoder, config, deadline).await {
         Ok(h) => h,
         // A sweep's control connection opens with its own magic (TLS only: it carries the token).
-        Err(_)
-            if wire == (Wire::Tcp { plain: false }) && crate::control::looks_like_control(&buf) =>
-        {
-            crate::control::serve(ctx.clone(), rd, wr, buf, peer, deadline).await;
+        Err(_) if wire == (Wire::Tcp { plain: false }) && control::looks_like_control(&buf) => {
+            control::serve(ctx.clone(), rd, wr, buf, peer, deadline).await;
             return;
         }
         Err(e) => {
@@ -186,39 +188,48 @@ async fn serve<S>(
             let io = tokio::io::BufWriter::with_capacity(64 << 10, io);
             let streams_allowed = shoal_common::transport::yamux_streams(config.flow.max_streams);
             let (ctx, hello) = (&ctx, &hello);
-            let served = streams::with_yamux_server(io, streams_allowed, |server| async move {
-                let streams::YamuxServer {
-                    control,
-                    files,
-                    mut ended,
-                } = server;
-                // A refused peer (wrong token, limits) still gets its refusal on the control
-                // stream, but the file streams it opens meanwhile are dropped as they arrive,
-                // so yamux buffers nothing for them before the token has matched.
-                let files = if admitted.is_ok() {
-                    Some(files)
-                } else {
-                    let mut files = files;
-                    tokio::spawn(async move { while files.recv().await.is_some() {} });
-                    None
-                };
-                // The control stream and its hello have a fresh hello deadline.
-                let control_deadline = tokio::time::Instant::now() + config.hello_timeout;
-                let control = tokio::time::timeout(config.idle_timeout, control);
-                let control = match tokio::time::timeout_at(control_deadline, control).await {
-                    Ok(Ok(Ok(c))) => c,
-                    _ => {
-                        eprintln!("{peer}: no yamux control stream");
-                        return None;
-                    }
-                };
-                let (mut crd, mut cwr) = tokio::io::split(control);
-                // The control stream repeats the hello; it must be the same run's.
-                let mut cbuf = BytesMut::new();
-                let mut cdec = RecordDecoder::new(config.limits);
-                let joined =
-                    match read_hello_by(&mut crd, &mut cbuf, &mut cdec, config, control_deadline)
-                        .await
+            let served = mux::with_yamux_server(
+                io,
+                streams_allowed,
+                InboundFile::Yamux,
+                |server| async move {
+                    let mux::YamuxServer {
+                        control,
+                        files,
+                        mut ended,
+                    } = server;
+                    // A refused peer (wrong token, limits) still gets its refusal on the control
+                    // stream, but the file streams it opens meanwhile are dropped as they arrive,
+                    // so yamux buffers nothing for them before the token has matched.
+                    let files = if admitted.is_ok() {
+                        Some(files)
+                    } else {
+                        let mut files = files;
+                        tokio::spawn(async move { while files.recv().await.is_some() {} });
+                        None
+                    };
+                    // The control stream and its hello have a fresh hello deadline.
+                    let control_deadline = tokio::time::Instant::now() + config.hello_timeout;
+                    let control = tokio::time::timeout(config.idle_timeout, control);
+                    let control = match tokio::time::timeout_at(control_deadline, control).await {
+                        Ok(Ok(Ok(c))) => c,
+                        _ => {
+                            eprintln!("{peer}: no yamux control stream");
+                            return None;
+                        }
+                    };
+                    let (mut crd, mut cwr) = tokio::io::split(control);
+                    // The control stream repeats the hello; it must be the same run's.
+                    let mut cbuf = BytesMut::new();
+                    let mut cdec = RecordDecoder::new(config.limits);
+                    let joined = match read_hello_by(
+                        &mut crd,
+                        &mut cbuf,
+                        &mut cdec,
+                        config,
+                        control_deadline,
+                    )
+                    .await
                     {
                         Ok(h) if h.run_id != hello.run_id => {
                             Err(anyhow::anyhow!("control stream hello is for another run"))
@@ -226,29 +237,30 @@ async fn serve<S>(
                         Ok(_) => admitted.and_then(|()| ctx.hub.join(config, hello, ready)),
                         Err(e) => Err(e),
                     };
-                let member = match joined {
-                    Ok(m) => m,
-                    Err(e) => {
-                        run::refuse(&mut cwr, peer, &e).await;
-                        linger_until_closed(&mut ended).await;
-                        return None;
-                    }
-                };
-                let facts = TransportFacts {
-                    stream_window: 256 << 10,
-                    conn_window: shoal_common::transport::yamux_window(streams_allowed) as u64,
-                    rcvbuf: 0,
-                    tcp_socket,
-                };
-                let files = files.expect("an admitted connection keeps its file streams");
-                let end =
-                    streams::receive(config, &member, &mut crd, cbuf, cdec, files, facts).await;
-                let completion = member
-                    .finish_and_reply(&ctx.hub, end, config.idle_timeout, &mut cwr)
-                    .await;
-                linger_until_closed(&mut ended).await;
-                Some(completion)
-            })
+                    let member = match joined {
+                        Ok(m) => m,
+                        Err(e) => {
+                            run::refuse(&mut cwr, peer, &e).await;
+                            linger_until_closed(&mut ended).await;
+                            return None;
+                        }
+                    };
+                    let facts = TransportFacts {
+                        stream_window: 256 << 10,
+                        conn_window: shoal_common::transport::yamux_window(streams_allowed) as u64,
+                        rcvbuf: 0,
+                        tcp_socket,
+                    };
+                    let files = files.expect("an admitted connection keeps its file streams");
+                    let end =
+                        streams::receive(config, &member, &mut crd, cbuf, cdec, files, facts).await;
+                    let completion = member
+                        .finish_and_reply(&ctx.hub, end, config.idle_timeout, &mut cwr)
+                        .await;
+                    linger_until_closed(&mut ended).await;
+                    Some(completion)
+                },
+            )
             .await;
             let Some(completion) = served else { return };
             completion

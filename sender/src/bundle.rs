@@ -10,9 +10,10 @@ use shoal_common::codec::{self, EndMarker, Hello};
 use shoal_common::pipeline::reader::{Chunk, ChunkKind, Reader};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
+use crate::config::TestHooks;
+use crate::finish::{finish_with_reply, Sent};
 use crate::replies::Replies;
 use crate::waits::Waits;
-use crate::{finish_with_reply, Sent, TestHooks};
 
 /// Bytes gathered before one write to the socket: many small records per write.
 const STAGING: usize = 256 << 10;

@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use crate::Probe;
+use crate::probe::Probe;
 
 pub(crate) struct Sampler {
     stop: oneshot::Sender<()>,

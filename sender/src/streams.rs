@@ -6,8 +6,6 @@
 //! acknowledged).
 
 use std::future::{poll_fn, Future};
-use std::pin::pin;
-use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::time::Instant;
 
@@ -15,21 +13,20 @@ use anyhow::{anyhow, bail, Context, Result};
 use bytes::BytesMut;
 use futures::stream::{FuturesUnordered, StreamExt};
 use shoal_common::codec::{self, Hello};
+use shoal_common::mux;
 use shoal_common::pipeline::reader::{ChunkKind, Reader};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio_util::compat::{Compat, FuturesAsyncReadCompatExt, TokioAsyncReadCompatExt};
+use tokio_util::compat::{Compat, FuturesAsyncReadCompatExt};
 
 use crate::bundle::Tally;
+use crate::config::TestHooks;
+use crate::finish::{finish_with_reply, Sent};
 use crate::net::BoxIo;
 use crate::replies::Replies;
 use crate::waits::Waits;
-use crate::{finish_with_reply, Sent, TestHooks};
 
-/// A yamux client connection, shared by the code that opens streams and the code that drives
-/// it. Both run inside one task (`with_yamux_client`), so the lock is never contended: it only
-/// lets two futures of that task reach the same connection.
-/// `None` once the connection has ended: dropping it is what ends its streams.
-type YamuxConn = Arc<Mutex<Option<yamux::Connection<Compat<BoxIo>>>>>;
+/// A yamux client connection (see [`mux::ClientConn`]).
+type YamuxConn = mux::ClientConn<BoxIo>;
 
 /// Opens per-file streams on one connection.
 pub(crate) enum Opener {
@@ -239,46 +236,13 @@ async fn send_files<W: AsyncWrite + Unpin>(
     Ok(())
 }
 
-/// Runs `work` with a yamux client connection over `io`, driving the connection in the same
-/// task: polling inbound (which is what moves bytes both ways) after every poll of `work`, so
-/// the frames `work` queued leave in one flush. A driver in its own task cost a wake-up of
-/// that task (and a write) per file, and a round trip between tasks per stream opened.
+/// Runs `work` with a yamux client connection over `io` (see [`mux::with_yamux_client`]),
+/// its streams opened through an [`Opener`].
 pub(crate) async fn with_yamux_client<T, F, Fut>(io: BoxIo, max_streams: u32, work: F) -> T
 where
     F: FnOnce(Opener) -> Fut,
     Fut: Future<Output = T>,
 {
-    let conn: YamuxConn = Arc::new(Mutex::new(Some(yamux::Connection::new(
-        io.compat(),
-        shoal_common::transport::yamux_config(shoal_common::transport::yamux_streams(max_streams)),
-        yamux::Mode::Client,
-    ))));
-    let mut work = pin!(work(Opener::Yamux(conn.clone())));
-    poll_fn(|cx| {
-        let out = work.as_mut().poll(cx);
-        // Also once `work` is done: what it queued last (an end marker, or the control
-        // stream's hello before a failure) goes out as far as the socket takes it now.
-        let mut guard = conn.lock().expect("yamux");
-        if let Some(c) = guard.as_mut() {
-            if drive(c, cx).is_ready() {
-                // Dropping the connection ends its streams, so `work` sees the failure.
-                *guard = None;
-                cx.waker().wake_by_ref();
-            }
-        }
-        out
-    })
-    .await
-}
-
-/// Polls the connection until it has nothing to do; ready when it has ended.
-fn drive(conn: &mut yamux::Connection<Compat<BoxIo>>, cx: &mut std::task::Context<'_>) -> Poll<()> {
-    loop {
-        match conn.poll_next_inbound(cx) {
-            // The receiver opens no streams; drop any it does.
-            Poll::Ready(Some(Ok(_))) => continue,
-            Poll::Ready(Some(Err(_)) | None) => return Poll::Ready(()),
-            Poll::Pending => return Poll::Pending,
-        }
-    }
+    let streams = shoal_common::transport::yamux_streams(max_streams);
+    mux::with_yamux_client(io, streams, |conn| work(Opener::Yamux(conn))).await
 }

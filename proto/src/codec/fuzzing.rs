@@ -117,10 +117,7 @@ pub fn decode_split(
                     }
                 };
                 assert!(n > 0 || owned == Owned::FileEnd, "no progress");
-                match (out.last_mut(), owned) {
-                    (Some(Owned::Data(a)), Owned::Data(b)) => a.extend(b),
-                    (_, o) => out.push(o),
-                }
+                push_merged(&mut out, owned);
                 at += n;
             }
             Ok(None) => {
@@ -135,20 +132,34 @@ pub fn decode_split(
                     }
                     return (out, end.err().map(|e| std::mem::discriminant(&e)));
                 }
-                let step = pieces
-                    .get(piece % pieces.len().max(1))
-                    .copied()
-                    .unwrap_or(0);
-                piece += 1;
-                fed = if step == 0 {
-                    stream.len()
-                } else {
-                    (fed + step).min(stream.len())
-                };
+                fed = feed_more(pieces, &mut piece, fed, stream.len());
             }
         }
     }
     panic!("decoder made no progress on a {}-byte stream", stream.len());
+}
+
+/// Appends a record, merging data into the data before it.
+fn push_merged(out: &mut Vec<Owned>, owned: Owned) {
+    match (out.last_mut(), owned) {
+        (Some(Owned::Data(a)), Owned::Data(b)) => a.extend(b),
+        (_, o) => out.push(o),
+    }
+}
+
+/// How far the next piece (sizes from `pieces`, cycled; 0 means everything) feeds a stream of
+/// `len` bytes fed up to `fed` so far.
+fn feed_more(pieces: &[usize], piece: &mut usize, fed: usize, len: usize) -> usize {
+    let step = pieces
+        .get(*piece % pieces.len().max(1))
+        .copied()
+        .unwrap_or(0);
+    *piece += 1;
+    if step == 0 {
+        len
+    } else {
+        (fed + step).min(len)
+    }
 }
 
 /// Fuzz body for `RecordDecoder`: byte 0 picks the decoder (bit 7: records only) and the
@@ -168,6 +179,130 @@ pub fn record_stream(data: &[u8]) {
     assert_eq!(whole, bytewise, "whole vs byte by byte");
     let pieced = decode_split(stream, records_only, limits, &pieces);
     assert_eq!(whole, pieced, "whole vs pieces {pieces:?}");
+}
+
+/// What a [`StreamDecoder`] made of a stream: its records (data merged) and its error's kind.
+type RuleOutcome = (
+    Vec<Owned>,
+    Option<(
+        std::mem::Discriminant<StreamError>,
+        Option<std::mem::Discriminant<DecodeError>>,
+    )>,
+);
+
+/// Fuzz body for the stream rules ([`StreamDecoder`], [`FileStreamCount`]): byte 0 picks the
+/// kind of stream (bit 7: a per-file stream; else bit 0: the control stream of a per-file
+/// mode; else a bundle stream) and the limits (bit 6: small); bytes 1..4 are piece sizes; the
+/// rest is the stream (for a bundle or control stream, starting with its hello). Whole, byte by
+/// byte and in pieces must agree, and no kind may yield a record its rules refuse.
+pub fn stream_rules(data: &[u8]) {
+    if data.len() < 4 {
+        return;
+    }
+    let (head, stream) = data.split_at(4);
+    let limits = limits_for(head[0] & 0x40 != 0);
+    let pieces: Vec<usize> = head[1..].iter().map(|&b| b as usize).collect();
+    let whole = decode_by_rules(stream, head[0], limits, &[0]);
+    let bytewise = decode_by_rules(stream, head[0], limits, &[1]);
+    assert_eq!(whole, bytewise, "whole vs byte by byte");
+    let pieced = decode_by_rules(stream, head[0], limits, &pieces);
+    assert_eq!(whole, pieced, "whole vs pieces {pieces:?}");
+}
+
+fn decode_by_rules(stream: &[u8], kind: u8, limits: DecodeLimits, pieces: &[usize]) -> RuleOutcome {
+    let file_stream = kind & 0x80 != 0;
+    let control = !file_stream && kind & 0x01 != 0;
+    let mut at = 0;
+    let mut d = if file_stream {
+        StreamDecoder::file_stream(limits)
+    } else {
+        let mut records = RecordDecoder::new(limits);
+        match records.decode(stream) {
+            Ok(Some((Record::Hello(_), n))) => at = n,
+            _ => return (Vec::new(), None),
+        }
+        if control {
+            StreamDecoder::control_stream(records)
+        } else {
+            StreamDecoder::bundle(records)
+        }
+    };
+    let refused = |e: StreamError| {
+        let inner = match &e {
+            StreamError::Decode(d) => Some(std::mem::discriminant(d)),
+            _ => None,
+        };
+        let _ = e.to_string();
+        Some((std::mem::discriminant(&e), inner))
+    };
+    let mut out: Vec<Owned> = Vec::new();
+    let (mut fed, mut piece, mut files, mut ended) = (at, 0usize, 0usize, false);
+    for _ in 0..4 * stream.len() + 64 {
+        let input = &stream[at..fed];
+        match d.decode(input) {
+            Err(e) => return (out, refused(e)),
+            Ok(Some((rec, n))) => {
+                assert!(n <= input.len());
+                let owned = match rec {
+                    Record::Hello(_) => panic!("a hello after the hello"),
+                    Record::File(f) => {
+                        assert!(!control, "a file record on the control stream");
+                        files += 1;
+                        assert!(!file_stream || files == 1, "a second file on a file stream");
+                        Owned::File(f)
+                    }
+                    Record::Data(b) => {
+                        assert!(!control, "data on the control stream");
+                        Owned::Data(b.to_vec())
+                    }
+                    Record::FileEnd => {
+                        assert!(!control, "a file end on the control stream");
+                        Owned::FileEnd
+                    }
+                    Record::Dir(p) => {
+                        assert!(!file_stream, "a folder on a file stream");
+                        Owned::Dir(p)
+                    }
+                    Record::End(e) => {
+                        assert!(!file_stream, "an end marker on a file stream");
+                        ended = true;
+                        check_count(e);
+                        Owned::End(e)
+                    }
+                };
+                push_merged(&mut out, owned);
+                at += n;
+            }
+            Ok(None) => {
+                if fed == stream.len() {
+                    let end = d.finish(&stream[at..]);
+                    if end.is_ok() {
+                        assert_eq!(at, stream.len(), "accepted a stream with bytes left over");
+                        assert!(if file_stream { files == 1 } else { ended });
+                    }
+                    return (out, end.err().and_then(refused));
+                }
+                fed = feed_more(pieces, &mut piece, fed, stream.len());
+            }
+        }
+    }
+    panic!("decoder made no progress on a {}-byte stream", stream.len());
+}
+
+/// [`FileStreamCount`] against an end marker, with a few file streams done.
+fn check_count(end: EndMarker) {
+    let done = end.files.wrapping_add(end.bytes) % 4;
+    let mut count = FileStreamCount::default();
+    assert!(count.complete().is_none() && count.no_more_streams().is_ok());
+    for _ in 0..done {
+        count.stream_done();
+    }
+    count.ended(end);
+    let whole = done >= end.files;
+    assert_eq!(count.complete().is_some(), whole);
+    assert_eq!(count.no_more_streams().is_ok(), whole);
+    assert!(count.extra_streams(0, end.files).is_ok());
+    assert!(count.extra_streams(1, end.files).is_err());
 }
 
 /// Fuzz body for `ReplyDecoder`: replies decoded one after another, whole and byte by
@@ -236,6 +371,52 @@ fn decode_replies(data: &[u8], bytewise: bool) -> (Vec<Reply>, Option<DecodeErro
             }
         }
     }
+}
+
+/// Seeds for [`stream_rules`]: the record seeds (their header bits pick a bundle or a per-file
+/// stream) and each bundle seed again as a control stream.
+pub fn stream_rule_seeds() -> Vec<(&'static str, Vec<u8>)> {
+    let mut seeds = record_seeds();
+    let as_control: Vec<_> = seeds
+        .iter()
+        .filter_map(|(name, v)| {
+            let control = match *name {
+                // Files on the control stream: refused.
+                "valid-bundle" => "control-with-files",
+                "data-after-end" => "control-data-after-end",
+                _ => return None,
+            };
+            let mut v = v.clone();
+            v[0] |= 0x01;
+            Some((control, v))
+        })
+        .collect();
+    seeds.extend(as_control);
+    let mut valid = vec![0x01, 1, 3, 9];
+    let mut s = BytesMut::new();
+    encode_hello(
+        &Hello {
+            run_id: [7; 16],
+            token: b"secret-token".to_vec(),
+            mode: Mode::TcpStreams,
+            file_count: 1,
+            total_bytes: 4,
+            conn_index: 0,
+            conn_count: 1,
+            max_streams: 4096,
+            cc: None,
+        },
+        &mut s,
+    );
+    let limits = PathLimits::default();
+    encode_dir(
+        &RelPath::from_bytes(b"empty/folder", &limits).expect("seed path"),
+        &mut s,
+    );
+    encode_end(&EndMarker { files: 1, bytes: 4 }, &mut s);
+    valid.extend_from_slice(&s);
+    seeds.push(("control-valid", valid));
+    seeds
 }
 
 /// Seed streams: valid streams from the encoder and the hostile cases of the test suite.

@@ -8,15 +8,19 @@
 mod hello;
 mod records;
 mod replies;
+mod streams;
 
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+pub(crate) use tests::run_body as run_fuzz_body;
 
 pub use hello::*;
 pub use records::*;
 pub use replies::*;
+pub use streams::*;
 
 pub(crate) use crate::relpath::{display_raw, PathError, PathLimits, RelPath};
 pub(crate) use crate::wire::Mode;

@@ -341,6 +341,16 @@ fn fuzz_replies_on_corpus_and_mutations() {
 }
 
 #[test]
+fn fuzz_stream_rules_on_corpus_and_mutations() {
+    run_body(
+        "stream_rules",
+        fuzzing::stream_rule_seeds(),
+        fuzzing::stream_rules,
+        20_000,
+    );
+}
+
+#[test]
 fn fuzz_relpath_on_corpus_and_mutations() {
     run_body(
         "relpath",
@@ -359,6 +369,8 @@ fn write_seed_corpus() {
         ("record_stream", fuzzing::record_seeds()),
         ("replies", fuzzing::reply_seeds()),
         ("relpath", fuzzing::relpath_seeds()),
+        ("stream_rules", fuzzing::stream_rule_seeds()),
+        ("control", crate::control::fuzzing::control_seeds()),
     ] {
         let dir = root.join(target);
         std::fs::create_dir_all(&dir).unwrap();

@@ -1,0 +1,75 @@
+//! The receiver's settings and their defaults.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use shoal_common::codec::DecodeLimits;
+use shoal_common::config::FlowConfig;
+
+/// Receiver settings.
+#[derive(Debug, Clone)]
+pub struct ReceiverConfig {
+    pub dest: PathBuf,
+    /// Sync the destination file system at the end of each run (timed separately).
+    pub fsync: bool,
+    /// Exit after the first authenticated run; the outcome is that run's.
+    pub once: bool,
+    /// Accept unencrypted TCP transfers (`send --plain`); the token still applies.
+    pub allow_plain: bool,
+    pub limits: DecodeLimits,
+    /// Streams and windows this receiver allows (QUIC transport parameters, yamux).
+    pub flow: FlowConfig,
+    /// Longest a peer may stay silent (handshake included) before it is dropped.
+    pub idle_timeout: Duration,
+    /// Bytes received but not yet written that a run may hold.
+    pub write_budget: usize,
+    /// Connections (TCP and QUIC) served at once; past it a new one is refused at once.
+    pub max_connections: usize,
+    /// Most files one run may announce in its hello (refused before anything is created).
+    pub max_files: u64,
+    /// Most content bytes one run may announce in its hello.
+    pub max_bytes: u64,
+    /// Deadline from accepting a connection to its decoded hello (TLS handshake included),
+    /// whatever the peer sends meanwhile: bounds a slow-loris peer.
+    pub hello_timeout: Duration,
+    /// Serve control connections (authenticated sweeps on another host: a fresh folder per
+    /// run under `dest`, hashing it from disk, removing it).
+    pub control: bool,
+}
+
+/// Default for [`ReceiverConfig::max_connections`].
+pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
+/// Default for [`ReceiverConfig::max_files`].
+pub const DEFAULT_MAX_FILES: u64 = 10_000_000;
+/// Default for [`ReceiverConfig::max_bytes`]: 4 TiB.
+pub const DEFAULT_MAX_BYTES: u64 = 4 << 40;
+/// Default for [`ReceiverConfig::hello_timeout`].
+pub const DEFAULT_HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+
+impl Default for ReceiverConfig {
+    fn default() -> Self {
+        Self {
+            dest: PathBuf::from("."),
+            fsync: false,
+            once: false,
+            allow_plain: false,
+            limits: DecodeLimits::default(),
+            flow: FlowConfig::default(),
+            idle_timeout: Duration::from_secs(60),
+            write_budget: 4 << 20,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_files: DEFAULT_MAX_FILES,
+            max_bytes: DEFAULT_MAX_BYTES,
+            hello_timeout: DEFAULT_HELLO_TIMEOUT,
+            control: false,
+        }
+    }
+}
+
+/// What a connection over `max_connections` is told.
+pub(crate) fn busy_message(config: &ReceiverConfig) -> String {
+    format!(
+        "too many connections: this receiver serves at most {} at once (recv --max-connections); try again later",
+        config.max_connections
+    )
+}

@@ -1,0 +1,171 @@
+//! The receive side's one records → write-ops stage, fed by every transport adapter: decode
+//! (with the stream kind's rules, `shoal_proto`'s `StreamDecoder`), claim each file against the
+//! run's hello, count it for the connection's end marker, and batch the ops for the writer
+//! under the receive budget. Adapters only move bytes into the buffer it decodes.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use bytes::{Buf, BytesMut};
+use shoal_common::codec::{self, EndMarker, Record, StreamDecoder, StreamError};
+use shoal_common::pipeline::writer::{WriteBatch, WriteOp};
+use tokio::sync::{mpsc, Semaphore};
+
+use crate::claims::Claims;
+use crate::config::ReceiverConfig;
+use crate::hub::Run;
+
+/// Why a stream's intake stopped early.
+pub(crate) enum PumpError {
+    /// The writer thread stopped; its report holds the cause.
+    WriterGone,
+    Other(anyhow::Error),
+}
+
+impl From<anyhow::Error> for PumpError {
+    fn from(e: anyhow::Error) -> Self {
+        PumpError::Other(e)
+    }
+}
+
+impl From<codec::DecodeError> for PumpError {
+    fn from(e: codec::DecodeError) -> Self {
+        PumpError::Other(e.into())
+    }
+}
+
+impl From<StreamError> for PumpError {
+    fn from(e: StreamError) -> Self {
+        PumpError::Other(e.into())
+    }
+}
+
+/// What one pass over the received bytes made.
+pub(crate) struct Batch {
+    pub ops: Vec<WriteOp>,
+    /// Content bytes among the ops, held against the receive budget.
+    pub bytes: usize,
+    /// The end marker, if it arrived: decoding stops after it.
+    pub end: Option<EndMarker>,
+}
+
+/// One stream's records → write ops.
+pub(crate) struct Intake {
+    decoder: StreamDecoder,
+    /// Writer id of the file being received.
+    id: u64,
+    /// The stop-and-wait arm: the writer signals each file after closing it.
+    signal: Option<mpsc::UnboundedSender<()>>,
+}
+
+impl Intake {
+    pub(crate) fn new(decoder: StreamDecoder, signal: Option<mpsc::UnboundedSender<()>>) -> Self {
+        Self {
+            decoder,
+            id: 0,
+            signal,
+        }
+    }
+
+    /// Content bytes still due for the file being received (0 between records).
+    pub(crate) fn pending_data(&self) -> u64 {
+        self.decoder.pending_data()
+    }
+
+    /// At end of stream, with what is still undecoded: an error unless the stream may end here.
+    pub(crate) fn finish(&self, unconsumed: &[u8]) -> Result<(), StreamError> {
+        self.decoder.finish(unconsumed)
+    }
+
+    /// Decodes every whole record `buf` holds into write ops (stopping after an end marker),
+    /// claiming each file against the run's hello and counting it in `mine`, the connection's
+    /// own tally for its end marker. Content is split off `buf`, not copied.
+    pub(crate) fn take(
+        &mut self,
+        run: &Run,
+        buf: &mut BytesMut,
+        mine: &mut Claims,
+    ) -> Result<Batch, PumpError> {
+        let mut batch = Batch {
+            ops: Vec::new(),
+            bytes: 0,
+            end: None,
+        };
+        while let Some((record, n)) = self.decoder.decode(buf)? {
+            match record {
+                Record::File(h) => {
+                    run.claims.lock().expect("claims").claim(
+                        &run.hello,
+                        &h.path.to_string(),
+                        h.size,
+                    )?;
+                    mine.files += 1;
+                    mine.bytes += h.size;
+                    buf.advance(n);
+                    self.id = run.next_file_id.fetch_add(1, Ordering::Relaxed);
+                    batch.ops.push(WriteOp::Open {
+                        id: self.id,
+                        path: h.path,
+                        size: h.size,
+                        sent_at_us: h.sent_at_us,
+                    });
+                }
+                Record::Data(_) => {
+                    batch.bytes += n;
+                    batch.ops.push(WriteOp::Data {
+                        id: self.id,
+                        bytes: buf.split_to(n).freeze(),
+                    });
+                }
+                Record::FileEnd => {
+                    batch.ops.push(WriteOp::Close { id: self.id });
+                    if let Some(s) = &self.signal {
+                        batch.ops.push(WriteOp::Signal(s.clone()));
+                    }
+                }
+                Record::Dir(path) => {
+                    buf.advance(n);
+                    batch.ops.push(WriteOp::Dir(path));
+                }
+                Record::End(end) => {
+                    buf.advance(n);
+                    batch.end = Some(end);
+                    break;
+                }
+                // The decoder refuses a hello after the first.
+                Record::Hello(_) => return Err(StreamError::SecondHello.into()),
+            }
+        }
+        Ok(batch)
+    }
+}
+
+/// After an end marker: anything more on the stream is refused.
+pub(crate) fn nothing_after_end(buf: &[u8]) -> Result<(), PumpError> {
+    if buf.is_empty() {
+        Ok(())
+    } else {
+        Err(codec::DecodeError::AfterEnd.into())
+    }
+}
+
+/// Hands a batch's ops to the writer once the receive budget has room for its bytes.
+pub(crate) async fn send_batch(
+    config: &ReceiverConfig,
+    budget: &Arc<Semaphore>,
+    writer: &mpsc::Sender<WriteBatch>,
+    ops: Vec<WriteOp>,
+    batch_bytes: usize,
+) -> Result<(), PumpError> {
+    let room = batch_bytes.clamp(1, config.write_budget) as u32;
+    let permit = budget
+        .clone()
+        .acquire_many_owned(room)
+        .await
+        .expect("budget never closed");
+    let batch = WriteBatch {
+        ops,
+        permit: Some(permit),
+    };
+    writer.send(batch).await.map_err(|_| PumpError::WriterGone)
+}

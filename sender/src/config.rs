@@ -1,0 +1,61 @@
+//! The sender's settings, and the faults tests may ask it to make.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use shoal_common::config::{Cc, FlowConfig, Mode};
+use shoal_common::identity::Pin;
+use shoal_common::pipeline::reader::{Chunk, ChunkKind, ReaderConfig};
+
+/// Sender settings.
+#[derive(Debug, Clone)]
+pub struct SendConfig {
+    /// Receiver address, `host:port` (TCP and UDP on the same port).
+    pub to: String,
+    pub src: PathBuf,
+    pub mode: Mode,
+    /// TCP modes without TLS (the receiver must allow it); the token still applies.
+    pub plain: bool,
+    pub pin: Pin,
+    pub token: Vec<u8>,
+    pub reader: ReaderConfig,
+    pub flow: FlowConfig,
+    pub connect_timeout: Duration,
+    /// Longest the whole run may take; `None` waits as long as the receiver keeps talking.
+    pub timeout: Option<Duration>,
+    /// Write the full per-file latency distribution here (CSV).
+    pub latency_out: Option<PathBuf>,
+    /// Congestion controller (`None`: the system default for TCP, CUBIC for QUIC).
+    pub cc: Option<Cc>,
+    /// Independent connections sharing the files (1..=64).
+    pub connections: u16,
+    /// Sample every connection's statistics this often into `stats_out`.
+    pub stats_interval: Option<Duration>,
+    pub stats_out: Option<PathBuf>,
+    /// The run's id (`None`: random). A sweep sets it to the id it prepared a folder for on a
+    /// receiver with `--control`.
+    pub run_id: Option<[u8; 16]>,
+    /// The build that runs (recorded in the row).
+    pub provenance: shoal_common::provenance::Provenance,
+    pub hooks: TestHooks,
+}
+
+/// Deliberate faults for tests of the receiver's defences. Never set by normal use.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TestHooks {
+    /// Corrupt the record tag of this file (0-based index in walk order).
+    pub corrupt_file: Option<usize>,
+}
+
+impl TestHooks {
+    pub(crate) fn apply(&self, chunk: &mut Chunk) {
+        if let ChunkKind::File {
+            index, first: true, ..
+        } = chunk.kind
+        {
+            if Some(index) == self.corrupt_file {
+                chunk.bytes[0] = 0x7f;
+            }
+        }
+    }
+}

@@ -1,0 +1,419 @@
+//! One run: its connections (each over the mode's transport), their outcomes merged into the
+//! result row.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use bytes::BytesMut;
+use shoal_common::codec::{self, Completion, Hello};
+use shoal_common::config::{Cc, Mode};
+use shoal_common::hostfacts::{cpu_steal_seconds, UdpDrops};
+use shoal_common::latency::LatencyHistogram;
+use shoal_common::metrics;
+use shoal_common::pipeline::reader::{Reader, ReaderConfig, WorkQueue};
+use shoal_common::row::RunRow;
+use shoal_common::stats::{check_tcp_cc, quic_stats, tcp_cc, tcp_stats, ConnStats};
+use shoal_common::tree::SourceTree;
+use shoal_common::window_share::{SharedWindow, Side};
+use tokio::io::AsyncWriteExt;
+
+use crate::config::SendConfig;
+use crate::finish::Sent;
+use crate::probe::Probe;
+use crate::waits::Waits;
+use crate::{bundle, clock, net, replies, sampler, sniff, streams};
+
+/// Write buffer under yamux (tcp-streams): frames are coalesced up to this size.
+const YAMUX_WRITE_BUFFER: usize = 64 << 10;
+
+/// What a successful run measured.
+struct Measured {
+    completion: Completion,
+    seconds: f64,
+    fsync: Option<Duration>,
+    connections: u64,
+    sndbuf: u64,
+    peak_streams: u64,
+    /// Summed over connections.
+    waits: Waits,
+    cc: String,
+    /// Over all connections (see `ConnStats::aggregate`).
+    stats: ConnStats,
+}
+
+/// What one connection measured.
+struct ConnOutcome {
+    sent: Sent,
+    sndbuf: u64,
+    cc: String,
+    stats: ConnStats,
+}
+
+/// Whether the receiver's stream and connection windows mean anything in `mode`: QUIC's, and
+/// yamux's in tcp-streams; tcp-bundle and tcp-wait carry one TLS stream with neither.
+fn receive_windows_apply(mode: Mode) -> bool {
+    mode.is_quic() || mode == Mode::TcpStreams
+}
+
+/// The transport statistics of an ok run, each only where `mode`'s transport exposes it
+/// (docs/csv-schema.md); the others stay `None` (empty in CSV, null in JSON), never 0.
+fn put_transport_stats(row: &mut RunRow, mode: Mode, s: &ConnStats) {
+    let tcp = !mode.is_quic();
+    row.rtt_ms = Some(s.rtt_ms);
+    row.min_rtt_ms = Some(s.min_rtt_ms);
+    row.cwnd_bytes = Some(s.cwnd_bytes);
+    row.retransmits = Some(s.retransmits);
+    row.lost_bytes = Some(s.lost_bytes);
+    row.congestion_events = (!tcp).then_some(s.congestion_events);
+    row.sent_packets = Some(s.sent_packets);
+    row.delivery_rate_bytes_per_s = tcp.then_some(s.delivery_rate);
+    row.bytes_sent = Some(s.bytes_sent);
+    row.bytes_acked = tcp.then_some(s.bytes_acked);
+    row.rwnd_limited_ms = tcp.then_some(s.rwnd_limited_ms);
+    row.sndbuf_limited_ms = tcp.then_some(s.sndbuf_limited_ms);
+}
+
+/// Runs one transfer and returns its row (status `ok` only if the receiver reported every
+/// file ready).
+pub async fn send(config: &SendConfig) -> RunRow {
+    let cpu_start = metrics::cpu_seconds();
+    let udp_start = UdpDrops::read();
+    let steal_start = cpu_steal_seconds();
+    let mut row = RunRow {
+        timestamp: metrics::utc_timestamp(),
+        mode: config.mode.to_string(),
+        tls: !config.plain || config.mode.is_quic(),
+        load_1m_start: metrics::load_avg_1m(),
+        read_ahead_bytes: config.reader.budget as u64,
+        max_streams: u64::from(config.flow.max_streams),
+        cc_requested: config.cc.map(|c| c.to_string()).unwrap_or_default(),
+        connections_requested: u64::from(config.connections),
+        // Per QUIC connection: the window is shared by the run's connections.
+        send_window: config.mode.is_quic().then(|| {
+            shoal_common::transport::quic_window_per_connection(
+                config.flow.send_window,
+                config.connections,
+            )
+        }),
+        receiver: config.to.clone(),
+        kernel: metrics::kernel_release(),
+        host: metrics::host_name(),
+        shoal_commit: config.provenance.commit.clone(),
+        shoal_dirty: config.provenance.dirty,
+        shoal_sha256: config.provenance.binary_sha256.clone(),
+        ..Default::default()
+    };
+    let run_id: [u8; 16] = config.run_id.unwrap_or_else(rand::random);
+    row.run_id = hex::encode(run_id);
+    let started = Instant::now();
+    let result = match SourceTree::walk(&config.src) {
+        Ok(tree) => {
+            let tree = Arc::new(tree);
+            row.files = tree.files.len() as u64;
+            row.bytes = tree.total_bytes;
+            row.skipped_symlinks = tree.skipped_symlinks;
+            row.skipped_special = tree.skipped_special;
+            let work = transfer(config, run_id, tree);
+            match config.timeout {
+                Some(limit) => tokio::time::timeout(limit, work)
+                    .await
+                    .unwrap_or_else(|_| Err(anyhow!("timed out after {} s", limit.as_secs_f64()))),
+                None => work.await,
+            }
+        }
+        Err(e) => Err(e),
+    };
+    row.sender_cpu_seconds = metrics::cpu_seconds() - cpu_start;
+    if let (Some(a), Some(b)) = (udp_start, UdpDrops::read()) {
+        let d = b.since(a);
+        row.sender_udp_rcvbuf_errors = Some(d.rcvbuf_errors);
+        row.sender_udp_in_errors = Some(d.in_errors);
+    }
+    if let (Some(a), Some(b)) = (steal_start, cpu_steal_seconds()) {
+        // /proc/stat counts in 10 ms ticks.
+        row.cpu_steal_seconds = Some(((b - a).max(0.0) * 100.0).round() / 100.0);
+    }
+    row.sender_peak_rss_bytes = metrics::peak_rss_bytes();
+    match result {
+        Ok(m) => {
+            let c = &m.completion;
+            row.seconds = m.seconds;
+            row.files_ready = c.files;
+            row.bytes_ready = c.bytes;
+            row.receiver_seconds = c.receiver_micros as f64 / 1e6;
+            row.fsync_seconds = m.fsync.map_or(0.0, |d| d.as_secs_f64());
+            row.receiver_peak_rss_bytes = c.peak_rss;
+            row.mb_per_s = row.bytes as f64 / 1e6 / m.seconds;
+            row.files_per_s = row.files as f64 / m.seconds;
+            row.connections = m.connections;
+            row.receiver_connections = c.connections;
+            row.sndbuf_bytes = m.sndbuf;
+            row.receiver_rcvbuf_bytes = c.rcvbuf;
+            if receive_windows_apply(config.mode) {
+                row.stream_window = Some(c.stream_window);
+                row.conn_window = Some(c.conn_window);
+            }
+            row.peak_streams = m.peak_streams;
+            row.receiver_peak_streams = c.peak_streams;
+            row.read_wait_ms = m.waits.read.as_secs_f64() * 1e3;
+            row.stream_wait_ms = m.waits.stream.as_secs_f64() * 1e3;
+            row.cc = m.cc;
+            put_transport_stats(&mut row, config.mode, &m.stats);
+            row.status = "ok".into();
+            match LatencyHistogram::from_bytes(&c.latency) {
+                Ok(h) => {
+                    let s = h.summary();
+                    row.latency_p50_ms = s.p50_ms;
+                    row.latency_p90_ms = s.p90_ms;
+                    row.latency_p99_ms = s.p99_ms;
+                    row.latency_max_ms = s.max_ms;
+                    if let Some(path) = &config.latency_out {
+                        if let Err(e) = h.write_distribution(path) {
+                            row.error = format!("{e:#}");
+                        }
+                    }
+                }
+                Err(e) => row.error = format!("{e:#}"),
+            }
+        }
+        Err(e) => {
+            row.seconds = started.elapsed().as_secs_f64();
+            row.status = "failed".into();
+            row.error = format!("{e:#}");
+            // What the receiver kept, as its error reply says (issue 16, item 9).
+            if let Some((files, bytes)) = replies::kept_by_receiver(&row.error) {
+                (row.files_ready, row.bytes_ready) = (files, bytes);
+            }
+        }
+    }
+    row
+}
+
+/// Connects (N connections), streams the tree and waits for the completion report. The time
+/// is `clock::RunClock`'s: first connect to the last completion report decoded.
+async fn transfer(
+    config: &SendConfig,
+    run_id: [u8; 16],
+    tree: Arc<SourceTree>,
+) -> Result<Measured> {
+    if config.plain && config.mode.is_quic() {
+        bail!("--plain applies to TCP modes only (QUIC always encrypts)");
+    }
+    if let (Some(cc), false) = (config.cc, config.mode.is_quic()) {
+        check_tcp_cc(cc)?;
+    }
+    let n = config.connections.clamp(1, 64);
+    let file_count = tree.files.len() as u64;
+    let total_bytes = tree.total_bytes;
+    let queue = Arc::new(WorkQueue::new(tree));
+    // Each connection reads ahead for itself; together they stay within the budget.
+    let reader = ReaderConfig {
+        budget: (config.reader.budget / n as usize).max(1 << 20),
+        ..config.reader
+    };
+    let probes = Arc::new(Mutex::new(Vec::new()));
+    let clock = clock::RunClock::start();
+    let sampler = match (config.stats_interval, &config.stats_out) {
+        (Some(every), Some(out)) => Some(sampler::spawn(
+            every,
+            out,
+            probes.clone(),
+            clock.started_at(),
+        )?),
+        _ => None,
+    };
+    // --max-streams is for the run, like the read-ahead: N connections share it (each file
+    // outstanding is memory at this end and an open file at the receiver's; 8 connections ×
+    // 4,096 each held ~210 MB here and ran the study's receiver out of descriptors).
+    let streams_per_connection = config.flow.max_streams.div_ceil(u32::from(n)).max(1);
+    // The QUIC send window is for the path too: the run's connections share it, and one that
+    // has sent its share of the tree hands its part on (common/src/window_share.rs).
+    let send_window = SharedWindow::new(config.flow.send_window, n, Side::Send);
+    let connections = (0..n).map(|i| {
+        let hello = Hello {
+            run_id,
+            token: config.token.clone(),
+            mode: config.mode,
+            file_count,
+            total_bytes,
+            conn_index: i,
+            conn_count: n,
+            max_streams: streams_per_connection,
+            cc: config.cc,
+        };
+        one_connection(
+            config,
+            hello,
+            queue.clone(),
+            reader,
+            probes.clone(),
+            &send_window,
+        )
+    });
+    // The first connection to fail ends the run (the others are dropped, so the receiver
+    // sees them go and fails the run too).
+    let outcomes = futures::future::try_join_all(connections).await;
+    if let Some(s) = sampler {
+        s.stop().await;
+    }
+    let outcomes = outcomes?;
+    let first = &outcomes[0];
+    let stats: Vec<ConnStats> = outcomes.iter().map(|o| o.stats).collect();
+    Ok(Measured {
+        completion: first.sent.completion.clone(),
+        seconds: clock.seconds(outcomes.iter().map(|o| o.sent.completed_at)),
+        fsync: first.sent.fsync,
+        connections: outcomes.len() as u64,
+        sndbuf: outcomes.iter().map(|o| o.sndbuf).max().unwrap_or(0),
+        peak_streams: outcomes
+            .iter()
+            .map(|o| o.sent.peak_streams)
+            .max()
+            .unwrap_or(0),
+        waits: Waits::total(outcomes.iter().map(|o| o.sent.waits)),
+        cc: first.cc.clone(),
+        stats: ConnStats::aggregate(&stats),
+    })
+}
+
+/// One connection's share of the run: its own reader over the shared queue, its own
+/// TLS/QUIC session, the same completion report at the end.
+async fn one_connection(
+    config: &SendConfig,
+    hello: Hello,
+    queue: Arc<WorkQueue>,
+    reader: ReaderConfig,
+    probes: Arc<Mutex<Vec<(u16, Probe)>>>,
+    send_window: &Arc<SharedWindow>,
+) -> Result<ConnOutcome> {
+    let mut reader = Reader::spawn(queue, reader)?;
+    let (to, pin, flow, hooks) = (&config.to, config.pin, &config.flow, config.hooks);
+    let timeout = config.connect_timeout;
+    let index = hello.conn_index;
+    let register = |probe: Probe| probes.lock().expect("probes").push((index, probe));
+    match config.mode {
+        Mode::TcpBundle | Mode::TcpWait | Mode::TcpStreams => {
+            let (mut io, probe) =
+                net::connect_tcp(to, pin, config.plain, config.cc, flow, timeout).await?;
+            let socket = probe.shared();
+            register(Probe::Tcp(socket.clone()));
+            let sent = if config.mode == Mode::TcpStreams {
+                // The hello goes on the raw stream so the receiver can pick the mode; yamux
+                // follows.
+                let mut head = BytesMut::new();
+                codec::encode_hello(&hello, &mut head);
+                io.write_all(&head)
+                    .await
+                    .context("sending the hello failed")?;
+                let (io, seen) = sniff::Sniff::new(io);
+                // yamux reads a 12-byte header at a time; the buffer above the sniffer makes
+                // it see whole reads, so a refusal is kept entire.
+                let io = tokio::io::BufReader::new(io);
+                // yamux (patched, vendor/yamux) flushes once per batch of frames: buffered,
+                // the frames of many files leave in one TLS write instead of one each.
+                let io = tokio::io::BufWriter::with_capacity(YAMUX_WRITE_BUFFER, io);
+                let outcome =
+                    streams::with_yamux_client(Box::new(io), hello.max_streams, |opener| async {
+                        let control = opener.open_control().await?;
+                        let (rd, wr) = tokio::io::split(control);
+                        streams::run(rd, wr, opener, &hello, reader, hooks).await
+                    })
+                    .await;
+                // Refused before the receiver knew the mode: its reason came as a plain reply.
+                match (outcome, sniff::refusal_in(&seen)) {
+                    (Err(_), Some(msg)) => bail!("receiver refused the run: {msg}"),
+                    (o, _) => o?,
+                }
+            } else {
+                let (rd, wr) = tokio::io::split(io);
+                let wait = config.mode == Mode::TcpWait;
+                bundle::run(rd, wr, &hello, reader, wait, hooks).await?
+            };
+            Ok(ConnOutcome {
+                sent,
+                sndbuf: probe.sndbuf(),
+                cc: tcp_cc(&*socket),
+                stats: tcp_stats(&*socket).unwrap_or_default(),
+            })
+        }
+        Mode::QuicBundle | Mode::QuicStreams => {
+            // The send window is for the path: the run's connections share it.
+            let mut flow = *flow;
+            flow.send_window = send_window.share();
+            let quic = net::connect_quic(to, pin, config.cc, &flow, timeout).await?;
+            register(Probe::Quic(quic.conn.clone()));
+            // Once this connection has sent its share of the tree, the others take its window
+            // (a reader dropped unfinished drops the seat, which hands the share on too).
+            let mut seat = send_window.seat(quic.conn.clone());
+            reader.on_finish(move || seat.finished());
+            let (send, recv) = quic
+                .conn
+                .open_bi()
+                .await
+                .context("cannot open the QUIC control stream")?;
+            let result = if config.mode == Mode::QuicBundle {
+                bundle::run(recv, send, &hello, reader, false, hooks).await
+            } else {
+                let opener = streams::Opener::Quic(quic.conn.clone());
+                streams::run(recv, send, opener, &hello, reader, hooks).await
+            };
+            let stats = quic_stats(&quic.conn);
+            // The receiver logs the reason: a failed run must not look like a finished one.
+            match &result {
+                Ok(_) => quic.conn.close(0u32.into(), b"done"),
+                Err(_) => quic.conn.close(1u32.into(), b"sender failed"),
+            }
+            // Let the close reach the receiver (the clock stopped at the completion report),
+            // failed runs too: one that fails at once (an unreadable source file) would
+            // otherwise exit before the close is sent and leave the receiver waiting.
+            let _ = tokio::time::timeout(Duration::from_secs(1), quic.endpoint.wait_idle()).await;
+            Ok(ConnOutcome {
+                sent: result?,
+                sndbuf: quic.udp_sndbuf,
+                cc: Cc::quinn_name(config.cc).to_string(),
+                stats,
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statistics_a_transport_does_not_expose_stay_empty() {
+        let s = ConnStats {
+            rtt_ms: 141.0,
+            congestion_events: 3,
+            bytes_acked: 10,
+            delivery_rate: 5,
+            ..Default::default()
+        };
+        let mut tcp = RunRow::default();
+        put_transport_stats(&mut tcp, Mode::TcpBundle, &s);
+        assert_eq!(tcp.rtt_ms, Some(141.0));
+        assert_eq!(tcp.congestion_events, None, "TCP does not expose it");
+        assert_eq!(
+            (tcp.bytes_acked, tcp.delivery_rate_bytes_per_s),
+            (Some(10), Some(5))
+        );
+        let mut quic = RunRow::default();
+        put_transport_stats(&mut quic, Mode::QuicStreams, &s);
+        assert_eq!(quic.congestion_events, Some(3));
+        assert_eq!(
+            (
+                quic.bytes_acked,
+                quic.delivery_rate_bytes_per_s,
+                quic.rwnd_limited_ms
+            ),
+            (None, None, None),
+            "quinn does not expose them"
+        );
+        assert!(!receive_windows_apply(Mode::TcpBundle));
+        assert!(!receive_windows_apply(Mode::TcpWait));
+        assert!(receive_windows_apply(Mode::TcpStreams));
+        assert!(receive_windows_apply(Mode::QuicBundle));
+    }
+}
