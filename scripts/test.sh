@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --release -- -D warnings
+# The code's shape: file sizes, no import loops, unsafe fenced, a pure protocol crate.
+python3 scripts/check-shape.py
 # Each root-only test notes in this file whether it ran or skipped (tests/support: root_only).
 root_log=target/root-only-tests.log
 mkdir -p target
