@@ -5,16 +5,18 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::matrix::{AxisValue, Config, LinkSpec};
+use crate::axis::{self, AxisValue};
+use crate::linkspec::{LinkSpec, RemoteReceiver};
+use crate::matrix::Config;
 
 /// Flags for `shoal send` and `shoal recv` from a configuration's axes.
 pub fn flags(cfg: &Config, receiver_flags: &[String]) -> (Vec<String>, Vec<String>) {
     let (mut send, mut recv) = (Vec::new(), Vec::new());
     for (k, v) in &cfg.params {
-        if k == "payload" || k == "kind" || k == "timeout" {
+        if axis::SWEEP_AXES.contains(&k.as_str()) {
             continue;
         }
-        let (name, to_send, to_recv) = match k.strip_prefix("recv.") {
+        let (name, to_send, to_recv) = match k.strip_prefix(axis::RECV_PREFIX) {
             Some(n) => (n, false, true),
             None => (k.as_str(), true, receiver_flags.iter().any(|f| f == k)),
         };
@@ -29,11 +31,9 @@ pub fn flags(cfg: &Config, receiver_flags: &[String]) -> (Vec<String>, Vec<Strin
         if to_recv {
             recv.extend(args);
         }
-        if k == "plain"
-            && matches!(v, AxisValue::Bool(true))
-            && !recv.contains(&"--allow-plain".into())
-        {
-            recv.push("--allow-plain".into());
+        let allow_plain = format!("--{}", axis::ALLOW_PLAIN);
+        if k == axis::PLAIN && matches!(v, AxisValue::Bool(true)) && !recv.contains(&allow_plain) {
+            recv.push(allow_plain);
         }
     }
     (send, recv)
@@ -75,16 +75,16 @@ pub fn send_argv(
         v.extend(["--run-id".into(), id.into()]);
     }
     match link {
-        LinkSpec::Remote {
+        LinkSpec::Remote(RemoteReceiver {
             pin: Some(pin),
             token_file: Some(tf),
             ..
-        } => {
+        }) => {
             v.extend(["--pin".into(), pin.into()]);
             v.extend(["--token-file".into(), tf.into()]);
         }
-        LinkSpec::Remote { .. } => {}
-        LinkSpec::Emulated { .. } => {
+        LinkSpec::Remote(_) => {}
+        LinkSpec::Emulated(_) => {
             v.extend(["--identity".into(), identity.into()]);
         }
     }

@@ -14,7 +14,8 @@ use crate::context::Sweep;
 use crate::dest::{bulk_delete, last_bulk_delete, RemoteCtx};
 use crate::hooks::Hooks;
 use crate::linkctx;
-use crate::matrix::{LinkSpec, Matrix};
+use crate::linkspec::{LinkSpec, RemoteReceiver};
+use crate::matrix::Matrix;
 use crate::meta::{self, write_meta};
 use crate::options::{Options, Summary};
 use crate::payload;
@@ -50,20 +51,16 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
     // folder and is verified. Contacted before payloads are generated, its problems named as
     // what they are (address, pin, token, no --control).
     let remote_ctx = match &matrix.link {
-        LinkSpec::Remote {
-            receiver,
-            pin,
-            token_file,
-        } => {
-            let control = Remote::new(receiver, pin.as_deref(), token_file.as_deref())?;
-            let info = crate::remote::first_contact(&control, token_file.as_deref())?;
+        LinkSpec::Remote(r) => {
+            let control = Remote::new(&r.receiver, r.pin.as_deref(), r.token_file.as_deref())?;
+            let info = crate::remote::first_contact(&control, r.token_file.as_deref())?;
             Some(RemoteCtx {
                 control,
                 runs: Default::default(),
                 facts: info.facts,
             })
         }
-        LinkSpec::Emulated { .. } => None,
+        LinkSpec::Emulated(_) => None,
     };
 
     // Work area: payload cache (kept) and this sweep's destinations (deleted at the end).
@@ -136,13 +133,12 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
     // The link (local) or the remote receiver.
     let mut guard = None;
     let link = match &matrix.link {
-        LinkSpec::Emulated { .. } => {
-            let (g, ctx) = linkctx::bring_up(&matrix.link, opts, &dest_root, &mut meta)?
-                .expect("an emulated link");
+        LinkSpec::Emulated(spec) => {
+            let (g, ctx) = linkctx::bring_up(spec, opts, &dest_root, &mut meta)?;
             guard = Some(g);
             Some(ctx)
         }
-        LinkSpec::Remote { receiver, .. } => {
+        LinkSpec::Remote(RemoteReceiver { receiver, .. }) => {
             let control = remote_ctx.as_ref().expect("remote matrix").facts.clone();
             println!(
                 "remote receiver {receiver} ({} on {}, destination {} on {}): a fresh folder per run, hashed there after each run",
@@ -156,10 +152,7 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
         }
     };
 
-    let needs_ssh = matrix
-        .configs
-        .iter()
-        .any(|c| crate::matrix::SSH_KINDS.contains(&c.kind()));
+    let needs_ssh = matrix.configs.iter().any(|c| c.arm.over_ssh());
     let sshd = match (&link, needs_ssh) {
         (Some(l), true) => Some(Sshd::start(
             &work_run.join("ssh"),
@@ -169,7 +162,7 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
         )?),
         _ => None,
     };
-    if matrix.configs.iter().any(|c| c.kind() != "shoal") {
+    if matrix.configs.iter().any(|c| c.arm.is_baseline()) {
         meta["baseline_tools"] = serde_json::to_value(
             baseline::tool_versions()
                 .into_iter()

@@ -4,6 +4,8 @@
 //! regenerates the medians and charts from `runs.csv` alone. See docs/sweep.md.
 
 pub mod argv;
+pub mod arm;
+pub mod axis;
 pub mod baseline;
 pub mod chart;
 pub mod cli;
@@ -14,6 +16,7 @@ pub mod engine;
 mod hooks;
 pub mod hostcpu;
 mod linkctx;
+pub mod linkspec;
 pub mod matrix;
 mod meta;
 pub mod options;
@@ -21,10 +24,13 @@ pub mod payload;
 mod plan;
 pub mod preflight;
 pub mod proc;
+mod product;
 pub mod progress;
+pub mod quantity;
 pub mod remote;
 pub mod report;
 mod run;
+mod schema;
 mod table;
 mod tcpmetrics;
 mod transfer;

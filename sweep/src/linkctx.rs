@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 use anyhow::{Context, Result};
 
 use crate::columns::Row;
-use crate::matrix::LinkSpec;
+use crate::linkspec::EmulatedLink;
 use crate::options::Options;
 
 /// The local emulated link, as the runs use it.
@@ -122,47 +122,15 @@ pub fn udp_drops_in(ns: &str) -> Option<shoal_common::hostfacts::UdpDrops> {
     shoal_common::hostfacts::parse_snmp_udp(&String::from_utf8_lossy(&out.stdout))
 }
 
-/// Brings the matrix's emulated link up (`None` for a remote receiver), checks it unless told
-/// not to, and records it and what each end had in effect in `meta`.
+/// Brings the matrix's emulated link up, checks it unless told not to, and records it and what each end had in effect in `meta`.
 pub fn bring_up(
-    spec: &LinkSpec,
+    spec: &EmulatedLink,
     opts: &Options,
     dest_root: &Path,
     meta: &mut serde_json::Value,
-) -> Result<Option<(shoal_link::LinkGuard, LinkCtx)>> {
-    let LinkSpec::Emulated {
-        name,
-        rtt,
-        rate,
-        down_rate,
-        queue,
-        loss,
-        backend,
-        seed,
-        offload,
-        check,
-    } = spec
-    else {
-        return Ok(None);
-    };
-    let mut cfg = shoal_link::UpConfig::new(
-        name,
-        shoal_link::parse::parse_duration(rtt)?,
-        shoal_link::parse::parse_rate(rate)?,
-    );
-    cfg.down_rate_bps = down_rate
-        .as_deref()
-        .map(shoal_link::parse::parse_rate)
-        .transpose()?;
-    cfg.queue = shoal_link::parse::parse_queue(queue)?;
-    cfg.loss = shoal_link::parse::parse_loss(loss)?;
-    cfg.backend = match backend.as_str() {
-        "netem" => shoal_link::BackendChoice::Netem,
-        "auto" => shoal_link::BackendChoice::Auto,
-        _ => shoal_link::BackendChoice::Tun,
-    };
-    cfg.seed = *seed;
-    cfg.offload = *offload;
+) -> Result<(shoal_link::LinkGuard, LinkCtx)> {
+    let (name, check) = (&spec.name, &spec.check);
+    let cfg = spec.up_config();
     let launcher = shoal_link::Launcher {
         exe: opts.shoal_bin.clone(),
         prefix: vec!["link".into(), "forward".into()],
@@ -222,5 +190,5 @@ pub fn bring_up(
         .unwrap_or_default(),
         cols: link_columns(&info),
     };
-    Ok(Some((g, ctx)))
+    Ok((g, ctx))
 }

@@ -7,13 +7,15 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use shoal_common::metrics;
 
+use crate::arm::Arm;
+use crate::axis::{self, AxisValue};
 use crate::baseline;
 use crate::columns::{self, Row};
 use crate::context::Sweep;
 use crate::dest;
 use crate::hooks::tamper;
 use crate::linkctx::{counters, udp_drops_in, ReceiverCounters};
-use crate::matrix::{AxisValue, Config};
+use crate::matrix::Config;
 use crate::payload;
 use crate::plan::{random_u64, Planned};
 use crate::progress::Progress;
@@ -79,7 +81,7 @@ impl Sweep<'_> {
     pub fn one_run(&self, order: usize, p: Planned, progress: &mut Progress) -> Result<Row> {
         let cfg = &self.matrix.configs[p.config];
         let payload = &self.payloads[cfg.payload()];
-        let timeout = crate::preflight::config_timeout(cfg, self.opts.timeout)?;
+        let timeout = cfg.time_limit(self.opts.timeout);
 
         let mut row = Row::new();
         let mut put = |k: &str, v: String| {
@@ -91,12 +93,12 @@ impl Sweep<'_> {
         put("run", p.run.to_string());
         put("order", order.to_string());
         put("order_seed", self.opts.seed.to_string());
-        put("kind", cfg.kind().to_string());
+        put("kind", cfg.arm.name().to_string());
         put("payload", payload.name.clone());
         put("payload_files", payload.files.to_string());
         put("payload_bytes", payload.bytes.to_string());
         for (k, v) in &cfg.params {
-            if k != "payload" && k != "kind" {
+            if k != axis::PAYLOAD && k != axis::KIND {
                 put(&columns::param_column(k), v.text());
             }
         }
@@ -174,7 +176,7 @@ impl Sweep<'_> {
         // Sender, receiver and emulator share this machine's cores (with a remote receiver,
         // this is the sending host alone).
         let host_cpu = crate::hostcpu::Sampler::start(Duration::from_millis(100));
-        let out = if cfg.kind() == "shoal" {
+        let out = if cfg.arm == Arm::Shoal {
             let run_id = remote_run.as_ref().map(|(id, _)| id.as_str());
             self.shoal_transfer(order, cfg, payload, &dest, run_id, timeout)
         } else {
@@ -258,18 +260,15 @@ impl Sweep<'_> {
                 );
                 row.insert(
                     "mode".into(),
-                    match cfg.kind() {
-                        "shoal" => cfg
-                            .get("mode")
-                            .map(|v| v.text())
-                            .unwrap_or("tcp-bundle".into()),
-                        k => k.to_string(),
+                    match cfg.arm {
+                        Arm::Shoal => cfg.shoal_mode(),
+                        a => a.name().to_string(),
                     },
                 );
                 row.insert(
                     "tls".into(),
-                    (cfg.kind() != "shoal"
-                        || !matches!(cfg.get("plain"), Some(AxisValue::Bool(true))))
+                    (cfg.arm.is_baseline()
+                        || !matches!(cfg.get(axis::PLAIN), Some(AxisValue::Bool(true))))
                     .to_string(),
                 );
                 row.insert("files".into(), payload.files.to_string());
@@ -287,16 +286,18 @@ impl Sweep<'_> {
                     row.insert("receiver_peak_rss_bytes".into(), rss.to_string());
                 }
                 if let Some(l) = &self.link {
-                    if cfg.kind() != "shoal" && cfg.kind() != "tar-local" {
+                    if cfg.arm.is_baseline() && cfg.arm.crosses_link() {
                         row.insert("cc".into(), l.default_cc.clone());
                     }
                     row.insert(
                         "receiver".into(),
-                        match cfg.kind() {
-                            "shoal" => l.rcv_addr.clone(),
-                            "tar-local" => "local".into(),
-                            "tar-tcp" => format!("{}:{}", l.rcv_addr, baseline::TAR_TCP_PORT),
-                            _ => format!("{}:22", l.rcv_addr),
+                        match cfg.arm {
+                            Arm::Shoal => l.rcv_addr.clone(),
+                            Arm::TarLocal => "local".into(),
+                            Arm::TarTcp => format!("{}:{}", l.rcv_addr, baseline::TAR_TCP_PORT),
+                            Arm::TarSsh | Arm::RsyncSsh | Arm::Sftp => {
+                                format!("{}:22", l.rcv_addr)
+                            }
                         },
                     );
                 }

@@ -8,9 +8,11 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 use crate::argv;
+use crate::arm::Arm;
 use crate::baseline;
 use crate::context::Sweep;
-use crate::matrix::{Config, LinkSpec};
+use crate::linkspec::LinkSpec;
+use crate::matrix::Config;
 use crate::payload::Payload;
 use crate::proc::{self, Proc};
 use crate::progress::fmt_duration;
@@ -76,7 +78,7 @@ impl Sweep<'_> {
                 receiver = Some((p, rx));
                 addr
             }
-            (None, LinkSpec::Remote { receiver, .. }) => receiver.clone(),
+            (None, LinkSpec::Remote(r)) => r.receiver.clone(),
             (None, _) => unreachable!("an emulated link always has a context"),
         };
 
@@ -189,11 +191,11 @@ impl Sweep<'_> {
         std::fs::create_dir_all(dest)?;
         // tar-tcp's receiving end, started (and listening) before the clock starts.
         let mut unpacker: Option<Proc> = None;
-        let (pipeline, namespace) = match cfg.kind() {
+        let (pipeline, namespace) = match cfg.arm {
             // No network: the local file-system bound the 1 Gbit/s target is set
             // against, measured in the same sweep as the arms it is compared with.
-            "tar-local" => (baseline::tar_local(&payload.root, dest), None),
-            "tar-tcp" => {
+            Arm::TarLocal => (baseline::tar_local(&payload.root, dest), None),
+            Arm::TarTcp => {
                 unpacker =
                     Some(self.start_tar_tcp_receiver(order, &l.rcv_ns, &l.rcv_addr, dest)?);
                 (
@@ -205,7 +207,7 @@ impl Sweep<'_> {
                 let sshd = self.sshd.as_ref().context("baseline arm without sshd")?;
                 let batch = self.logs.join(format!("{order:05}-sftp-batch"));
                 (
-                    sshd.command(cfg.kind(), &payload.root, dest, &batch)?,
+                    sshd.command(cfg.arm, &payload.root, dest, &batch)?,
                     Some(l.snd_ns.as_str()),
                 )
             }
@@ -218,9 +220,9 @@ impl Sweep<'_> {
         cmd.args(["-o", "pipefail", "-c", &pipeline])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(std::fs::File::create(self.log(order, cfg.kind()))?);
+            .stderr(std::fs::File::create(self.log(order, cfg.arm.name()))?);
         let t0 = Instant::now();
-        let mut p = Proc::spawn(&mut cmd, namespace, cfg.kind())?;
+        let mut p = Proc::spawn(&mut cmd, namespace, cfg.arm.name())?;
         let kill_at = self.hooks.kill_after(order).map(|d| t0 + d);
         let deadline = kill_at.unwrap_or(t0 + timeout).min(t0 + timeout);
         let mut killed = false;
@@ -268,9 +270,9 @@ impl Sweep<'_> {
         if out.error.is_empty() && !exit.success() {
             out.error = format!(
                 "{} {}: {}",
-                cfg.kind(),
+                cfg.arm,
                 exit.describe(),
-                proc::tail_of(&self.log(order, cfg.kind()), 300)
+                proc::tail_of(&self.log(order, cfg.arm.name()), 300)
             );
         }
         if let Some(u) = &unpacker_exit {
