@@ -9,16 +9,45 @@ use crate::axis::{self, AxisValue};
 use crate::linkspec::{LinkSpec, RemoteReceiver};
 use crate::matrix::Config;
 
+/// Where an axis goes: its flag name and which ends take it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Route<'a> {
+    pub flag: &'a str,
+    pub to_send: bool,
+    pub to_recv: bool,
+}
+
+/// Where axis `k` goes (`None` for the sweep's own axes): `recv.NAME` to `shoal recv --NAME`
+/// alone, a name in `receiver_flags` to both ends, any other name to `shoal send` alone.
+pub fn route<'a>(k: &'a str, receiver_flags: &[String]) -> Option<Route<'a>> {
+    if axis::SWEEP_AXES.contains(&k) {
+        return None;
+    }
+    Some(match k.strip_prefix(axis::RECV_PREFIX) {
+        Some(flag) => Route {
+            flag,
+            to_send: false,
+            to_recv: true,
+        },
+        None => Route {
+            flag: k,
+            to_send: true,
+            to_recv: receiver_flags.iter().any(|f| f == k),
+        },
+    })
+}
+
 /// Flags for `shoal send` and `shoal recv` from a configuration's axes.
 pub fn flags(cfg: &Config, receiver_flags: &[String]) -> (Vec<String>, Vec<String>) {
     let (mut send, mut recv) = (Vec::new(), Vec::new());
     for (k, v) in &cfg.params {
-        if axis::SWEEP_AXES.contains(&k.as_str()) {
+        let Some(Route {
+            flag: name,
+            to_send,
+            to_recv,
+        }) = route(k, receiver_flags)
+        else {
             continue;
-        }
-        let (name, to_send, to_recv) = match k.strip_prefix(axis::RECV_PREFIX) {
-            Some(n) => (n, false, true),
-            None => (k.as_str(), true, receiver_flags.iter().any(|f| f == k)),
         };
         let args: Vec<String> = match v {
             AxisValue::Bool(true) => vec![format!("--{name}")],

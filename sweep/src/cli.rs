@@ -9,7 +9,7 @@ use clap::Args;
 
 use crate::engine;
 use crate::matrix::Matrix;
-use crate::options::{Options, Summary};
+use crate::options::{Options, Summary, DEFAULT_QUIET_LOAD, DEFAULT_RUNS, DEFAULT_TIMEOUT};
 use crate::plan;
 use crate::preflight::{self, ArgCheck};
 
@@ -120,14 +120,14 @@ pub fn run_sweep(a: SweepArgs, parse: ArgCheck) -> Result<ExitCode> {
     let opts = Options {
         matrix_path: a.matrix.clone(),
         out: a.out.unwrap_or_else(default_out),
-        runs: a.runs.or(matrix.runs).unwrap_or(5),
+        runs: a.runs.or(matrix.runs).unwrap_or(DEFAULT_RUNS),
         seed: a.seed.or(matrix.seed).unwrap_or_else(plan::random_seed),
-        timeout: a
-            .timeout
-            .or(matrix.timeout)
-            .unwrap_or(Duration::from_secs(15 * 60)),
+        timeout: a.timeout.or(matrix.timeout).unwrap_or(DEFAULT_TIMEOUT),
         quiet_wait: a.quiet_wait,
-        quiet_load: a.quiet_load.or(matrix.quiet_load).unwrap_or(1.0),
+        quiet_load: a
+            .quiet_load
+            .or(matrix.quiet_load)
+            .unwrap_or(DEFAULT_QUIET_LOAD),
         quiet_max: a.quiet_max,
         work: a.work,
         shoal_bin,

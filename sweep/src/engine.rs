@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use shoal_common::metrics;
 
 use crate::baseline::{self, Sshd};
-use crate::columns::{self, RunsCsv};
+use crate::columns::{self, col, RunsCsv};
 use crate::context::Sweep;
 use crate::dest::{bulk_delete, last_bulk_delete, RemoteCtx};
 use crate::hooks::Hooks;
@@ -214,18 +214,18 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
         let cfg = &matrix.configs[p.config];
         progress.start(order, &format!("{} {}", cfg.id, cfg.label()));
         let mut row = sw.one_run(order, *p, &mut progress)?;
-        if proc::interrupted() && row.get("status").map(String::as_str) != Some("ok") {
+        if proc::interrupted() && row.get(col::STATUS) != Some("ok") {
             // The run was cut short by the user, not by the transfer: don't count it.
             progress.note("interrupted: the current run is not recorded");
             break;
         }
-        row.insert(
-            "reference".into(),
+        row.set(
+            col::REFERENCE,
             (reference.get(cfg.payload()) == Some(&cfg.id)).to_string(),
         );
         csv.write(&row)?;
         done += 1;
-        let is_ok = row.get("status").map(String::as_str) == Some("ok");
+        let is_ok = row.get(col::STATUS) == Some("ok");
         if is_ok {
             ok += 1;
         }

@@ -6,7 +6,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result};
 
-use crate::columns::Row;
+use crate::columns::{col, Row};
 use crate::linkspec::EmulatedLink;
 use crate::options::Options;
 
@@ -64,26 +64,23 @@ pub fn counters(name: &str) -> Counters {
 
 pub fn link_columns(i: &shoal_link::LinkInfo) -> Row {
     let s = &i.state;
-    let mut r = Row::new();
-    let mut put = |k: &str, v: String| {
-        r.insert(k.to_string(), v);
-    };
-    put("link_name", s.name.clone());
-    put("link_backend", s.backend.to_string());
-    put("link_rtt_ms", format!("{}", s.rtt_ns as f64 / 1e6));
-    put("link_rate_bps", s.rate_bps.to_string());
-    put("link_down_rate_bps", s.down_rate_bps.to_string());
-    put("link_queue_bytes", s.queue_bytes.to_string());
-    put("link_loss", s.loss.to_string());
-    put("link_mtu", s.mtu.to_string());
-    put("link_offload", s.offload.describe());
-    put("link_snd_tcp_wmem", s.sysctls.snd_tcp_wmem.clone());
-    put("link_snd_tcp_rmem", s.sysctls.snd_tcp_rmem.clone());
-    put("link_rcv_tcp_rmem", s.sysctls.rcv_tcp_rmem.clone());
-    put("link_rcv_tcp_wmem", s.sysctls.rcv_tcp_wmem.clone());
-    put("link_rmem_max", s.sysctls.rmem_max.clone());
-    put("link_wmem_max", s.sysctls.wmem_max.clone());
-    r
+    let mut row = Row::new();
+    row.set(col::LINK_NAME, s.name.clone());
+    row.set(col::LINK_BACKEND, s.backend.to_string());
+    row.set(col::LINK_RTT_MS, format!("{}", s.rtt_ns as f64 / 1e6));
+    row.set(col::LINK_RATE_BPS, s.rate_bps.to_string());
+    row.set(col::LINK_DOWN_RATE_BPS, s.down_rate_bps.to_string());
+    row.set(col::LINK_QUEUE_BYTES, s.queue_bytes.to_string());
+    row.set(col::LINK_LOSS, s.loss.to_string());
+    row.set(col::LINK_MTU, s.mtu.to_string());
+    row.set(col::LINK_OFFLOAD, s.offload.describe());
+    row.set(col::LINK_SND_TCP_WMEM, s.sysctls.snd_tcp_wmem.clone());
+    row.set(col::LINK_SND_TCP_RMEM, s.sysctls.snd_tcp_rmem.clone());
+    row.set(col::LINK_RCV_TCP_RMEM, s.sysctls.rcv_tcp_rmem.clone());
+    row.set(col::LINK_RCV_TCP_WMEM, s.sysctls.rcv_tcp_wmem.clone());
+    row.set(col::LINK_RMEM_MAX, s.sysctls.rmem_max.clone());
+    row.set(col::LINK_WMEM_MAX, s.sysctls.wmem_max.clone());
+    row
 }
 
 /// `shoal host-facts` inside namespace `ns` (towards `peer`; `dest`'s file system).

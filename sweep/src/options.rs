@@ -3,6 +3,13 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// Runs per configuration when neither `--runs` nor `[sweep] runs` says.
+pub const DEFAULT_RUNS: u32 = 5;
+/// A run's time limit when neither `--timeout` nor `[sweep] timeout` says.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(15 * 60);
+/// The load `--quiet-wait` waits for when neither `--quiet-load` nor `[sweep] quiet_load` says.
+pub const DEFAULT_QUIET_LOAD: f64 = 1.0;
+
 /// What `shoal sweep` was asked to do, with every default resolved.
 #[derive(Clone, Debug)]
 pub struct Options {

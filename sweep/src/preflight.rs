@@ -41,9 +41,9 @@ fn receiver_axes(cfg: &Config, receiver_flags: &[String]) -> Vec<String> {
     cfg.params
         .iter()
         .filter(|(k, _)| {
-            k.strip_prefix(axis::RECV_PREFIX)
-                .is_some_and(|flag| flag != axis::ALLOW_PLAIN)
-                || receiver_flags.iter().any(|f| f == k)
+            // `recv.allow-plain` only lets the receiver accept what the sender chose.
+            argv::route(k, receiver_flags)
+                .is_some_and(|r| r.to_recv && (r.to_send || r.flag != axis::ALLOW_PLAIN))
         })
         .map(|(k, v)| format!("{k}={}", v.text()))
         .collect()

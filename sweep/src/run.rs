@@ -10,7 +10,7 @@ use shoal_common::metrics;
 use crate::arm::Arm;
 use crate::axis::{self, AxisValue};
 use crate::baseline;
-use crate::columns::{self, Row};
+use crate::columns::{col, Row};
 use crate::context::Sweep;
 use crate::dest;
 use crate::hooks::tamper;
@@ -23,15 +23,15 @@ use crate::tcpmetrics::flush_tcp_metrics;
 use crate::transfer::Outcome;
 
 pub fn result_line(cfg: &Config, row: &Row) -> String {
-    let g = |k: &str| row.get(k).cloned().unwrap_or_default();
-    if g("status") == "ok" {
+    let g = |c| row.text(c);
+    if g(col::STATUS) == "ok" {
         format!(
             "{} {}: ok {} MB/s in {} s ({})",
             cfg.id,
             cfg.label(),
-            g("mb_per_s"),
-            g("seconds"),
-            if g("verified") == "true" {
+            g(col::MB_PER_S),
+            g(col::SECONDS),
+            if g(col::VERIFIED) == "true" {
                 "verified"
             } else {
                 "NOT verified: remote receiver"
@@ -42,10 +42,10 @@ pub fn result_line(cfg: &Config, row: &Row) -> String {
             "{} {}: FAILED after {} s ({} of {} files verified): {}",
             cfg.id,
             cfg.label(),
-            g("seconds"),
-            g("files_verified"),
-            g("payload_files"),
-            g("error")
+            g(col::SECONDS),
+            g(col::FILES_VERIFIED),
+            g(col::PAYLOAD_FILES),
+            g(col::ERROR)
         )
     }
 }
@@ -84,27 +84,24 @@ impl Sweep<'_> {
         let timeout = cfg.time_limit(self.opts.timeout);
 
         let mut row = Row::new();
-        let mut put = |k: &str, v: String| {
-            row.insert(k.to_string(), v);
-        };
-        put("sweep_id", self.sweep_id.clone());
-        put("config_id", cfg.id.clone());
-        put("config", cfg.label());
-        put("run", p.run.to_string());
-        put("order", order.to_string());
-        put("order_seed", self.opts.seed.to_string());
-        put("kind", cfg.arm.name().to_string());
-        put("payload", payload.name.clone());
-        put("payload_files", payload.files.to_string());
-        put("payload_bytes", payload.bytes.to_string());
+        row.set(col::SWEEP_ID, self.sweep_id.clone());
+        row.set(col::CONFIG_ID, cfg.id.clone());
+        row.set(col::CONFIG, cfg.label());
+        row.set(col::RUN, p.run.to_string());
+        row.set(col::ORDER, order.to_string());
+        row.set(col::ORDER_SEED, self.opts.seed.to_string());
+        row.set(col::KIND, cfg.arm.name().to_string());
+        row.set(col::PAYLOAD, payload.name.clone());
+        row.set(col::PAYLOAD_FILES, payload.files.to_string());
+        row.set(col::PAYLOAD_BYTES, payload.bytes.to_string());
         for (k, v) in &cfg.params {
             if k != axis::PAYLOAD && k != axis::KIND {
-                put(&columns::param_column(k), v.text());
+                row.set_param(k, v.text());
             }
         }
-        put("timeout_s", timeout.as_secs_f64().to_string());
+        row.set(col::TIMEOUT_S, timeout.as_secs_f64().to_string());
         if let Some(l) = &self.link {
-            row.extend(l.cols.clone());
+            row.extend(&l.cols);
         }
 
         // A fresh destination: a new folder nobody wrote or deleted before (on a remote
@@ -118,14 +115,18 @@ impl Sweep<'_> {
                 let run_id = format!("{:016x}{:016x}", random_u64(), random_u64());
                 let folder = r.control.prepare(&run_id)?;
                 r.runs.borrow_mut().push(run_id.clone());
-                row.insert("dest".into(), folder.clone());
-                row.insert(
-                    "dest_fs".into(),
+                row.set(col::DEST, folder.clone());
+                row.set(
+                    col::DEST_FS,
                     r.facts.get("dest_fs").cloned().unwrap_or_default(),
                 );
-                for (k, v) in &r.facts {
-                    if matches!(k.as_str(), "host" | "kernel" | "version") {
-                        row.insert(format!("receiver_{k}"), v.clone());
+                for (c, fact) in [
+                    (col::RECEIVER_HOST, "host"),
+                    (col::RECEIVER_KERNEL, "kernel"),
+                    (col::RECEIVER_VERSION, "version"),
+                ] {
+                    if let Some(v) = r.facts.get(fact) {
+                        row.set(c, v.clone());
                     }
                 }
                 Some((run_id, folder))
@@ -139,12 +140,12 @@ impl Sweep<'_> {
                     payload.bytes,
                     progress,
                 )?;
-                row.insert("dest".into(), dest.display().to_string());
+                row.set(col::DEST, dest.display().to_string());
                 None
             }
         };
-        row.insert(
-            "dest_prepared".into(),
+        row.set(
+            col::DEST_PREPARED,
             match self.last_bulk_delete.get() {
                 None => "new folder; no bulk delete recorded in the work folder".into(),
                 Some(t) => format!(
@@ -154,14 +155,14 @@ impl Sweep<'_> {
             },
         );
         if remote_run.is_none() {
-            row.insert("dest_fs".into(), payload::fs_type(&self.dest_root));
+            row.set(col::DEST_FS, payload::fs_type(&self.dest_root));
         }
 
         // Quiet wait, then pre-read the source into the page cache.
         let waited = self.quiet_wait(progress);
-        row.insert("quiet_wait_seconds".into(), format!("{waited:.1}"));
+        row.set(col::QUIET_WAIT_SECONDS, format!("{waited:.1}"));
         let pre = payload::preread(payload)?;
-        row.insert("preread_seconds".into(), f3(pre));
+        row.set(col::PREREAD_SECONDS, f3(pre));
 
         if self.flush_tcp_metrics {
             flush_tcp_metrics()?;
@@ -169,7 +170,7 @@ impl Sweep<'_> {
         let before = self.link.as_ref().map(|l| counters(&l.name));
         let rcv_udp_before = self.receiver_counters();
         let load = metrics::load_avg_1m();
-        row.insert("sweep_load_1m_start".into(), format!("{load:.2}"));
+        row.set(col::SWEEP_LOAD_1M_START, format!("{load:.2}"));
         let timestamp = metrics::utc_timestamp();
 
         let started = Instant::now();
@@ -184,20 +185,17 @@ impl Sweep<'_> {
         };
         if let (Some(a), Some(b)) = (rcv_udp_before, self.receiver_counters()) {
             let d = b.drops.since(a.drops);
-            row.insert(
-                "receiver_udp_rcvbuf_errors".into(),
-                d.rcvbuf_errors.to_string(),
-            );
-            row.insert("receiver_udp_in_errors".into(), d.in_errors.to_string());
+            row.set(col::RECEIVER_UDP_RCVBUF_ERRORS, d.rcvbuf_errors.to_string());
+            row.set(col::RECEIVER_UDP_IN_ERRORS, d.in_errors.to_string());
             if let (Some(x), Some(y)) = (a.steal, b.steal) {
-                row.insert("receiver_cpu_steal_seconds".into(), f3((y - x).max(0.0)));
+                row.set(col::RECEIVER_CPU_STEAL_SECONDS, f3((y - x).max(0.0)));
             }
         }
         if let Some(busy) = host_cpu.finish() {
-            row.insert("host_busy_cores_p90".into(), format!("{:.2}", busy.p90));
-            row.insert("host_busy_cores_mean".into(), format!("{:.2}", busy.mean));
-            row.insert(
-                "host_all_cores_busy_share".into(),
+            row.set(col::HOST_BUSY_CORES_P90, format!("{:.2}", busy.p90));
+            row.set(col::HOST_BUSY_CORES_MEAN, format!("{:.2}", busy.mean));
+            row.set(
+                col::HOST_ALL_CORES_BUSY_SHARE,
                 format!("{:.2}", busy.all_busy_share),
             );
         }
@@ -213,25 +211,25 @@ impl Sweep<'_> {
             let a = counters(&l.name);
             // Counters are cumulative over the link's life: the run's share is the difference.
             for (key, after, before) in [
-                ("tun_tx_dropped_snd", a.tx_dropped_snd, b.tx_dropped_snd),
-                ("tun_tx_dropped_rcv", a.tx_dropped_rcv, b.tx_dropped_rcv),
-                ("link_dropped_queue", a.dropped_queue, b.dropped_queue),
-                ("link_dropped_loss", a.dropped_loss, b.dropped_loss),
+                (col::TUN_TX_DROPPED_SND, a.tx_dropped_snd, b.tx_dropped_snd),
+                (col::TUN_TX_DROPPED_RCV, a.tx_dropped_rcv, b.tx_dropped_rcv),
+                (col::LINK_DROPPED_QUEUE, a.dropped_queue, b.dropped_queue),
+                (col::LINK_DROPPED_LOSS, a.dropped_loss, b.dropped_loss),
                 (
-                    "link_dropped_blackhole",
+                    col::LINK_DROPPED_BLACKHOLE,
                     a.dropped_blackhole,
                     b.dropped_blackhole,
                 ),
-                ("link_late_over_1ms", a.late_over_1ms, b.late_over_1ms),
+                (col::LINK_LATE_OVER_1MS, a.late_over_1ms, b.late_over_1ms),
             ] {
-                row.insert(key.into(), after.saturating_sub(before).to_string());
+                row.set(key, after.saturating_sub(before).to_string());
             }
-            row.insert("link_late_max_us".into(), a.late_max_us.to_string());
+            row.set(col::LINK_LATE_MAX_US, a.late_max_us.to_string());
             if let (Some(after), Some(before)) = (a.forwarder_cpu_s, b.forwarder_cpu_s) {
                 // The emulator shares the machine's cores with both ends.
-                row.insert("link_cpu_seconds".into(), f3(after - before));
+                row.set(col::LINK_CPU_SECONDS, f3(after - before));
             }
-            row.insert("link_up_after".into(), a.forwarder_alive.to_string());
+            row.set(col::LINK_UP_AFTER, a.forwarder_alive.to_string());
         }
 
         // Test hook: change the destination between the transfer and the hashing.
@@ -249,48 +247,48 @@ impl Sweep<'_> {
         // runs that printed nothing (killed).
         let seconds = match &out.json {
             Some(j) => {
-                columns::put_send_json(&mut row, j);
+                row.put_send_json(j);
                 j["seconds"].as_f64().unwrap_or(out.wall_seconds)
             }
             None => {
-                row.insert("timestamp".into(), timestamp);
-                row.insert(
-                    "run_id".into(),
+                row.set(col::TIMESTAMP, timestamp);
+                row.set(
+                    col::RUN_ID,
                     format!("{:016x}{:016x}", random_u64(), random_u64()),
                 );
-                row.insert(
-                    "mode".into(),
+                row.set(
+                    col::MODE,
                     match cfg.arm {
                         Arm::Shoal => cfg.shoal_mode(),
                         a => a.name().to_string(),
                     },
                 );
-                row.insert(
-                    "tls".into(),
+                row.set(
+                    col::TLS,
                     (cfg.arm.is_baseline()
                         || !matches!(cfg.get(axis::PLAIN), Some(AxisValue::Bool(true))))
                     .to_string(),
                 );
-                row.insert("files".into(), payload.files.to_string());
-                row.insert("bytes".into(), payload.bytes.to_string());
-                row.insert("load_1m_start".into(), format!("{load:.2}"));
-                row.insert("kernel".into(), metrics::kernel_release());
-                row.insert("host".into(), metrics::host_name());
+                row.set(col::FILES, payload.files.to_string());
+                row.set(col::BYTES, payload.bytes.to_string());
+                row.set(col::LOAD_1M_START, format!("{load:.2}"));
+                row.set(col::KERNEL, metrics::kernel_release());
+                row.set(col::HOST, metrics::host_name());
                 if let Some(e) = &out.exit {
                     if e.max_rss_bytes > 0 {
-                        row.insert("sender_peak_rss_bytes".into(), e.max_rss_bytes.to_string());
-                        row.insert("sender_cpu_seconds".into(), f3(e.cpu_seconds));
+                        row.set(col::SENDER_PEAK_RSS_BYTES, e.max_rss_bytes.to_string());
+                        row.set(col::SENDER_CPU_SECONDS, f3(e.cpu_seconds));
                     }
                 }
                 if let Some(rss) = out.receiver_peak_rss_bytes {
-                    row.insert("receiver_peak_rss_bytes".into(), rss.to_string());
+                    row.set(col::RECEIVER_PEAK_RSS_BYTES, rss.to_string());
                 }
                 if let Some(l) = &self.link {
                     if cfg.arm.is_baseline() && cfg.arm.crosses_link() {
-                        row.insert("cc".into(), l.default_cc.clone());
+                        row.set(col::CC, l.default_cc.clone());
                     }
-                    row.insert(
-                        "receiver".into(),
+                    row.set(
+                        col::RECEIVER,
                         match cfg.arm {
                             Arm::Shoal => l.rcv_addr.clone(),
                             Arm::TarLocal => "local".into(),
@@ -304,24 +302,23 @@ impl Sweep<'_> {
                 out.wall_seconds
             }
         };
-        row.insert("seconds".into(), format!("{seconds:.6}"));
-        row.insert(
-            "send_status".into(),
-            row.get("status")
-                .cloned()
-                .unwrap_or_else(|| if out.error.is_empty() { "ok" } else { "failed" }.into()),
-        );
-        row.insert("send_error".into(), out.error.clone());
-        row.insert(
-            "exit_code".into(),
+        row.set(col::SECONDS, format!("{seconds:.6}"));
+        let send_status = row
+            .get(col::STATUS)
+            .map(str::to_string)
+            .unwrap_or_else(|| if out.error.is_empty() { "ok" } else { "failed" }.into());
+        row.set(col::SEND_STATUS, send_status);
+        row.set(col::SEND_ERROR, out.error.clone());
+        row.set(
+            col::EXIT_CODE,
             out.exit.as_ref().map(|e| e.describe()).unwrap_or_default(),
         );
-        row.insert("timed_out".into(), out.timed_out.to_string());
-        row.insert("receiver_report".into(), out.receiver_report.clone());
+        row.set(col::TIMED_OUT, out.timed_out.to_string());
+        row.set(col::RECEIVER_REPORT, out.receiver_report.clone());
         if let Some(cpu) = out.receiver_cpu_seconds {
-            row.insert("receiver_cpu_seconds".into(), f3(cpu));
+            row.set(col::RECEIVER_CPU_SECONDS, f3(cpu));
         }
-        row.insert("command".into(), out.command.clone());
+        row.set(col::COMMAND, out.command.clone());
 
         // Verification: hash the destination from disk, compare with the source manifest.
         // (A sweep has an emulated link, with local destinations, or a remote receiver that
@@ -334,14 +331,14 @@ impl Sweep<'_> {
                 },
                 _ => payload::verify(&payload.manifest, &dest),
             };
-            row.insert("verified".into(), v.identical.to_string());
-            row.insert("verify_result".into(), v.summary.clone());
-            row.insert("verify_seconds".into(), f3(v.seconds));
-            row.insert("files_verified".into(), v.files_ok.to_string());
-            row.insert("bytes_verified".into(), v.bytes_ok.to_string());
+            row.set(col::VERIFIED, v.identical.to_string());
+            row.set(col::VERIFY_RESULT, v.summary.clone());
+            row.set(col::VERIFY_SECONDS, f3(v.seconds));
+            row.set(col::FILES_VERIFIED, v.files_ok.to_string());
+            row.set(col::BYTES_VERIFIED, v.bytes_ok.to_string());
             if !out.error.is_empty() || !v.identical {
-                row.insert(
-                    "partial_mb_per_s".into(),
+                row.set(
+                    col::PARTIAL_MB_PER_S,
                     f3(if seconds > 0.0 {
                         v.bytes_ok as f64 / 1e6 / seconds
                     } else {
@@ -353,7 +350,7 @@ impl Sweep<'_> {
         };
 
         let ok = out.error.is_empty() && verified_ok;
-        row.insert("status".into(), if ok { "ok" } else { "failed" }.into());
+        row.set(col::STATUS, if ok { "ok" } else { "failed" });
         let error = if !out.error.is_empty() {
             if verified_ok {
                 out.error.clone()
@@ -365,19 +362,19 @@ impl Sweep<'_> {
         } else {
             String::new()
         };
-        row.insert("error".into(), error);
+        row.set(col::ERROR, error);
         if ok {
             let f = payload.files as f64;
             if out.json.is_none() {
-                row.insert("files_ready".into(), payload.files.to_string());
-                row.insert("bytes_ready".into(), payload.bytes.to_string());
+                row.set(col::FILES_READY, payload.files.to_string());
+                row.set(col::BYTES_READY, payload.bytes.to_string());
             }
-            row.insert("mb_per_s".into(), f3(payload.bytes as f64 / 1e6 / seconds));
-            row.insert("files_per_s".into(), format!("{:.1}", f / seconds));
+            row.set(col::MB_PER_S, f3(payload.bytes as f64 / 1e6 / seconds));
+            row.set(col::FILES_PER_S, format!("{:.1}", f / seconds));
         } else {
             // A failed run never carries a speed.
-            row.insert("mb_per_s".into(), "0".into());
-            row.insert("files_per_s".into(), "0".into());
+            row.set(col::MB_PER_S, "0");
+            row.set(col::FILES_PER_S, "0");
         }
         Ok(row)
     }
