@@ -19,65 +19,48 @@ pub trait Unit {
     fn parse(text: &str) -> Result<Self::Value, String>;
 }
 
-/// A link's round-trip time (`shoal link` units: ns, us, ms, s).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum LinkTime {}
-/// A link rate in bits per second (`300mbit`).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum LinkRate {}
-/// A link's queue: a multiple of the BDP or bytes (`1bdp`, `4MB`).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum LinkQueue {}
-/// A link's random loss as a fraction (`0.1%`).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum LinkLoss {}
-/// A run's time limit (`15m`, `90s`).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum TimeLimit {}
+/// Declares a kind of quantity: its value type, an example, and its parser.
+macro_rules! unit {
+    ($(#[$doc:meta])* $name:ident: $value:ty, $example:literal, $parse:expr) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq)]
+        pub enum $name {}
 
-fn link_err(e: anyhow::Error) -> String {
-    format!("{e:#}")
+        impl Unit for $name {
+            type Value = $value;
+            const EXAMPLE: &'static str = $example;
+            fn parse(text: &str) -> Result<$value, String> {
+                $parse(text)
+            }
+        }
+    };
 }
 
-impl Unit for LinkTime {
-    type Value = Duration;
-    const EXAMPLE: &'static str = "141ms";
-    fn parse(text: &str) -> Result<Duration, String> {
-        shoal_link::parse::parse_duration(text).map_err(link_err)
-    }
+/// A `shoal link` parser's error as text (it names the value).
+fn link<T>(parse: fn(&str) -> anyhow::Result<T>) -> impl Fn(&str) -> Result<T, String> {
+    move |text| parse(text).map_err(|e| format!("{e:#}"))
 }
 
-impl Unit for LinkRate {
-    type Value = u64;
-    const EXAMPLE: &'static str = "300mbit";
-    fn parse(text: &str) -> Result<u64, String> {
-        shoal_link::parse::parse_rate(text).map_err(link_err)
-    }
-}
-
-impl Unit for LinkQueue {
-    type Value = QueueSpec;
-    const EXAMPLE: &'static str = "1bdp";
-    fn parse(text: &str) -> Result<QueueSpec, String> {
-        shoal_link::parse::parse_queue(text).map_err(link_err)
-    }
-}
-
-impl Unit for LinkLoss {
-    type Value = f64;
-    const EXAMPLE: &'static str = "0.1%";
-    fn parse(text: &str) -> Result<f64, String> {
-        shoal_link::parse::parse_loss(text).map_err(link_err)
-    }
-}
-
-impl Unit for TimeLimit {
-    type Value = Duration;
-    const EXAMPLE: &'static str = "15m";
-    fn parse(text: &str) -> Result<Duration, String> {
-        shoal_common::units::parse_duration(text)
-    }
-}
+unit!(
+    /// A link's round-trip time (`shoal link` units: ns, us, ms, s).
+    LinkTime: Duration, "141ms", link(shoal_link::parse::parse_duration)
+);
+unit!(
+    /// A link rate in bits per second (`300mbit`).
+    LinkRate: u64, "300mbit", link(shoal_link::parse::parse_rate)
+);
+unit!(
+    /// A link's queue: a multiple of the BDP or bytes (`1bdp`, `4MB`).
+    LinkQueue: QueueSpec, "1bdp", link(shoal_link::parse::parse_queue)
+);
+unit!(
+    /// A link's random loss as a fraction (`0.1%`).
+    LinkLoss: f64, "0.1%", link(shoal_link::parse::parse_loss)
+);
+unit!(
+    /// A run's time limit (`15m`, `90s`), as the CLI's `--timeout`.
+    TimeLimit: Duration, "15m", shoal_common::units::parse_duration
+);
 
 /// A parsed quantity and the text it was written as (serialised as that text).
 #[derive(Clone, Debug, PartialEq)]
