@@ -267,6 +267,11 @@ impl Row {
     }
 }
 
+/// A cell with three decimals (seconds, MB/s).
+pub fn f3(x: f64) -> String {
+    format!("{x:.3}")
+}
+
 /// RunRow's column names in struct order (from the CSV header serde writes for it).
 pub fn runrow_columns() -> Vec<String> {
     let mut w = csv::Writer::from_writer(Vec::new());

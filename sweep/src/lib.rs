@@ -5,6 +5,7 @@
 
 pub mod argv;
 pub mod arm;
+mod assemble;
 pub mod axis;
 pub mod baseline;
 pub mod chart;

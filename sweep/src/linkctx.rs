@@ -6,7 +6,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result};
 
-use crate::columns::{col, Row};
+use crate::columns::{col, f3, Row};
 use crate::linkspec::EmulatedLink;
 use crate::options::Options;
 
@@ -60,6 +60,54 @@ pub fn counters(name: &str) -> Counters {
         c.late_max_us = s.up.late_max_us.max(s.down.late_max_us);
     }
     c
+}
+
+impl Counters {
+    /// Puts this run's share of the link's counters in `row`: `self` read after the run,
+    /// `before` before it.
+    pub fn put_run_share(&self, before: &Counters, row: &mut Row) {
+        // Counters are cumulative over the link's life: the run's share is the difference.
+        for (key, now, then) in [
+            (
+                col::TUN_TX_DROPPED_SND,
+                self.tx_dropped_snd,
+                before.tx_dropped_snd,
+            ),
+            (
+                col::TUN_TX_DROPPED_RCV,
+                self.tx_dropped_rcv,
+                before.tx_dropped_rcv,
+            ),
+            (
+                col::LINK_DROPPED_QUEUE,
+                self.dropped_queue,
+                before.dropped_queue,
+            ),
+            (
+                col::LINK_DROPPED_LOSS,
+                self.dropped_loss,
+                before.dropped_loss,
+            ),
+            (
+                col::LINK_DROPPED_BLACKHOLE,
+                self.dropped_blackhole,
+                before.dropped_blackhole,
+            ),
+            (
+                col::LINK_LATE_OVER_1MS,
+                self.late_over_1ms,
+                before.late_over_1ms,
+            ),
+        ] {
+            row.set(key, now.saturating_sub(then).to_string());
+        }
+        row.set(col::LINK_LATE_MAX_US, self.late_max_us.to_string());
+        if let (Some(after), Some(before)) = (self.forwarder_cpu_s, before.forwarder_cpu_s) {
+            // The emulator shares the machine's cores with both ends.
+            row.set(col::LINK_CPU_SECONDS, f3(after - before));
+        }
+        row.set(col::LINK_UP_AFTER, self.forwarder_alive.to_string());
+    }
 }
 
 pub fn link_columns(i: &shoal_link::LinkInfo) -> Row {

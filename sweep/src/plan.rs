@@ -59,9 +59,14 @@ pub fn random_seed() -> u64 {
     h.finish() % 1_000_000_000
 }
 
-/// A random 64-bit value (run ids).
-pub fn random_u64() -> u64 {
+/// A random 64-bit value.
+fn random_u64() -> u64 {
     random_seed().wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ random_seed()
+}
+
+/// A fresh run id: 32 hex digits.
+pub fn run_id() -> String {
+    format!("{:016x}{:016x}", random_u64(), random_u64())
 }
 
 #[cfg(test)]

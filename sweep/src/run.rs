@@ -8,16 +8,16 @@ use anyhow::Result;
 use shoal_common::metrics;
 
 use crate::arm::Arm;
-use crate::axis::{self, AxisValue};
-use crate::baseline;
-use crate::columns::{col, Row};
+use crate::assemble;
+use crate::axis;
+use crate::columns::{col, f3, Row};
 use crate::context::Sweep;
 use crate::dest;
 use crate::hooks::tamper;
 use crate::linkctx::{counters, udp_drops_in, ReceiverCounters};
 use crate::matrix::Config;
 use crate::payload;
-use crate::plan::{random_u64, Planned};
+use crate::plan::{run_id, Planned};
 use crate::progress::Progress;
 use crate::tcpmetrics::flush_tcp_metrics;
 use crate::transfer::Outcome;
@@ -48,10 +48,6 @@ pub fn result_line(cfg: &Config, row: &Row) -> String {
             g(col::ERROR)
         )
     }
-}
-
-pub fn f3(x: f64) -> String {
-    format!("{x:.3}")
 }
 
 impl Sweep<'_> {
@@ -112,7 +108,7 @@ impl Sweep<'_> {
         let remote_run = match &self.remote {
             Some(r) => {
                 r.make_room(payload.bytes, self.opts.settle, progress)?;
-                let run_id = format!("{:016x}{:016x}", random_u64(), random_u64());
+                let run_id = run_id();
                 let folder = r.control.prepare(&run_id)?;
                 r.runs.borrow_mut().push(run_id.clone());
                 row.set(col::DEST, folder.clone());
@@ -208,28 +204,7 @@ impl Sweep<'_> {
         });
 
         if let (Some(l), Some(b)) = (&self.link, before) {
-            let a = counters(&l.name);
-            // Counters are cumulative over the link's life: the run's share is the difference.
-            for (key, after, before) in [
-                (col::TUN_TX_DROPPED_SND, a.tx_dropped_snd, b.tx_dropped_snd),
-                (col::TUN_TX_DROPPED_RCV, a.tx_dropped_rcv, b.tx_dropped_rcv),
-                (col::LINK_DROPPED_QUEUE, a.dropped_queue, b.dropped_queue),
-                (col::LINK_DROPPED_LOSS, a.dropped_loss, b.dropped_loss),
-                (
-                    col::LINK_DROPPED_BLACKHOLE,
-                    a.dropped_blackhole,
-                    b.dropped_blackhole,
-                ),
-                (col::LINK_LATE_OVER_1MS, a.late_over_1ms, b.late_over_1ms),
-            ] {
-                row.set(key, after.saturating_sub(before).to_string());
-            }
-            row.set(col::LINK_LATE_MAX_US, a.late_max_us.to_string());
-            if let (Some(after), Some(before)) = (a.forwarder_cpu_s, b.forwarder_cpu_s) {
-                // The emulator shares the machine's cores with both ends.
-                row.set(col::LINK_CPU_SECONDS, f3(after - before));
-            }
-            row.set(col::LINK_UP_AFTER, a.forwarder_alive.to_string());
+            counters(&l.name).put_run_share(&b, &mut row);
         }
 
         // Test hook: change the destination between the transfer and the hashing.
@@ -251,131 +226,34 @@ impl Sweep<'_> {
                 j["seconds"].as_f64().unwrap_or(out.wall_seconds)
             }
             None => {
-                row.set(col::TIMESTAMP, timestamp);
-                row.set(
-                    col::RUN_ID,
-                    format!("{:016x}{:016x}", random_u64(), random_u64()),
-                );
-                row.set(
-                    col::MODE,
-                    match cfg.arm {
-                        Arm::Shoal => cfg.shoal_mode(),
-                        a => a.name().to_string(),
+                assemble::put_unreported(
+                    &mut row,
+                    &assemble::Unreported {
+                        cfg,
+                        payload,
+                        out: &out,
+                        link: self.link.as_ref(),
+                        timestamp,
+                        load,
                     },
                 );
-                row.set(
-                    col::TLS,
-                    (cfg.arm.is_baseline()
-                        || !matches!(cfg.get(axis::PLAIN), Some(AxisValue::Bool(true))))
-                    .to_string(),
-                );
-                row.set(col::FILES, payload.files.to_string());
-                row.set(col::BYTES, payload.bytes.to_string());
-                row.set(col::LOAD_1M_START, format!("{load:.2}"));
-                row.set(col::KERNEL, metrics::kernel_release());
-                row.set(col::HOST, metrics::host_name());
-                if let Some(e) = &out.exit {
-                    if e.max_rss_bytes > 0 {
-                        row.set(col::SENDER_PEAK_RSS_BYTES, e.max_rss_bytes.to_string());
-                        row.set(col::SENDER_CPU_SECONDS, f3(e.cpu_seconds));
-                    }
-                }
-                if let Some(rss) = out.receiver_peak_rss_bytes {
-                    row.set(col::RECEIVER_PEAK_RSS_BYTES, rss.to_string());
-                }
-                if let Some(l) = &self.link {
-                    if cfg.arm.is_baseline() && cfg.arm.crosses_link() {
-                        row.set(col::CC, l.default_cc.clone());
-                    }
-                    row.set(
-                        col::RECEIVER,
-                        match cfg.arm {
-                            Arm::Shoal => l.rcv_addr.clone(),
-                            Arm::TarLocal => "local".into(),
-                            Arm::TarTcp => format!("{}:{}", l.rcv_addr, baseline::TAR_TCP_PORT),
-                            Arm::TarSsh | Arm::RsyncSsh | Arm::Sftp => {
-                                format!("{}:22", l.rcv_addr)
-                            }
-                        },
-                    );
-                }
                 out.wall_seconds
             }
         };
         row.set(col::SECONDS, format!("{seconds:.6}"));
-        let send_status = row
-            .get(col::STATUS)
-            .map(str::to_string)
-            .unwrap_or_else(|| if out.error.is_empty() { "ok" } else { "failed" }.into());
-        row.set(col::SEND_STATUS, send_status);
-        row.set(col::SEND_ERROR, out.error.clone());
-        row.set(
-            col::EXIT_CODE,
-            out.exit.as_ref().map(|e| e.describe()).unwrap_or_default(),
-        );
-        row.set(col::TIMED_OUT, out.timed_out.to_string());
-        row.set(col::RECEIVER_REPORT, out.receiver_report.clone());
-        if let Some(cpu) = out.receiver_cpu_seconds {
-            row.set(col::RECEIVER_CPU_SECONDS, f3(cpu));
-        }
-        row.set(col::COMMAND, out.command.clone());
+        assemble::put_outcome(&mut row, &out);
 
         // Verification: hash the destination from disk, compare with the source manifest.
         // (A sweep has an emulated link, with local destinations, or a remote receiver that
         // hashes its own.)
-        let (verified_ok, verify_note) = {
-            let v = match (&self.remote, &remote_run) {
-                (Some(r), Some((run_id, _))) => match r.control.hash(run_id) {
-                    Ok((m, secs)) => payload::compare_with(&payload.manifest, Ok(m), secs),
-                    Err(e) => payload::compare_with(&payload.manifest, Err(e), 0.0),
-                },
-                _ => payload::verify(&payload.manifest, &dest),
-            };
-            row.set(col::VERIFIED, v.identical.to_string());
-            row.set(col::VERIFY_RESULT, v.summary.clone());
-            row.set(col::VERIFY_SECONDS, f3(v.seconds));
-            row.set(col::FILES_VERIFIED, v.files_ok.to_string());
-            row.set(col::BYTES_VERIFIED, v.bytes_ok.to_string());
-            if !out.error.is_empty() || !v.identical {
-                row.set(
-                    col::PARTIAL_MB_PER_S,
-                    f3(if seconds > 0.0 {
-                        v.bytes_ok as f64 / 1e6 / seconds
-                    } else {
-                        0.0
-                    }),
-                );
-            }
-            (v.identical, v.summary)
+        let v = match (&self.remote, &remote_run) {
+            (Some(r), Some((run_id, _))) => match r.control.hash(run_id) {
+                Ok((m, secs)) => payload::compare_with(&payload.manifest, Ok(m), secs),
+                Err(e) => payload::compare_with(&payload.manifest, Err(e), 0.0),
+            },
+            _ => payload::verify(&payload.manifest, &dest),
         };
-
-        let ok = out.error.is_empty() && verified_ok;
-        row.set(col::STATUS, if ok { "ok" } else { "failed" });
-        let error = if !out.error.is_empty() {
-            if verified_ok {
-                out.error.clone()
-            } else {
-                format!("{}; destination: {verify_note}", out.error)
-            }
-        } else if !verified_ok {
-            format!("verification failed: {verify_note}")
-        } else {
-            String::new()
-        };
-        row.set(col::ERROR, error);
-        if ok {
-            let f = payload.files as f64;
-            if out.json.is_none() {
-                row.set(col::FILES_READY, payload.files.to_string());
-                row.set(col::BYTES_READY, payload.bytes.to_string());
-            }
-            row.set(col::MB_PER_S, f3(payload.bytes as f64 / 1e6 / seconds));
-            row.set(col::FILES_PER_S, format!("{:.1}", f / seconds));
-        } else {
-            // A failed run never carries a speed.
-            row.set(col::MB_PER_S, "0");
-            row.set(col::FILES_PER_S, "0");
-        }
+        assemble::put_verdict(&mut row, &out, &v, payload, seconds);
         Ok(row)
     }
 }
