@@ -5,18 +5,49 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::matrix::{AxisValue, Config, LinkSpec};
+use crate::axis::{self, AxisValue};
+use crate::linkspec::{LinkSpec, RemoteReceiver};
+use crate::matrix::Config;
+
+/// Where an axis goes: its flag name and which ends take it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Route<'a> {
+    pub flag: &'a str,
+    pub to_send: bool,
+    pub to_recv: bool,
+}
+
+/// Where axis `k` goes (`None` for the sweep's own axes): `recv.NAME` to `shoal recv --NAME`
+/// alone, a name in `receiver_flags` to both ends, any other name to `shoal send` alone.
+pub fn route<'a>(k: &'a str, receiver_flags: &[String]) -> Option<Route<'a>> {
+    if axis::SWEEP_AXES.contains(&k) {
+        return None;
+    }
+    Some(match k.strip_prefix(axis::RECV_PREFIX) {
+        Some(flag) => Route {
+            flag,
+            to_send: false,
+            to_recv: true,
+        },
+        None => Route {
+            flag: k,
+            to_send: true,
+            to_recv: receiver_flags.iter().any(|f| f == k),
+        },
+    })
+}
 
 /// Flags for `shoal send` and `shoal recv` from a configuration's axes.
 pub fn flags(cfg: &Config, receiver_flags: &[String]) -> (Vec<String>, Vec<String>) {
     let (mut send, mut recv) = (Vec::new(), Vec::new());
     for (k, v) in &cfg.params {
-        if k == "payload" || k == "kind" || k == "timeout" {
+        let Some(Route {
+            flag: name,
+            to_send,
+            to_recv,
+        }) = route(k, receiver_flags)
+        else {
             continue;
-        }
-        let (name, to_send, to_recv) = match k.strip_prefix("recv.") {
-            Some(n) => (n, false, true),
-            None => (k.as_str(), true, receiver_flags.iter().any(|f| f == k)),
         };
         let args: Vec<String> = match v {
             AxisValue::Bool(true) => vec![format!("--{name}")],
@@ -29,11 +60,9 @@ pub fn flags(cfg: &Config, receiver_flags: &[String]) -> (Vec<String>, Vec<Strin
         if to_recv {
             recv.extend(args);
         }
-        if k == "plain"
-            && matches!(v, AxisValue::Bool(true))
-            && !recv.contains(&"--allow-plain".into())
-        {
-            recv.push("--allow-plain".into());
+        let allow_plain = format!("--{}", axis::ALLOW_PLAIN);
+        if k == axis::PLAIN && matches!(v, AxisValue::Bool(true)) && !recv.contains(&allow_plain) {
+            recv.push(allow_plain);
         }
     }
     (send, recv)
@@ -75,16 +104,16 @@ pub fn send_argv(
         v.extend(["--run-id".into(), id.into()]);
     }
     match link {
-        LinkSpec::Remote {
+        LinkSpec::Remote(RemoteReceiver {
             pin: Some(pin),
             token_file: Some(tf),
             ..
-        } => {
+        }) => {
             v.extend(["--pin".into(), pin.into()]);
             v.extend(["--token-file".into(), tf.into()]);
         }
-        LinkSpec::Remote { .. } => {}
-        LinkSpec::Emulated { .. } => {
+        LinkSpec::Remote(_) => {}
+        LinkSpec::Emulated(_) => {
             v.extend(["--identity".into(), identity.into()]);
         }
     }

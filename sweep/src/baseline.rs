@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
+use crate::arm::Arm;
 use crate::proc::Proc;
 
 /// Host alias the generated ssh_config defines.
@@ -148,22 +149,22 @@ impl Sshd {
 
     /// The shell pipeline of one baseline arm, copying the *contents* of `src` into the
     /// existing folder `dest` on the receiver.
-    pub fn command(&self, kind: &str, src: &Path, dest: &Path, batch: &Path) -> Result<String> {
+    pub fn command(&self, arm: Arm, src: &Path, dest: &Path, batch: &Path) -> Result<String> {
         let q = |p: &Path| shell_quote(&p.display().to_string());
         let cfg = q(&self.client_config);
-        Ok(match kind {
-            "tar-ssh" => format!(
+        Ok(match arm {
+            Arm::TarSsh => format!(
                 "tar -C {} -cf - . | ssh -F {cfg} {HOST} {}",
                 q(src),
                 shell_quote(&format!("tar -C {} -xf -", q(dest)))
             ),
-            "rsync-ssh" => format!(
+            Arm::RsyncSsh => format!(
                 "rsync -a -e {} {}/ {HOST}:{}/",
                 shell_quote(&format!("ssh -F {cfg}")),
                 q(src),
                 q(dest)
             ),
-            "sftp" => {
+            Arm::Sftp => {
                 std::fs::write(
                     batch,
                     format!(
@@ -174,7 +175,7 @@ impl Sshd {
                 )?;
                 format!("sftp -F {cfg} -b {} {HOST}", q(batch))
             }
-            other => bail!("unknown baseline kind {other}"),
+            other => bail!("{other} does not run over ssh"),
         })
     }
 

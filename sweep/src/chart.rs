@@ -12,6 +12,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use crate::arm::Arm;
 use crate::report::{ConfigSummary, Report};
 
 static FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
@@ -88,7 +89,8 @@ fn panels(rep: &Report) -> Vec<Panel<'_>> {
         .into_iter()
         .map(|p| {
             let cs: Vec<&ConfigSummary> = rep.configs.iter().filter(|c| c.payload == p).collect();
-            let shoal: Vec<&&ConfigSummary> = cs.iter().filter(|c| c.kind == "shoal").collect();
+            let shoal: Vec<&&ConfigSummary> =
+                cs.iter().filter(|c| c.kind == Arm::Shoal.name()).collect();
             // Parameters that vary among this payload's Shoal configurations.
             let varying: Vec<String> = rep
                 .param_columns
@@ -120,7 +122,7 @@ fn panels(rep: &Report) -> Vec<Panel<'_>> {
             let mut rows: Vec<(String, Vec<(String, &ConfigSummary)>)> = Vec::new();
             let mut colour_keys: Vec<String> = Vec::new();
             for c in &cs {
-                let (label, key) = if c.kind != "shoal" {
+                let (label, key) = if c.kind != Arm::Shoal.name() {
                     (c.kind.clone(), String::new())
                 } else {
                     let mut parts: Vec<String> = varying
@@ -147,7 +149,7 @@ fn panels(rep: &Report) -> Vec<Panel<'_>> {
                         parts.join(" · ")
                     };
                     let label = if label.is_empty() {
-                        "shoal".to_string()
+                        Arm::Shoal.name().to_string()
                     } else {
                         label
                     };
@@ -157,7 +159,7 @@ fn panels(rep: &Report) -> Vec<Panel<'_>> {
                         .unwrap_or_default();
                     (label, key)
                 };
-                if c.kind == "shoal" && !colour_keys.contains(&key) {
+                if c.kind == Arm::Shoal.name() && !colour_keys.contains(&key) {
                     colour_keys.push(key.clone());
                 }
                 match rows.iter_mut().find(|(l, _)| *l == label) {
@@ -258,7 +260,7 @@ where
 }
 
 fn colour_of(p: &Panel, c: &ConfigSummary, key: &str) -> RGBColor {
-    if c.kind != "shoal" {
+    if c.kind != Arm::Shoal.name() {
         return BASELINE_GREY;
     }
     let i = p.colour_keys.iter().position(|k| k == key).unwrap_or(0);
@@ -487,7 +489,7 @@ fn draw_legend<DB: DrawingBackend>(
         .flat_map(|(_, b)| b.iter().map(|(_, c)| *c))
         .collect();
     let mut entries: Vec<(Swatch, String)> = Vec::new();
-    if all.iter().any(|c| c.kind == "shoal") {
+    if all.iter().any(|c| c.kind == Arm::Shoal.name()) {
         match &p.colour_axis {
             Some(a) => {
                 for (i, k) in p.colour_keys.iter().enumerate() {
@@ -500,7 +502,7 @@ fn draw_legend<DB: DrawingBackend>(
             None => entries.push((Swatch::Bar(PALETTE[0]), "Shoal".into())),
         }
     }
-    if all.iter().any(|c| c.kind != "shoal") {
+    if all.iter().any(|c| c.kind != Arm::Shoal.name()) {
         entries.push((Swatch::Bar(BASELINE_GREY), "existing tool over ssh".into()));
     }
     entries.push((Swatch::Dot, "one verified run".into()));

@@ -7,8 +7,10 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::Args;
 
-use crate::engine::{self, Options};
+use crate::engine;
 use crate::matrix::Matrix;
+use crate::options::{Options, Summary, DEFAULT_QUIET_LOAD, DEFAULT_RUNS, DEFAULT_TIMEOUT};
+use crate::plan;
 use crate::preflight::{self, ArgCheck};
 
 /// Run a parameter matrix: every configuration N times in shuffled order, every run verified.
@@ -107,7 +109,7 @@ fn default_out() -> PathBuf {
 
 /// The exit status of a finished sweep: 130 when interrupted; 1 when every run failed, or
 /// with `--strict` when any did; else 0 (failures are results).
-pub fn exit_status(s: &engine::Summary, strict: bool) -> u8 {
+pub fn exit_status(s: &Summary, strict: bool) -> u8 {
     if s.interrupted {
         130
     } else if (s.done > 0 && s.ok == 0) || (strict && s.ok < s.done) {
@@ -135,14 +137,14 @@ pub fn run_sweep(a: SweepArgs, parse: ArgCheck) -> Result<ExitCode> {
     let opts = Options {
         matrix_path: a.matrix.clone(),
         out: a.out.unwrap_or_else(default_out),
-        runs: a.runs.or(matrix.runs).unwrap_or(5),
-        seed: a.seed.or(matrix.seed).unwrap_or_else(engine::random_seed),
-        timeout: a
-            .timeout
-            .or(matrix.timeout)
-            .unwrap_or(Duration::from_secs(15 * 60)),
+        runs: a.runs.or(matrix.runs).unwrap_or(DEFAULT_RUNS),
+        seed: a.seed.or(matrix.seed).unwrap_or_else(plan::random_seed),
+        timeout: a.timeout.or(matrix.timeout).unwrap_or(DEFAULT_TIMEOUT),
         quiet_wait: a.quiet_wait,
-        quiet_load: a.quiet_load.or(matrix.quiet_load).unwrap_or(1.0),
+        quiet_load: a
+            .quiet_load
+            .or(matrix.quiet_load)
+            .unwrap_or(DEFAULT_QUIET_LOAD),
         quiet_max: a.quiet_max,
         work: a.work,
         shoal_bin,
@@ -274,7 +276,7 @@ mod tests {
 
     #[test]
     fn a_sweep_whose_every_run_failed_exits_1() {
-        let s = |done, ok, interrupted| engine::Summary {
+        let s = |done, ok, interrupted| Summary {
             out: PathBuf::new(),
             total: done,
             done,

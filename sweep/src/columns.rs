@@ -6,80 +6,271 @@ use std::collections::BTreeMap;
 
 use shoal_common::row::RunRow;
 
-/// One row of runs.csv: column → cell. Missing columns are written empty ("not measured").
-pub type Row = BTreeMap<String, String>;
+use crate::axis;
+
+/// A column of runs.csv. Every column the sweep writes is a constant of [`col`], defined there
+/// once; a row is set only through them (and [`Row::set_param`] for the axes, and
+/// [`Row::put_send_json`] for `shoal send`'s own row).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Col(&'static str);
+
+impl Col {
+    /// The column's name in the CSV header.
+    pub const fn name(self) -> &'static str {
+        self.0
+    }
+}
+
+/// Every column the sweep writes itself.
+pub mod col {
+    use super::Col;
+
+    // Before the parameters.
+    pub const SWEEP_ID: Col = Col("sweep_id");
+    pub const CONFIG_ID: Col = Col("config_id");
+    pub const CONFIG: Col = Col("config");
+    pub const RUN: Col = Col("run");
+    pub const ORDER: Col = Col("order");
+    pub const ORDER_SEED: Col = Col("order_seed");
+    pub const REFERENCE: Col = Col("reference");
+    pub const KIND: Col = Col("kind");
+    pub const PAYLOAD: Col = Col("payload");
+    pub const PAYLOAD_FILES: Col = Col("payload_files");
+    pub const PAYLOAD_BYTES: Col = Col("payload_bytes");
+
+    // Fields of Shoal's result row (RunRow) the sweep fills for runs that printed none
+    // (baselines, killed runs), or computes itself (verdict and speed).
+    pub const TIMESTAMP: Col = Col("timestamp");
+    pub const RUN_ID: Col = Col("run_id");
+    pub const MODE: Col = Col("mode");
+    pub const TLS: Col = Col("tls");
+    pub const FILES: Col = Col("files");
+    pub const BYTES: Col = Col("bytes");
+    pub const LOAD_1M_START: Col = Col("load_1m_start");
+    pub const KERNEL: Col = Col("kernel");
+    pub const HOST: Col = Col("host");
+    pub const SENDER_PEAK_RSS_BYTES: Col = Col("sender_peak_rss_bytes");
+    pub const SENDER_CPU_SECONDS: Col = Col("sender_cpu_seconds");
+    pub const RECEIVER_PEAK_RSS_BYTES: Col = Col("receiver_peak_rss_bytes");
+    pub const CC: Col = Col("cc");
+    pub const RECEIVER: Col = Col("receiver");
+    pub const SECONDS: Col = Col("seconds");
+    pub const STATUS: Col = Col("status");
+    pub const ERROR: Col = Col("error");
+    pub const FILES_READY: Col = Col("files_ready");
+    pub const BYTES_READY: Col = Col("bytes_ready");
+    pub const MB_PER_S: Col = Col("mb_per_s");
+    pub const FILES_PER_S: Col = Col("files_per_s");
+
+    // After RunRow's: the verdict, verification and the run's environment.
+    pub const SEND_STATUS: Col = Col("send_status");
+    pub const SEND_ERROR: Col = Col("send_error");
+    pub const EXIT_CODE: Col = Col("exit_code");
+    pub const TIMED_OUT: Col = Col("timed_out");
+    pub const VERIFIED: Col = Col("verified");
+    pub const VERIFY_RESULT: Col = Col("verify_result");
+    pub const VERIFY_SECONDS: Col = Col("verify_seconds");
+    pub const FILES_VERIFIED: Col = Col("files_verified");
+    pub const BYTES_VERIFIED: Col = Col("bytes_verified");
+    pub const PARTIAL_MB_PER_S: Col = Col("partial_mb_per_s");
+    pub const SWEEP_LOAD_1M_START: Col = Col("sweep_load_1m_start");
+    pub const QUIET_WAIT_SECONDS: Col = Col("quiet_wait_seconds");
+    pub const HOST_BUSY_CORES_P90: Col = Col("host_busy_cores_p90");
+    pub const HOST_BUSY_CORES_MEAN: Col = Col("host_busy_cores_mean");
+    pub const HOST_ALL_CORES_BUSY_SHARE: Col = Col("host_all_cores_busy_share");
+    pub const PREREAD_SECONDS: Col = Col("preread_seconds");
+    pub const TIMEOUT_S: Col = Col("timeout_s");
+    pub const DEST: Col = Col("dest");
+    pub const DEST_FS: Col = Col("dest_fs");
+    pub const DEST_PREPARED: Col = Col("dest_prepared");
+    pub const RECEIVER_HOST: Col = Col("receiver_host");
+    pub const RECEIVER_KERNEL: Col = Col("receiver_kernel");
+    pub const RECEIVER_VERSION: Col = Col("receiver_version");
+    pub const RECEIVER_CPU_SECONDS: Col = Col("receiver_cpu_seconds");
+    pub const RECEIVER_UDP_RCVBUF_ERRORS: Col = Col("receiver_udp_rcvbuf_errors");
+    pub const RECEIVER_UDP_IN_ERRORS: Col = Col("receiver_udp_in_errors");
+    pub const RECEIVER_CPU_STEAL_SECONDS: Col = Col("receiver_cpu_steal_seconds");
+    pub const RECEIVER_REPORT: Col = Col("receiver_report");
+    pub const COMMAND: Col = Col("command");
+    pub const LINK_NAME: Col = Col("link_name");
+    pub const LINK_BACKEND: Col = Col("link_backend");
+    pub const LINK_RTT_MS: Col = Col("link_rtt_ms");
+    pub const LINK_RATE_BPS: Col = Col("link_rate_bps");
+    pub const LINK_DOWN_RATE_BPS: Col = Col("link_down_rate_bps");
+    pub const LINK_QUEUE_BYTES: Col = Col("link_queue_bytes");
+    pub const LINK_LOSS: Col = Col("link_loss");
+    pub const LINK_MTU: Col = Col("link_mtu");
+    pub const LINK_OFFLOAD: Col = Col("link_offload");
+    pub const LINK_SND_TCP_WMEM: Col = Col("link_snd_tcp_wmem");
+    pub const LINK_SND_TCP_RMEM: Col = Col("link_snd_tcp_rmem");
+    pub const LINK_RCV_TCP_RMEM: Col = Col("link_rcv_tcp_rmem");
+    pub const LINK_RCV_TCP_WMEM: Col = Col("link_rcv_tcp_wmem");
+    pub const LINK_RMEM_MAX: Col = Col("link_rmem_max");
+    pub const LINK_WMEM_MAX: Col = Col("link_wmem_max");
+    pub const TUN_TX_DROPPED_SND: Col = Col("tun_tx_dropped_snd");
+    pub const TUN_TX_DROPPED_RCV: Col = Col("tun_tx_dropped_rcv");
+    pub const LINK_DROPPED_QUEUE: Col = Col("link_dropped_queue");
+    pub const LINK_DROPPED_LOSS: Col = Col("link_dropped_loss");
+    pub const LINK_DROPPED_BLACKHOLE: Col = Col("link_dropped_blackhole");
+    pub const LINK_LATE_OVER_1MS: Col = Col("link_late_over_1ms");
+    pub const LINK_LATE_MAX_US: Col = Col("link_late_max_us");
+    pub const LINK_CPU_SECONDS: Col = Col("link_cpu_seconds");
+    pub const LINK_UP_AFTER: Col = Col("link_up_after");
+}
 
 /// Columns before the parameters.
-pub const LEAD: &[&str] = &[
-    "sweep_id",
-    "config_id",
-    "config",
-    "run",
-    "order",
-    "order_seed",
-    "reference",
-    "kind",
-    "payload",
-    "payload_files",
-    "payload_bytes",
+pub const LEAD: &[Col] = &[
+    col::SWEEP_ID,
+    col::CONFIG_ID,
+    col::CONFIG,
+    col::RUN,
+    col::ORDER,
+    col::ORDER_SEED,
+    col::REFERENCE,
+    col::KIND,
+    col::PAYLOAD,
+    col::PAYLOAD_FILES,
+    col::PAYLOAD_BYTES,
+];
+
+/// RunRow columns the sweep itself fills (each must be one of RunRow's; tested).
+pub const RUNROW_FILLED: &[Col] = &[
+    col::TIMESTAMP,
+    col::RUN_ID,
+    col::MODE,
+    col::TLS,
+    col::FILES,
+    col::BYTES,
+    col::LOAD_1M_START,
+    col::KERNEL,
+    col::HOST,
+    col::SENDER_PEAK_RSS_BYTES,
+    col::SENDER_CPU_SECONDS,
+    col::RECEIVER_PEAK_RSS_BYTES,
+    col::CC,
+    col::RECEIVER,
+    col::SECONDS,
+    col::STATUS,
+    col::ERROR,
+    col::FILES_READY,
+    col::BYTES_READY,
+    col::MB_PER_S,
+    col::FILES_PER_S,
 ];
 
 /// Columns after RunRow's: the verdict, verification and the run's environment.
-pub const TAIL: &[&str] = &[
-    "send_status",
-    "send_error",
-    "exit_code",
-    "timed_out",
-    "verified",
-    "verify_result",
-    "verify_seconds",
-    "files_verified",
-    "bytes_verified",
-    "partial_mb_per_s",
-    "sweep_load_1m_start",
-    "quiet_wait_seconds",
-    "host_busy_cores_p90",
-    "host_busy_cores_mean",
-    "host_all_cores_busy_share",
-    "preread_seconds",
-    "timeout_s",
-    "dest",
-    "dest_fs",
-    "dest_prepared",
-    "receiver_host",
-    "receiver_kernel",
-    "receiver_version",
-    "receiver_cpu_seconds",
-    "receiver_udp_rcvbuf_errors",
-    "receiver_udp_in_errors",
-    "receiver_cpu_steal_seconds",
-    "receiver_report",
-    "command",
-    "link_name",
-    "link_backend",
-    "link_rtt_ms",
-    "link_rate_bps",
-    "link_down_rate_bps",
-    "link_queue_bytes",
-    "link_loss",
-    "link_mtu",
-    "link_offload",
-    "link_snd_tcp_wmem",
-    "link_snd_tcp_rmem",
-    "link_rcv_tcp_rmem",
-    "link_rcv_tcp_wmem",
-    "link_rmem_max",
-    "link_wmem_max",
-    "tun_tx_dropped_snd",
-    "tun_tx_dropped_rcv",
-    "link_dropped_queue",
-    "link_dropped_loss",
-    "link_dropped_blackhole",
-    "link_late_over_1ms",
-    "link_late_max_us",
-    "link_cpu_seconds",
-    "link_up_after",
+pub const TAIL: &[Col] = &[
+    col::SEND_STATUS,
+    col::SEND_ERROR,
+    col::EXIT_CODE,
+    col::TIMED_OUT,
+    col::VERIFIED,
+    col::VERIFY_RESULT,
+    col::VERIFY_SECONDS,
+    col::FILES_VERIFIED,
+    col::BYTES_VERIFIED,
+    col::PARTIAL_MB_PER_S,
+    col::SWEEP_LOAD_1M_START,
+    col::QUIET_WAIT_SECONDS,
+    col::HOST_BUSY_CORES_P90,
+    col::HOST_BUSY_CORES_MEAN,
+    col::HOST_ALL_CORES_BUSY_SHARE,
+    col::PREREAD_SECONDS,
+    col::TIMEOUT_S,
+    col::DEST,
+    col::DEST_FS,
+    col::DEST_PREPARED,
+    col::RECEIVER_HOST,
+    col::RECEIVER_KERNEL,
+    col::RECEIVER_VERSION,
+    col::RECEIVER_CPU_SECONDS,
+    col::RECEIVER_UDP_RCVBUF_ERRORS,
+    col::RECEIVER_UDP_IN_ERRORS,
+    col::RECEIVER_CPU_STEAL_SECONDS,
+    col::RECEIVER_REPORT,
+    col::COMMAND,
+    col::LINK_NAME,
+    col::LINK_BACKEND,
+    col::LINK_RTT_MS,
+    col::LINK_RATE_BPS,
+    col::LINK_DOWN_RATE_BPS,
+    col::LINK_QUEUE_BYTES,
+    col::LINK_LOSS,
+    col::LINK_MTU,
+    col::LINK_OFFLOAD,
+    col::LINK_SND_TCP_WMEM,
+    col::LINK_SND_TCP_RMEM,
+    col::LINK_RCV_TCP_RMEM,
+    col::LINK_RCV_TCP_WMEM,
+    col::LINK_RMEM_MAX,
+    col::LINK_WMEM_MAX,
+    col::TUN_TX_DROPPED_SND,
+    col::TUN_TX_DROPPED_RCV,
+    col::LINK_DROPPED_QUEUE,
+    col::LINK_DROPPED_LOSS,
+    col::LINK_DROPPED_BLACKHOLE,
+    col::LINK_LATE_OVER_1MS,
+    col::LINK_LATE_MAX_US,
+    col::LINK_CPU_SECONDS,
+    col::LINK_UP_AFTER,
 ];
+
+/// One row of runs.csv: column → cell. Missing columns are written empty ("not measured").
+#[derive(Clone, Debug, Default)]
+pub struct Row(BTreeMap<String, String>);
+
+impl Row {
+    pub fn new() -> Row {
+        Row::default()
+    }
+
+    pub fn set(&mut self, c: Col, value: impl Into<String>) {
+        self.0.insert(c.name().to_string(), value.into());
+    }
+
+    pub fn get(&self, c: Col) -> Option<&str> {
+        self.0.get(c.name()).map(String::as_str)
+    }
+
+    /// The cell of `c`, empty when not set.
+    pub fn text(&self, c: Col) -> String {
+        self.get(c).unwrap_or_default().to_string()
+    }
+
+    /// Sets an axis's column ([`param_column`]).
+    pub fn set_param(&mut self, axis: &str, value: String) {
+        self.0.insert(param_column(axis), value);
+    }
+
+    /// Sets every cell `other` has.
+    pub fn extend(&mut self, other: &Row) {
+        self.0.extend(other.0.clone());
+    }
+
+    /// Fills RunRow's fields from the JSON object `shoal send --json` printed.
+    pub fn put_send_json(&mut self, json: &serde_json::Value) {
+        if let Some(obj) = json.as_object() {
+            for (k, v) in obj {
+                let cell = match v {
+                    serde_json::Value::String(s) => s.clone(),
+                    serde_json::Value::Null => String::new(),
+                    other => other.to_string(),
+                };
+                self.0.insert(k.clone(), cell);
+            }
+        }
+    }
+
+    /// The cell under a header name, empty when not set (for writing the CSV).
+    fn cell(&self, name: &str) -> &str {
+        self.0.get(name).map(String::as_str).unwrap_or("")
+    }
+}
+
+/// A cell with three decimals (seconds, MB/s).
+pub fn f3(x: f64) -> String {
+    format!("{x:.3}")
+}
 
 /// RunRow's column names in struct order (from the CSV header serde writes for it).
 pub fn runrow_columns() -> Vec<String> {
@@ -105,9 +296,9 @@ pub fn param_column(axis: &str) -> String {
 
 /// The full header of runs.csv for a matrix with these axes.
 pub fn header(axes: &[String]) -> Vec<String> {
-    let mut h: Vec<String> = LEAD.iter().map(|s| s.to_string()).collect();
+    let mut h: Vec<String> = LEAD.iter().map(|c| c.name().to_string()).collect();
     for a in axes {
-        if a != "payload" && a != "kind" {
+        if a != axis::PAYLOAD && a != axis::KIND {
             h.push(param_column(a));
         }
     }
@@ -117,25 +308,11 @@ pub fn header(axes: &[String]) -> Vec<String> {
         }
     }
     for c in TAIL {
-        if !h.iter().any(|x| x == c) {
-            h.push(c.to_string());
+        if !h.iter().any(|x| x == c.name()) {
+            h.push(c.name().to_string());
         }
     }
     h
-}
-
-/// Fills `row` with RunRow's fields from the JSON object `shoal send --json` printed.
-pub fn put_send_json(row: &mut Row, json: &serde_json::Value) {
-    if let Some(obj) = json.as_object() {
-        for (k, v) in obj {
-            let cell = match v {
-                serde_json::Value::String(s) => s.clone(),
-                serde_json::Value::Null => String::new(),
-                other => other.to_string(),
-            };
-            row.insert(k.clone(), cell);
-        }
-    }
 }
 
 /// A CSV writer that writes the header once and flushes every row (a partial sweep is usable).
@@ -156,11 +333,7 @@ impl RunsCsv {
     }
 
     pub fn write(&mut self, row: &Row) -> anyhow::Result<()> {
-        let rec: Vec<&str> = self
-            .header
-            .iter()
-            .map(|c| row.get(c).map(String::as_str).unwrap_or(""))
-            .collect();
+        let rec: Vec<&str> = self.header.iter().map(|c| row.cell(c)).collect();
         self.w.write_record(&rec)?;
         self.w.flush()?;
         Ok(())
@@ -187,5 +360,12 @@ mod tests {
         }
         let set: std::collections::BTreeSet<_> = h.iter().collect();
         assert_eq!(set.len(), h.len(), "no duplicate columns");
+        let runrow = runrow_columns();
+        for c in RUNROW_FILLED {
+            assert!(
+                runrow.iter().any(|r| r == c.name()),
+                "{c:?} is not RunRow's"
+            );
+        }
     }
 }

@@ -49,6 +49,13 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
+use crate::arm::Arm;
+use crate::axis::{self, AxisValue};
+use crate::linkspec::LinkSpec;
+use crate::product;
+use crate::quantity::Size;
+use crate::schema::{self, MatrixFile, Ordered, PayloadSection};
+
 /// Flags that `shoal recv` takes too, with the same meaning; an axis of one of these names is
 /// passed to both ends.
 pub const DEFAULT_RECEIVER_FLAGS: &[&str] = &[
@@ -59,56 +66,8 @@ pub const DEFAULT_RECEIVER_FLAGS: &[&str] = &[
     "rcvbuf",
 ];
 
-/// The kinds of arm a configuration can be.
-pub const KINDS: &[&str] = &[
-    "shoal",
-    "tar-ssh",
-    "rsync-ssh",
-    "sftp",
-    "tar-tcp",
-    "tar-local",
-];
-
-/// Baseline kinds that run over ssh to the sshd the sweep starts in the receiver namespace.
-/// (`tar-tcp` is tar over one plain TCP connection across the link, socat at both ends: what
-/// the link allows this payload; `tar-local` is `tar | tar` on this host: what its disk does
-/// without any network.)
-pub const SSH_KINDS: &[&str] = &["tar-ssh", "rsync-ssh", "sftp"];
-
-/// Axes that apply to a baseline arm (all others are Shoal flags and are dropped).
-const BASELINE_AXES: &[&str] = &["payload", "kind", "timeout"];
-
-/// One value on an axis, as written in the matrix.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(untagged)]
-pub enum AxisValue {
-    Str(String),
-    Int(i64),
-    Float(f64),
-    Bool(bool),
-}
-
-impl AxisValue {
-    fn from_toml(v: &toml::Value, what: &str) -> Result<AxisValue> {
-        Ok(match v {
-            toml::Value::String(s) => AxisValue::Str(s.clone()),
-            toml::Value::Integer(i) => AxisValue::Int(*i),
-            toml::Value::Float(f) => AxisValue::Float(*f),
-            toml::Value::Boolean(b) => AxisValue::Bool(*b),
-            other => bail!("{what}: values must be strings, numbers or booleans, not {other}"),
-        })
-    }
-
-    /// The value as text (a flag argument, a CSV cell).
-    pub fn text(&self) -> String {
-        match self {
-            AxisValue::Str(s) => s.clone(),
-            AxisValue::Int(i) => i.to_string(),
-            AxisValue::Float(f) => f.to_string(),
-            AxisValue::Bool(b) => b.to_string(),
-        }
-    }
-}
+/// A generated payload's seed when `[payload.NAME] seed` is not given.
+pub const DEFAULT_PAYLOAD_SEED: u64 = 1;
 
 /// A payload to send: generated from a seed, or an existing folder.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -130,31 +89,6 @@ pub struct PayloadSpec {
     pub source: PayloadSource,
 }
 
-/// The link the runs cross.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub enum LinkSpec {
-    /// A local emulated link brought up (and torn down) by the sweep.
-    Emulated {
-        name: String,
-        rtt: String,
-        rate: String,
-        down_rate: Option<String>,
-        queue: String,
-        loss: String,
-        backend: String,
-        seed: u64,
-        offload: bool,
-        /// Run `shoal link check` before the first run (its result goes in meta.json).
-        check: bool,
-    },
-    /// A `shoal recv` already running on another host.
-    Remote {
-        receiver: String,
-        pin: Option<String>,
-        token_file: Option<PathBuf>,
-    },
-}
-
 /// One configuration: a point of the product.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Config {
@@ -162,6 +96,10 @@ pub struct Config {
     pub id: String,
     /// Axis name → value, in matrix order (payload and kind always present).
     pub params: Vec<(String, AxisValue)>,
+    /// The kind of arm (the `kind` axis).
+    pub arm: Arm,
+    /// The `timeout` axis, when there is one.
+    pub timeout: Option<Duration>,
     /// Settings in effect that are not axes but differ between configurations (the
     /// congestion controller when `cc` is not an axis: TCP's host default against quinn's
     /// CUBIC), name → value; shown in the label as `[cc=quinn-cubic]`. See
@@ -174,15 +112,20 @@ impl Config {
         self.params.iter().find(|(k, _)| k == axis).map(|(_, v)| v)
     }
 
-    pub fn kind(&self) -> &str {
-        match self.get("kind") {
-            Some(AxisValue::Str(s)) => s,
-            _ => "shoal",
-        }
+    /// The transport a Shoal arm runs (its `mode` axis, else `shoal send`'s default).
+    pub fn shoal_mode(&self) -> String {
+        self.get(axis::MODE)
+            .map(|v| v.text())
+            .unwrap_or_else(|| axis::DEFAULT_MODE.to_string())
+    }
+
+    /// This configuration's time limit: its `timeout` axis, else the sweep's.
+    pub fn time_limit(&self, default: Duration) -> Duration {
+        self.timeout.unwrap_or(default)
     }
 
     pub fn payload(&self) -> &str {
-        match self.get("payload") {
+        match self.get(axis::PAYLOAD) {
             Some(AxisValue::Str(s)) => s,
             _ => "",
         }
@@ -203,19 +146,16 @@ impl Config {
     /// chooses one: QUIC modes quinn's CUBIC, TCP modes and the baselines over the link the
     /// sending host's default (`tcp_default`); `tar-local` none.
     fn cc_in_effect(&self, tcp_default: &str) -> Option<String> {
-        if self.get("cc").is_some() {
+        if self.get(axis::CC).is_some() {
             return None;
         }
-        match self.kind() {
-            "shoal" => {
-                let mode = self.get("mode").map(|v| v.text()).unwrap_or_default();
-                Some(if mode.starts_with("quic") {
-                    "quinn-cubic".to_string()
-                } else {
-                    tcp_default.to_string()
-                })
-            }
-            "tar-local" => None,
+        match self.arm {
+            Arm::Shoal => Some(if self.shoal_mode().starts_with(axis::QUIC_MODE_PREFIX) {
+                axis::QUINN_DEFAULT_CC.to_string()
+            } else {
+                tcp_default.to_string()
+            }),
+            a if !a.crosses_link() => None,
             _ => Some(tcp_default.to_string()),
         }
     }
@@ -224,7 +164,7 @@ impl Config {
     pub fn matches(&self, sel: &[(String, AxisValue)]) -> bool {
         sel.iter().all(|(k, v)| match self.get(k) {
             Some(mine) => mine.text() == v.text(),
-            None => k == "kind" && v.text() == "shoal",
+            None => k == axis::KIND && v.text() == Arm::Shoal.name(),
         })
     }
 }
@@ -251,7 +191,7 @@ impl Matrix {
     }
 
     pub fn is_remote(&self) -> bool {
-        matches!(self.link, LinkSpec::Remote { .. })
+        matches!(self.link, LinkSpec::Remote(_))
     }
 
     /// Names the congestion controller in the label of every configuration that has no `cc`
@@ -269,15 +209,15 @@ impl Matrix {
         distinct.sort();
         distinct.dedup();
         // Configurations whose cc axis sets it differ from those running a default, too.
-        let some_set = self.configs.iter().any(|c| c.get("cc").is_some());
+        let some_set = self.configs.iter().any(|c| c.get(axis::CC).is_some());
         let differ = distinct.len() > 1 || (some_set && !distinct.is_empty());
         if !differ {
             return;
         }
         for (c, cc) in self.configs.iter_mut().zip(ccs) {
             if let Some(cc) = cc {
-                c.implied.retain(|(k, _)| k != "cc");
-                c.implied.push(("cc".into(), cc));
+                c.implied.retain(|(k, _)| k != axis::CC);
+                c.implied.push((axis::CC.into(), cc));
             }
         }
     }
@@ -289,110 +229,41 @@ impl Matrix {
     }
 
     pub fn parse(text: &str) -> Result<Matrix> {
-        let doc: toml::Table = toml::from_str(text).context("not valid TOML")?;
-        for key in doc.keys() {
-            if ![
-                "sweep", "link", "payload", "axes", "also", "exclude", "flags",
-            ]
-            .contains(&key.as_str())
-            {
-                bail!("unknown section [{key}] (known: sweep, link, payload, axes, also, exclude, flags)");
-            }
-        }
-        let empty = toml::Table::new();
-        let sweep = table(&doc, "sweep")?.unwrap_or(&empty);
-        check_keys(
+        let MatrixFile {
             sweep,
-            "[sweep]",
-            &["runs", "seed", "timeout", "reference", "quiet_load"],
-        )?;
-        let runs = match sweep.get("runs") {
-            Some(v) => Some(
-                u32::try_from(int(v, "[sweep] runs")?)
-                    .ok()
-                    .filter(|n| *n > 0)
-                    .context("[sweep] runs must be a positive number")?,
-            ),
-            None => None,
-        };
-        let seed = match sweep.get("seed") {
-            Some(v) => {
-                Some(u64::try_from(int(v, "[sweep] seed")?).context("[sweep] seed must be ≥ 0")?)
-            }
-            None => None,
-        };
-        let timeout = match sweep.get("timeout") {
-            Some(v) => Some(duration(v, "[sweep] timeout")?),
-            None => None,
-        };
-        let quiet_load = match sweep.get("quiet_load") {
-            Some(toml::Value::Float(f)) => Some(*f),
-            Some(toml::Value::Integer(i)) => Some(*i as f64),
-            Some(_) => bail!("[sweep] quiet_load must be a number"),
-            None => None,
-        };
-        let reference = match sweep.get("reference") {
-            Some(toml::Value::Table(t)) => t
+            link,
+            payload,
+            axes,
+            also,
+            exclude,
+            flags,
+        } = schema::read(text).map_err(anyhow::Error::msg)?;
+        if sweep.runs == Some(0) {
+            bail!("[sweep] runs must be a positive number");
+        }
+        let reference = sweep.reference.map(|r| r.0).unwrap_or_default();
+        let link = LinkSpec::try_from(link.context("missing [link] section")?)?;
+        let payloads = payloads(payload.context("missing [payload.NAME]")?)?;
+        let receiver_flags = match flags.and_then(|f| f.receiver) {
+            Some(names) => names,
+            None => DEFAULT_RECEIVER_FLAGS
                 .iter()
-                .map(|(k, v)| Ok((k.clone(), AxisValue::from_toml(v, "[sweep] reference")?)))
-                .collect::<Result<Vec<_>>>()?,
-            Some(_) => bail!("[sweep] reference must be a table, e.g. {{ mode = \"tcp-bundle\" }}"),
-            None => Vec::new(),
+                .map(|s| s.to_string())
+                .collect(),
         };
 
-        let link = parse_link(table(&doc, "link")?.context("missing [link] section")?)?;
-        let payloads = parse_payloads(table(&doc, "payload")?.context("missing [payload.NAME]")?)?;
-
-        let receiver_flags = match table(&doc, "flags")? {
-            Some(t) => {
-                check_keys(t, "[flags]", &["receiver"])?;
-                match t.get("receiver") {
-                    Some(toml::Value::Array(a)) => a
-                        .iter()
-                        .map(|v| {
-                            v.as_str()
-                                .map(str::to_string)
-                                .context("[flags] receiver must list flag names")
-                        })
-                        .collect::<Result<Vec<_>>>()?,
-                    Some(_) => bail!("[flags] receiver must be a list of flag names"),
-                    None => default_receiver_flags(),
-                }
-            }
-            None => default_receiver_flags(),
-        };
-
-        let mut products = Vec::new();
-        products.push(parse_axes(
-            table(&doc, "axes")?.context("missing [axes] section")?,
-            "[axes]",
-        )?);
-        if let Some(also) = doc.get("also") {
-            let arr = also
-                .as_array()
-                .context("[[also]] must be an array of tables")?;
-            for (i, t) in arr.iter().enumerate() {
-                let t = t.as_table().context("[[also]] entries must be tables")?;
-                products.push(parse_axes(t, &format!("[[also]] #{}", i + 1))?);
-            }
+        let mut products = vec![(
+            "[axes]".to_string(),
+            product::axes_of(axes.context("missing [axes] section")?, "[axes]")?,
+        )];
+        for (i, t) in also.into_iter().enumerate() {
+            let what = format!("[[also]] #{}", i + 1);
+            products.push((what.clone(), product::axes_of(t, &what)?));
         }
-        let mut excludes = Vec::new();
-        if let Some(ex) = doc.get("exclude") {
-            for t in ex
-                .as_array()
-                .context("[[exclude]] must be an array of tables")?
-            {
-                let t = t.as_table().context("[[exclude]] entries must be tables")?;
-                excludes.push(
-                    t.iter()
-                        .map(|(k, v)| Ok((k.clone(), AxisValue::from_toml(v, "[[exclude]]")?)))
-                        .collect::<Result<Vec<_>>>()?,
-                );
-            }
-        }
+        let excludes: Vec<Vec<(String, AxisValue)>> = exclude.into_iter().map(|e| e.0).collect();
 
-        let mut axes: Vec<String> = vec!["payload".into(), "kind".into()];
-        for p in &products {
+        let mut axes: Vec<String> = vec![axis::PAYLOAD.into(), axis::KIND.into()];
+        for (_, p) in &products {
             for (k, _) in p {
                 if !axes.contains(k) {
                     axes.push(k.clone());
@@ -400,25 +271,24 @@ impl Matrix {
             }
         }
 
+        let names: Vec<&str> = payloads.iter().map(|p| p.name.as_str()).collect();
         let mut configs: Vec<Config> = Vec::new();
         let mut seen = BTreeSet::new();
-        for product in &products {
-            for params in cartesian(product) {
-                let params = normalise(params, &payloads)?;
-                let probe = Config {
+        for (what, product) in &products {
+            for params in product::cartesian(product) {
+                let point = product::normalise(params, &names, what)?;
+                let config = Config {
                     id: String::new(),
-                    params: params.clone(),
+                    params: point.params,
+                    arm: point.arm,
+                    timeout: point.timeout,
                     implied: Vec::new(),
                 };
-                if excludes.iter().any(|ex| probe.matches(ex)) {
+                if excludes.iter().any(|ex| config.matches(ex)) {
                     continue;
                 }
-                if seen.insert(probe.label()) {
-                    configs.push(Config {
-                        id: String::new(),
-                        params,
-                        implied: Vec::new(),
-                    });
+                if seen.insert(config.label()) {
+                    configs.push(config);
                 }
             }
         }
@@ -429,36 +299,9 @@ impl Matrix {
         for (i, c) in configs.iter_mut().enumerate() {
             c.id = format!("c{:0width$}", i + 1);
         }
-        if !reference.is_empty() {
-            let sel = reference
-                .iter()
-                .map(|(k, v)| format!("{k}={}", v.text()))
-                .collect::<Vec<_>>()
-                .join(", ");
-            let chosen: Vec<&Config> = configs.iter().filter(|c| c.matches(&reference)).collect();
-            if chosen.is_empty() {
-                bail!("[sweep] reference {{ {sel} }}: no configuration matches");
-            }
-            for c in &chosen {
-                let same: Vec<&&Config> = chosen
-                    .iter()
-                    .filter(|o| o.payload() == c.payload())
-                    .collect();
-                if same.len() > 1 {
-                    bail!(
-                        "[sweep] reference {{ {sel} }}: {} configurations match for payload {} ({}); name more axes so that one remains",
-                        same.len(),
-                        c.payload(),
-                        same.iter()
-                            .map(|o| format!("{} {}", o.id, o.label()))
-                            .collect::<Vec<_>>()
-                            .join("; ")
-                    );
-                }
-            }
-        }
-        if matches!(link, LinkSpec::Remote { .. }) {
-            if let Some(c) = configs.iter().find(|c| c.kind() != "shoal") {
+        check_reference(&configs, &reference)?;
+        if matches!(link, LinkSpec::Remote(_)) {
+            if let Some(c) = configs.iter().find(|c| c.arm.is_baseline()) {
                 bail!(
                     "{}: baseline arms need the local emulated link (their receiving end runs in the receiver namespace)",
                     c.label()
@@ -466,10 +309,10 @@ impl Matrix {
             }
         }
         Ok(Matrix {
-            runs,
-            seed,
-            timeout,
-            quiet_load,
+            runs: sweep.runs,
+            seed: sweep.seed,
+            timeout: sweep.timeout.map(|t| t.value),
+            quiet_load: sweep.quiet_load,
             reference,
             link,
             payloads,
@@ -480,161 +323,44 @@ impl Matrix {
     }
 }
 
-fn default_receiver_flags() -> Vec<String> {
-    DEFAULT_RECEIVER_FLAGS
-        .iter()
-        .map(|s| s.to_string())
-        .collect()
-}
-
-fn table<'a>(doc: &'a toml::Table, key: &str) -> Result<Option<&'a toml::Table>> {
-    match doc.get(key) {
-        Some(toml::Value::Table(t)) => Ok(Some(t)),
-        Some(_) => bail!("[{key}] must be a table"),
-        None => Ok(None),
+/// A reference must pick exactly one configuration per payload it picks any of.
+fn check_reference(configs: &[Config], reference: &[(String, AxisValue)]) -> Result<()> {
+    if reference.is_empty() {
+        return Ok(());
     }
-}
-
-fn check_keys(t: &toml::Table, what: &str, known: &[&str]) -> Result<()> {
-    for k in t.keys() {
-        if !known.contains(&k.as_str()) {
-            bail!("{what}: unknown key {k:?} (known: {})", known.join(", "));
+    let sel = reference
+        .iter()
+        .map(|(k, v)| format!("{k}={}", v.text()))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let chosen: Vec<&Config> = configs.iter().filter(|c| c.matches(reference)).collect();
+    if chosen.is_empty() {
+        bail!("[sweep] reference {{ {sel} }}: no configuration matches");
+    }
+    for c in &chosen {
+        let same: Vec<&&Config> = chosen
+            .iter()
+            .filter(|o| o.payload() == c.payload())
+            .collect();
+        if same.len() > 1 {
+            bail!(
+                    "[sweep] reference {{ {sel} }}: {} configurations match for payload {} ({}); name more axes so that one remains",
+                    same.len(),
+                    c.payload(),
+                    same.iter()
+                        .map(|o| format!("{} {}", o.id, o.label()))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                );
         }
     }
     Ok(())
 }
 
-fn int(v: &toml::Value, what: &str) -> Result<i64> {
-    v.as_integer()
-        .with_context(|| format!("{what} must be an integer"))
-}
-
-fn string<'a>(v: &'a toml::Value, what: &str) -> Result<&'a str> {
-    v.as_str()
-        .with_context(|| format!("{what} must be a string"))
-}
-
-fn duration(v: &toml::Value, what: &str) -> Result<Duration> {
-    shoal_common::units::parse_duration(string(v, what)?)
-        .map_err(|e| anyhow::anyhow!("{what}: {e}"))
-}
-
-fn size(v: &toml::Value, what: &str) -> Result<u64> {
-    match v {
-        toml::Value::Integer(i) => u64::try_from(*i).with_context(|| format!("{what} < 0")),
-        toml::Value::String(s) => {
-            shoal_common::units::parse_size(s).map_err(|e| anyhow::anyhow!("{what}: {e}"))
-        }
-        _ => bail!("{what} must be a number of bytes or a size like \"4KiB\""),
-    }
-}
-
-fn parse_link(t: &toml::Table) -> Result<LinkSpec> {
-    if t.contains_key("receiver") {
-        check_keys(t, "[link] (remote)", &["receiver", "pin", "token_file"])?;
-        return Ok(LinkSpec::Remote {
-            receiver: string(&t["receiver"], "[link] receiver")?.to_string(),
-            pin: t
-                .get("pin")
-                .map(|v| string(v, "[link] pin").map(str::to_string))
-                .transpose()?,
-            token_file: t
-                .get("token_file")
-                .map(|v| string(v, "[link] token_file").map(PathBuf::from))
-                .transpose()?,
-        });
-    }
-    check_keys(
-        t,
-        "[link]",
-        &[
-            "name",
-            "rtt",
-            "rate",
-            "down_rate",
-            "queue",
-            "loss",
-            "backend",
-            "seed",
-            "offload",
-            "check",
-        ],
-    )?;
-    let get = |k: &str, def: &str| -> Result<String> {
-        match t.get(k) {
-            Some(v) => Ok(string(v, &format!("[link] {k}"))?.to_string()),
-            None => Ok(def.to_string()),
-        }
-    };
-    let name = get("name", "sweep")?;
-    if name.len() > 8 {
-        bail!(
-            "[link] name {name:?}: at most 8 characters (it becomes namespace and interface names)"
-        );
-    }
-    shoal_link::state::validate_name(&name)?;
-    let spec = LinkSpec::Emulated {
-        name,
-        rtt: t
-            .get("rtt")
-            .map(|v| string(v, "[link] rtt").map(str::to_string))
-            .transpose()?
-            .context("[link] needs rtt (e.g. \"141ms\") or receiver = \"host:port\"")?,
-        rate: t
-            .get("rate")
-            .map(|v| string(v, "[link] rate").map(str::to_string))
-            .transpose()?
-            .context("[link] needs rate (e.g. \"300mbit\")")?,
-        down_rate: t
-            .get("down_rate")
-            .map(|v| string(v, "[link] down_rate").map(str::to_string))
-            .transpose()?,
-        queue: get("queue", "1bdp")?,
-        loss: get("loss", "0%")?,
-        backend: get("backend", "tun")?,
-        seed: match t.get("seed") {
-            Some(v) => u64::try_from(int(v, "[link] seed")?).context("[link] seed < 0")?,
-            None => 1,
-        },
-        offload: match t.get("offload") {
-            Some(v) => v
-                .as_bool()
-                .context("[link] offload must be true or false")?,
-            None => true,
-        },
-        check: match t.get("check") {
-            Some(v) => v.as_bool().context("[link] check must be true or false")?,
-            None => true,
-        },
-    };
-    // Parse now so a typo fails before anything is built.
-    if let LinkSpec::Emulated {
-        rtt,
-        rate,
-        down_rate,
-        queue,
-        loss,
-        backend,
-        ..
-    } = &spec
-    {
-        shoal_link::parse::parse_duration(rtt).context("[link] rtt")?;
-        shoal_link::parse::parse_rate(rate).context("[link] rate")?;
-        if let Some(d) = down_rate {
-            shoal_link::parse::parse_rate(d).context("[link] down_rate")?;
-        }
-        shoal_link::parse::parse_queue(queue).context("[link] queue")?;
-        shoal_link::parse::parse_loss(loss).context("[link] loss")?;
-        if !["tun", "netem", "auto"].contains(&backend.as_str()) {
-            bail!("[link] backend must be tun, netem or auto");
-        }
-    }
-    Ok(spec)
-}
-
-fn parse_payloads(t: &toml::Table) -> Result<Vec<PayloadSpec>> {
+/// The `[payload.NAME]` tables, checked.
+fn payloads(t: Ordered<PayloadSection>) -> Result<Vec<PayloadSpec>> {
     let mut out = Vec::new();
-    for (name, v) in t {
+    for (name, p) in t.0 {
         let what = format!("[payload.{name}]");
         if name.is_empty()
             || !name
@@ -643,150 +369,45 @@ fn parse_payloads(t: &toml::Table) -> Result<Vec<PayloadSpec>> {
         {
             bail!("{what}: payload names may hold only letters, digits, '-' and '_'");
         }
-        let p = v
-            .as_table()
-            .with_context(|| format!("{what} must be a table"))?;
-        let source = if let Some(path) = p.get("path") {
-            check_keys(p, &what, &["path"])?;
-            PayloadSource::Existing {
-                path: PathBuf::from(string(path, &format!("{what} path"))?),
+        let source = match p {
+            PayloadSection {
+                path: Some(path),
+                files: None,
+                size: None,
+                dirs: None,
+                seed: None,
+            } => PayloadSource::Existing { path },
+            PayloadSection { path: Some(_), .. } => {
+                bail!("{what}: path names an existing folder; files, size, dirs and seed describe a generated one (give one or the other)")
             }
-        } else {
-            check_keys(p, &what, &["files", "size", "dirs", "seed"])?;
-            let files = u64::try_from(int(
-                p.get("files")
-                    .with_context(|| format!("{what} needs files and size, or path"))?,
-                &format!("{what} files"),
-            )?)
-            .ok()
-            .filter(|n| *n > 0)
-            .with_context(|| format!("{what} files must be positive"))?;
-            let size = size(
-                p.get("size")
-                    .with_context(|| format!("{what} needs size"))?,
-                &format!("{what} size"),
-            )?;
-            let dirs = match p.get("dirs") {
-                Some(v) => Some(
-                    u64::try_from(int(v, &format!("{what} dirs"))?)
-                        .ok()
-                        .filter(|n| *n > 0)
-                        .with_context(|| format!("{what} dirs must be positive"))?,
-                ),
-                None => None,
-            };
-            let seed = match p.get("seed") {
-                Some(v) => u64::try_from(int(v, &format!("{what} seed"))?)
-                    .with_context(|| format!("{what} seed < 0"))?,
-                None => 1,
-            };
-            PayloadSource::Generated {
+            PayloadSection {
+                path: None,
                 files,
                 size,
                 dirs,
                 seed,
+            } => {
+                let files =
+                    files.with_context(|| format!("{what} needs files and size, or path"))?;
+                let Size(size) = size.with_context(|| format!("{what} needs size"))?;
+                if files == 0 {
+                    bail!("{what} files must be positive");
+                }
+                if dirs == Some(0) {
+                    bail!("{what} dirs must be positive");
+                }
+                PayloadSource::Generated {
+                    files,
+                    size,
+                    dirs,
+                    seed: seed.unwrap_or(DEFAULT_PAYLOAD_SEED),
+                }
             }
         };
-        out.push(PayloadSpec {
-            name: name.clone(),
-            source,
-        });
+        out.push(PayloadSpec { name, source });
     }
     if out.is_empty() {
         bail!("no payload defined ([payload.NAME])");
-    }
-    Ok(out)
-}
-
-type Product = Vec<(String, Vec<AxisValue>)>;
-
-fn parse_axes(t: &toml::Table, what: &str) -> Result<Product> {
-    let mut out = Vec::new();
-    for (k, v) in t {
-        if k.is_empty()
-            || !k
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
-        {
-            bail!("{what}: axis name {k:?} is not a flag name");
-        }
-        if k.starts_with("recv.") && k.len() == 5 {
-            bail!("{what}: recv. needs a flag name");
-        }
-        let values = match v {
-            toml::Value::Array(a) => a
-                .iter()
-                .map(|x| AxisValue::from_toml(x, &format!("{what} {k}")))
-                .collect::<Result<Vec<_>>>()?,
-            other => vec![AxisValue::from_toml(other, &format!("{what} {k}"))?],
-        };
-        if values.is_empty() {
-            bail!("{what}: axis {k} has no value");
-        }
-        if k == "kind" {
-            for v in &values {
-                if !KINDS.contains(&v.text().as_str()) {
-                    bail!(
-                        "{what}: kind {} unknown (known: {})",
-                        v.text(),
-                        KINDS.join(", ")
-                    );
-                }
-            }
-        }
-        if k == "timeout" {
-            for v in &values {
-                shoal_common::units::parse_duration(&v.text())
-                    .map_err(|e| anyhow::anyhow!("{what} timeout: {e}"))?;
-            }
-        }
-        out.push((k.clone(), values));
-    }
-    Ok(out)
-}
-
-fn cartesian(product: &Product) -> Vec<Vec<(String, AxisValue)>> {
-    let mut out: Vec<Vec<(String, AxisValue)>> = vec![Vec::new()];
-    for (k, values) in product {
-        let mut next = Vec::with_capacity(out.len() * values.len());
-        for partial in &out {
-            for v in values {
-                let mut p = partial.clone();
-                p.push((k.clone(), v.clone()));
-                next.push(p);
-            }
-        }
-        out = next;
-    }
-    out
-}
-
-/// Puts payload and kind first, checks the payload exists, and drops Shoal axes from
-/// baseline arms.
-fn normalise(
-    params: Vec<(String, AxisValue)>,
-    payloads: &[PayloadSpec],
-) -> Result<Vec<(String, AxisValue)>> {
-    let find = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
-    let payload = match find("payload") {
-        Some(v) => v,
-        None if payloads.len() == 1 => AxisValue::Str(payloads[0].name.clone()),
-        None => bail!("an axes table has no payload axis and there are several payloads"),
-    };
-    if !payloads.iter().any(|p| p.name == payload.text()) {
-        bail!("payload {} is not defined ([payload.NAME])", payload.text());
-    }
-    let kind = find("kind").unwrap_or(AxisValue::Str("shoal".into()));
-    let baseline = kind.text() != "shoal";
-    let mut out = vec![("payload".to_string(), payload), ("kind".to_string(), kind)];
-    for (k, v) in params {
-        if k == "payload" || k == "kind" {
-            continue;
-        }
-        if baseline && !BASELINE_AXES.contains(&k.as_str()) {
-            continue;
-        }
-        out.push((k, v));
     }
     Ok(out)
 }
@@ -931,5 +552,35 @@ connections = 8
             format!("{e:#}").contains("4 configurations match for payload small"),
             "{e:#}"
         );
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_are_located() {
+        let e = |from: &str, to: &str| {
+            assert!(M.contains(from), "{from}");
+            format!("{:#}", Matrix::parse(&M.replace(from, to)).unwrap_err())
+        };
+        let m = e("rtt = \"20ms\"", "rtt = \"20 parsecs\"");
+        assert!(m.contains("line 7, [link] rtt = \"20 parsecs\": "), "{m}");
+        assert!(m.contains("unknown time unit"), "{m}");
+        let m = e("runs = 3", "runs = 3\nruns_per = 3");
+        assert!(
+            m.contains("[sweep] runs_per = 3: unknown field `runs_per`"),
+            "{m}"
+        );
+        let m = e("[payload.big]\n", "[payload.big]\nfile = 1\n");
+        assert!(
+            m.contains("[payload.big] file = 1: unknown field `file`"),
+            "{m}"
+        );
+        let m = e("name = \"t1\"", "name = \"t1\"\nbackend = \"tc\"");
+        assert!(
+            m.contains("[link] backend = \"tc\": unknown variant `tc`"),
+            "{m}"
+        );
+        let m = e("[[exclude]]", "[bogus]\n[[exclude]]");
+        assert!(m.contains("[bogus]: unknown field `bogus`"), "{m}");
+        let m = e("rate = \"100mbit\"\n", "");
+        assert!(m.contains("[link] needs rate"), "{m}");
     }
 }

@@ -11,7 +11,10 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 
 use crate::argv;
-use crate::matrix::{Config, LinkSpec, Matrix, PayloadSource};
+use crate::arm::Arm;
+use crate::axis;
+use crate::linkspec::{LinkSpec, RemoteReceiver};
+use crate::matrix::{Config, Matrix, PayloadSource};
 use crate::progress::fmt_duration;
 
 /// Parses a complete `shoal` command line (without the program name, e.g. `["send", "--to",
@@ -20,15 +23,6 @@ pub type ArgCheck<'a> = &'a dyn Fn(&[OsString]) -> Result<(), String>;
 
 /// A run id of the right form, for checking a two-host sweep's `send --run-id`.
 const PLACEHOLDER_RUN_ID: &str = "0123456789abcdef0123456789abcdef";
-
-/// A configuration's time limit: its `timeout` axis, else the sweep's.
-pub fn config_timeout(cfg: &Config, default: Duration) -> Result<Duration> {
-    match cfg.get("timeout") {
-        Some(v) => shoal_common::units::parse_duration(&v.text())
-            .map_err(|e| anyhow::anyhow!("timeout: {e}")),
-        None => Ok(default),
-    }
-}
 
 /// The parser's message without its usage block: `error: unexpected argument '--mdoe'
 /// found; tip: a similar argument exists: '--mode'`.
@@ -47,8 +41,9 @@ fn receiver_axes(cfg: &Config, receiver_flags: &[String]) -> Vec<String> {
     cfg.params
         .iter()
         .filter(|(k, _)| {
-            (k.starts_with("recv.") && k != "recv.allow-plain")
-                || receiver_flags.iter().any(|f| f == k)
+            // `recv.allow-plain` only lets the receiver accept what the sender chose.
+            argv::route(k, receiver_flags)
+                .is_some_and(|r| r.to_recv && (r.to_send || r.flag != axis::ALLOW_PLAIN))
         })
         .map(|(k, v)| format!("{k}={}", v.text()))
         .collect()
@@ -64,20 +59,14 @@ pub fn check(matrix: &Matrix, runs: u32, timeout: Duration, parse: ArgCheck) -> 
     let identity = PathBuf::from("identity");
     for cfg in &matrix.configs {
         let name = format!("{} ({})", cfg.id, cfg.label());
-        let timeout = match config_timeout(cfg, timeout) {
-            Ok(t) => t,
-            Err(e) => {
-                problems.push(format!("{name}: {e:#}"));
-                continue;
-            }
-        };
-        if cfg.kind() != "shoal" {
+        let timeout = cfg.time_limit(timeout);
+        if cfg.arm.is_baseline() {
             continue;
         }
         let (send_flags, recv_flags) = argv::flags(cfg, &matrix.receiver_flags);
         let (to, run_id) = match &matrix.link {
-            LinkSpec::Remote { receiver, .. } => (receiver.clone(), Some(PLACEHOLDER_RUN_ID)),
-            LinkSpec::Emulated { .. } => ("198.18.0.2:7474".to_string(), None),
+            LinkSpec::Remote(r) => (r.receiver.clone(), Some(PLACEHOLDER_RUN_ID)),
+            LinkSpec::Emulated(_) => ("198.18.0.2:7474".to_string(), None),
         };
         let src = match matrix.payload(cfg.payload()).map(|p| &p.source) {
             Some(PayloadSource::Existing { path }) => path.clone(),
@@ -96,14 +85,14 @@ pub fn check(matrix: &Matrix, runs: u32, timeout: Duration, parse: ArgCheck) -> 
             problems.push(format!("{name}: shoal send: {}", tidy(&e)));
         }
         match &matrix.link {
-            LinkSpec::Emulated { .. } => {
+            LinkSpec::Emulated(_) => {
                 let recv =
                     argv::recv_argv("198.18.0.2:0", Path::new("dest"), &identity, &recv_flags);
                 if let Err(e) = parse(&recv) {
                     problems.push(format!("{name}: shoal recv: {}", tidy(&e)));
                 }
             }
-            LinkSpec::Remote { receiver, .. } => {
+            LinkSpec::Remote(RemoteReceiver { receiver, .. }) => {
                 let axes = receiver_axes(cfg, &matrix.receiver_flags);
                 if !axes.is_empty() {
                     problems.push(format!(
@@ -169,7 +158,7 @@ pub fn plan_text(matrix: &Matrix, runs: u32, seed: u64, timeout: Duration, check
         matrix.configs.len()
     ));
     for c in &matrix.configs {
-        let t = config_timeout(c, timeout).unwrap_or(timeout);
+        let t = c.time_limit(timeout);
         out.push_str(&format!(
             "  {}  {}  (limit {})\n",
             c.id,
@@ -196,14 +185,8 @@ pub fn plan_text(matrix: &Matrix, runs: u32, seed: u64, timeout: Duration, check
     let mut upper = Duration::ZERO;
     let mut estimate = Some(Duration::ZERO);
     let link = match &matrix.link {
-        LinkSpec::Emulated {
-            rtt,
-            rate,
-            check: c,
-            ..
-        } => {
-            let rtt = shoal_link::parse::parse_duration(rtt).ok();
-            let rate = shoal_link::parse::parse_rate(rate).ok();
+        LinkSpec::Emulated(l) => {
+            let c = &l.check;
             out.push_str(&format!(
                 "link: emulated, brought up by the sweep{}\n",
                 if check && *c {
@@ -215,22 +198,22 @@ pub fn plan_text(matrix: &Matrix, runs: u32, seed: u64, timeout: Duration, check
             if check && *c {
                 estimate = estimate.map(|e| e + LINK_CHECK);
             }
-            rtt.zip(rate)
+            Some((l.rtt.value, l.rate.value))
         }
-        LinkSpec::Remote { receiver, .. } => {
+        LinkSpec::Remote(RemoteReceiver { receiver, .. }) => {
             out.push_str(&format!("link: the remote receiver at {receiver}\n"));
             None
         }
     };
     for c in &matrix.configs {
-        let t = config_timeout(c, timeout).unwrap_or(timeout);
+        let t = c.time_limit(timeout);
         upper += t * runs;
         let bytes = matrix
             .payload(c.payload())
             .and_then(|p| payload_size(&p.source))
             .map(|(_, b)| b);
-        let one = match (c.kind(), link, bytes) {
-            ("tar-local", _, Some(_)) => Some(PER_RUN_OVERHEAD),
+        let one = match (c.arm, link, bytes) {
+            (Arm::TarLocal, _, Some(_)) => Some(PER_RUN_OVERHEAD),
             (_, Some((rtt, rate)), Some(b)) if rate > 0 => Some(
                 Duration::from_secs_f64(b as f64 * 8.0 / rate as f64) + rtt * 4 + PER_RUN_OVERHEAD,
             ),

@@ -10,6 +10,9 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
+use crate::arm::Arm;
+use crate::axis;
+
 /// One run as the report sees it.
 #[derive(Clone, Debug)]
 pub struct RunPoint {
@@ -240,7 +243,7 @@ pub fn selects(sel: &[(String, String)], row: &BTreeMap<String, String>) -> bool
         };
         match cell {
             Some(x) if !x.is_empty() => x == v,
-            _ => k == "kind" && v == "shoal",
+            _ => k == axis::KIND && v == Arm::Shoal.name(),
         }
     })
 }

@@ -1,6 +1,5 @@
-//! The sweep's `unsafe` that rustix has no safe call for: a signal handler and wait4 (the
-//! child's resource usage). (`bulk_delete` in engine.rs still calls sync(2) in its own
-//! commented `unsafe` line; rustix::fs::sync is its safe replacement once engine.rs settles.)
+//! The sweep's only `unsafe` code, for what rustix has no safe call for: a signal handler and
+//! wait4 (the child's resource usage).
 #![allow(unsafe_code)]
 
 /// Runs `handler` on SIGINT and SIGTERM.

@@ -1,0 +1,57 @@
+//! Axis names the sweep itself reads (every other axis is a `shoal send` flag of its name), and
+//! the defaults it assumes when a configuration has no such axis. Each defined here once. And
+//! the values an axis takes.
+
+use serde::Serialize;
+
+/// The payload a configuration sends.
+pub const PAYLOAD: &str = "payload";
+/// The kind of arm ([`crate::arm::Arm`]).
+pub const KIND: &str = "kind";
+/// The run's time limit (else the sweep's).
+pub const TIMEOUT: &str = "timeout";
+/// `shoal send --mode`: the transport.
+pub const MODE: &str = "mode";
+/// `shoal send --cc`: the congestion controller.
+pub const CC: &str = "cc";
+/// `shoal send --plain`; a `true` also makes the receiver accept it (`--allow-plain`).
+pub const PLAIN: &str = "plain";
+/// The receiver's flag that accepts `--plain` transfers.
+pub const ALLOW_PLAIN: &str = "allow-plain";
+/// `recv.NAME` is `shoal recv --NAME` alone.
+pub const RECV_PREFIX: &str = "recv.";
+
+/// Axes that are the sweep's own, never a flag of either end.
+pub const SWEEP_AXES: &[&str] = &[PAYLOAD, KIND, TIMEOUT];
+/// Axes that apply to a baseline arm (all others are Shoal flags and are dropped): the
+/// sweep's own.
+pub const BASELINE_AXES: &[&str] = SWEEP_AXES;
+
+/// The transport `shoal send` uses when no `mode` axis picks one (its `--mode` default).
+pub const DEFAULT_MODE: &str = "tcp-bundle";
+/// QUIC modes' names start so; their congestion controller is quinn's unless `cc` says.
+pub const QUIC_MODE_PREFIX: &str = "quic";
+/// The congestion controller a QUIC mode runs when no `cc` axis picks one.
+pub const QUINN_DEFAULT_CC: &str = "quinn-cubic";
+
+/// One value on an axis, as written in the matrix.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum AxisValue {
+    Str(String),
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+}
+
+impl AxisValue {
+    /// The value as text (a flag argument, a CSV cell).
+    pub fn text(&self) -> String {
+        match self {
+            AxisValue::Str(s) => s.clone(),
+            AxisValue::Int(i) => i.to_string(),
+            AxisValue::Float(f) => f.to_string(),
+            AxisValue::Bool(b) => b.to_string(),
+        }
+    }
+}

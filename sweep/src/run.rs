@@ -1,0 +1,259 @@
+//! One run: a fresh destination, the transfer, the counters around it, verification from
+//! disk against the source manifest, and the row that records it all.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use shoal_common::metrics;
+
+use crate::arm::Arm;
+use crate::assemble;
+use crate::axis;
+use crate::columns::{col, f3, Row};
+use crate::context::Sweep;
+use crate::dest;
+use crate::hooks::tamper;
+use crate::linkctx::{counters, udp_drops_in, ReceiverCounters};
+use crate::matrix::Config;
+use crate::payload;
+use crate::plan::{run_id, Planned};
+use crate::progress::Progress;
+use crate::tcpmetrics::flush_tcp_metrics;
+use crate::transfer::Outcome;
+
+pub fn result_line(cfg: &Config, row: &Row) -> String {
+    let g = |c| row.text(c);
+    if g(col::STATUS) == "ok" {
+        format!(
+            "{} {}: ok {} MB/s in {} s ({})",
+            cfg.id,
+            cfg.label(),
+            g(col::MB_PER_S),
+            g(col::SECONDS),
+            if g(col::VERIFIED) == "true" {
+                "verified"
+            } else {
+                "NOT verified: remote receiver"
+            }
+        )
+    } else {
+        format!(
+            "{} {}: FAILED after {} s ({} of {} files verified): {}",
+            cfg.id,
+            cfg.label(),
+            g(col::SECONDS),
+            g(col::FILES_VERIFIED),
+            g(col::PAYLOAD_FILES),
+            g(col::ERROR)
+        )
+    }
+}
+
+impl Sweep<'_> {
+    /// The receiving end's UDP drop counters (and, on another host, its CPU steal) now: read
+    /// inside the receiver's namespace, or asked of a remote receiver's control channel.
+    pub fn receiver_counters(&self) -> Option<ReceiverCounters> {
+        if let Some(l) = &self.link {
+            return Some(ReceiverCounters {
+                drops: udp_drops_in(&l.rcv_ns)?,
+                // One host: the sender's row has the machine's steal.
+                steal: None,
+            });
+        }
+        let facts = self.remote.as_ref()?.control.counters().ok()?.facts;
+        let num = |k: &str| facts.get(k).and_then(|v| v.parse::<u64>().ok());
+        Some(ReceiverCounters {
+            drops: shoal_common::hostfacts::UdpDrops {
+                rcvbuf_errors: num("udp_rcvbuf_errors")?,
+                in_errors: num("udp_in_errors")?,
+            },
+            steal: facts
+                .get("cpu_steal_seconds")
+                .and_then(|v| v.parse::<f64>().ok()),
+        })
+    }
+
+    pub fn one_run(&self, order: usize, p: Planned, progress: &mut Progress) -> Result<Row> {
+        let cfg = &self.matrix.configs[p.config];
+        let payload = &self.payloads[cfg.payload()];
+        let timeout = cfg.time_limit(self.opts.timeout);
+
+        let mut row = Row::new();
+        row.set(col::SWEEP_ID, self.sweep_id.clone());
+        row.set(col::CONFIG_ID, cfg.id.clone());
+        row.set(col::CONFIG, cfg.label());
+        row.set(col::RUN, p.run.to_string());
+        row.set(col::ORDER, order.to_string());
+        row.set(col::ORDER_SEED, self.opts.seed.to_string());
+        row.set(col::KIND, cfg.arm.name().to_string());
+        row.set(col::PAYLOAD, payload.name.clone());
+        row.set(col::PAYLOAD_FILES, payload.files.to_string());
+        row.set(col::PAYLOAD_BYTES, payload.bytes.to_string());
+        for (k, v) in &cfg.params {
+            if k != axis::PAYLOAD && k != axis::KIND {
+                row.set_param(k, v.text());
+            }
+        }
+        row.set(col::TIMEOUT_S, timeout.as_secs_f64().to_string());
+        if let Some(l) = &self.link {
+            row.extend(&l.cols);
+        }
+
+        // A fresh destination: a new folder nobody wrote or deleted before (on a remote
+        // receiver: one it creates for this run id over its control channel).
+        let dest = self
+            .dest_root
+            .join(format!("{order:05}-{}-r{}", cfg.id, p.run));
+        let remote_run = match &self.remote {
+            Some(r) => {
+                r.make_room(payload.bytes, self.opts.settle, progress)?;
+                let run_id = run_id();
+                let folder = r.control.prepare(&run_id)?;
+                r.runs.borrow_mut().push(run_id.clone());
+                row.set(col::DEST, folder.clone());
+                row.set(
+                    col::DEST_FS,
+                    r.facts.get("dest_fs").cloned().unwrap_or_default(),
+                );
+                for (c, fact) in [
+                    (col::RECEIVER_HOST, "host"),
+                    (col::RECEIVER_KERNEL, "kernel"),
+                    (col::RECEIVER_VERSION, "version"),
+                ] {
+                    if let Some(v) = r.facts.get(fact) {
+                        row.set(c, v.clone());
+                    }
+                }
+                Some((run_id, folder))
+            }
+            None => {
+                dest::make_room(
+                    &self.dest_root,
+                    &self.opts.work,
+                    self.opts.settle,
+                    &self.last_bulk_delete,
+                    payload.bytes,
+                    progress,
+                )?;
+                row.set(col::DEST, dest.display().to_string());
+                None
+            }
+        };
+        row.set(
+            col::DEST_PREPARED,
+            match self.last_bulk_delete.get() {
+                None => "new folder; no bulk delete recorded in the work folder".into(),
+                Some(t) => format!(
+                    "new folder; last bulk delete in the work folder {:.0} s before this run",
+                    t.elapsed().unwrap_or_default().as_secs_f64()
+                ),
+            },
+        );
+        if remote_run.is_none() {
+            row.set(col::DEST_FS, payload::fs_type(&self.dest_root));
+        }
+
+        // Quiet wait, then pre-read the source into the page cache.
+        let waited = self.quiet_wait(progress);
+        row.set(col::QUIET_WAIT_SECONDS, format!("{waited:.1}"));
+        let pre = payload::preread(payload)?;
+        row.set(col::PREREAD_SECONDS, f3(pre));
+
+        if self.flush_tcp_metrics {
+            flush_tcp_metrics()?;
+        }
+        let before = self.link.as_ref().map(|l| counters(&l.name));
+        let rcv_udp_before = self.receiver_counters();
+        let load = metrics::load_avg_1m();
+        row.set(col::SWEEP_LOAD_1M_START, format!("{load:.2}"));
+        let timestamp = metrics::utc_timestamp();
+
+        let started = Instant::now();
+        // Sender, receiver and emulator share this machine's cores (with a remote receiver,
+        // this is the sending host alone).
+        let host_cpu = crate::hostcpu::Sampler::start(Duration::from_millis(100));
+        let out = if cfg.arm == Arm::Shoal {
+            let run_id = remote_run.as_ref().map(|(id, _)| id.as_str());
+            self.shoal_transfer(order, cfg, payload, &dest, run_id, timeout)
+        } else {
+            self.baseline_transfer(order, cfg, payload, &dest, timeout)
+        };
+        if let (Some(a), Some(b)) = (rcv_udp_before, self.receiver_counters()) {
+            let d = b.drops.since(a.drops);
+            row.set(col::RECEIVER_UDP_RCVBUF_ERRORS, d.rcvbuf_errors.to_string());
+            row.set(col::RECEIVER_UDP_IN_ERRORS, d.in_errors.to_string());
+            if let (Some(x), Some(y)) = (a.steal, b.steal) {
+                row.set(col::RECEIVER_CPU_STEAL_SECONDS, f3((y - x).max(0.0)));
+            }
+        }
+        if let Some(busy) = host_cpu.finish() {
+            row.set(col::HOST_BUSY_CORES_P90, format!("{:.2}", busy.p90));
+            row.set(col::HOST_BUSY_CORES_MEAN, format!("{:.2}", busy.mean));
+            row.set(
+                col::HOST_ALL_CORES_BUSY_SHARE,
+                format!("{:.2}", busy.all_busy_share),
+            );
+        }
+        // A run that could not even start (e.g. the receiver did not come up) is a failure
+        // row too, and the sweep goes on.
+        let out = out.unwrap_or_else(|e| Outcome {
+            error: format!("{e:#}"),
+            wall_seconds: started.elapsed().as_secs_f64(),
+            ..Default::default()
+        });
+
+        if let (Some(l), Some(b)) = (&self.link, before) {
+            counters(&l.name).put_run_share(&b, &mut row);
+        }
+
+        // Test hook: change the destination between the transfer and the hashing.
+        if self.hooks.tamper(order) {
+            // A remote folder can be reached only when the "remote" receiver is this host.
+            let target = match &remote_run {
+                Some((_, folder)) => PathBuf::from(folder),
+                None => dest.clone(),
+            };
+            let what = tamper(&target);
+            progress.note(&format!("test hook: {what}"));
+        }
+
+        // The RunRow fields: from shoal send's JSON, or filled here for baselines and for
+        // runs that printed nothing (killed).
+        let seconds = match &out.json {
+            Some(j) => {
+                row.put_send_json(j);
+                j["seconds"].as_f64().unwrap_or(out.wall_seconds)
+            }
+            None => {
+                assemble::put_unreported(
+                    &mut row,
+                    &assemble::Unreported {
+                        cfg,
+                        payload,
+                        out: &out,
+                        link: self.link.as_ref(),
+                        timestamp,
+                        load,
+                    },
+                );
+                out.wall_seconds
+            }
+        };
+        row.set(col::SECONDS, format!("{seconds:.6}"));
+        assemble::put_outcome(&mut row, &out);
+
+        // Verification: hash the destination from disk, compare with the source manifest.
+        // (A sweep has an emulated link, with local destinations, or a remote receiver that
+        // hashes its own.)
+        let v = match (&self.remote, &remote_run) {
+            (Some(r), Some((run_id, _))) => match r.control.hash(run_id) {
+                Ok((m, secs)) => payload::compare_with(&payload.manifest, Ok(m), secs),
+                Err(e) => payload::compare_with(&payload.manifest, Err(e), 0.0),
+            },
+            _ => payload::verify(&payload.manifest, &dest),
+        };
+        assemble::put_verdict(&mut row, &out, &v, payload, seconds);
+        Ok(row)
+    }
+}
