@@ -441,6 +441,52 @@ fn report_regenerates_the_committed_sample() {
     let svg = std::fs::read_to_string(t.path().join("throughput.svg")).unwrap();
     assert!(svg.contains("MB/s"), "axis with units");
     assert!(svg.contains("Transfer speed"), "title");
+    // The same medians as JSON, with the spread columns.
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(t.path().join("medians.json")).unwrap()).unwrap();
+    let first = &json.as_array().expect("an array of configurations")[0];
+    for k in ["median_mb_per_s", "q1_mb_per_s", "median_mb_per_s_ci_low", "median_ci_coverage"] {
+        assert!(first[k].is_number(), "{k} in {first}");
+    }
+    // --mbit draws the axis in Mbit/s.
+    let out = shoal()
+        .args(["report", "--mbit"])
+        .arg(t.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let svg = std::fs::read_to_string(t.path().join("throughput.svg")).unwrap();
+    assert!(svg.contains("Mbit/s"), "axis in Mbit/s");
+}
+
+/// `shoal compare A B` of a sweep with itself: every configuration at ratio 1, its interval
+/// holding 1, and a rank test that finds no difference.
+#[test]
+fn compare_of_a_sweep_with_itself_finds_no_difference() {
+    let sample = workspace_root().join("results/samples/quick");
+    let t = tempfile::tempdir().unwrap();
+    for side in ["a", "b"] {
+        std::fs::create_dir(t.path().join(side)).unwrap();
+        std::fs::copy(sample.join("runs.csv"), t.path().join(side).join("runs.csv")).unwrap();
+    }
+    let out = shoal()
+        .current_dir(t.path())
+        .args(["compare", "a", "b", "--csv", "cmp.csv"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", support::text(&out));
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("B / A"), "{table}");
+    let rows = rows(&t.path().join("cmp.csv"));
+    assert!(rows.len() >= 10, "one row per configuration: {rows:?}");
+    for r in &rows {
+        assert_eq!(r["ratio_b_over_a"], "1.000", "{r:?}");
+        let lo: f64 = r["ratio_ci_low"].parse().unwrap();
+        let hi: f64 = r["ratio_ci_high"].parse().unwrap();
+        assert!(lo <= 1.0 && 1.0 <= hi, "{r:?}");
+        let p: f64 = r["mann_whitney_p"].parse().unwrap();
+        assert!(p >= 0.5, "{r:?}");
+    }
 }
 
 /// A `shoal recv --control` on loopback stands in for host B.
