@@ -445,7 +445,12 @@ fn report_regenerates_the_committed_sample() {
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(t.path().join("medians.json")).unwrap()).unwrap();
     let first = &json.as_array().expect("an array of configurations")[0];
-    for k in ["median_mb_per_s", "q1_mb_per_s", "median_mb_per_s_ci_low", "median_ci_coverage"] {
+    for k in [
+        "median_mb_per_s",
+        "q1_mb_per_s",
+        "median_mb_per_s_ci_low",
+        "median_ci_coverage",
+    ] {
         assert!(first[k].is_number(), "{k} in {first}");
     }
     // --mbit draws the axis in Mbit/s.
@@ -467,7 +472,11 @@ fn compare_of_a_sweep_with_itself_finds_no_difference() {
     let t = tempfile::tempdir().unwrap();
     for side in ["a", "b"] {
         std::fs::create_dir(t.path().join(side)).unwrap();
-        std::fs::copy(sample.join("runs.csv"), t.path().join(side).join("runs.csv")).unwrap();
+        std::fs::copy(
+            sample.join("runs.csv"),
+            t.path().join(side).join("runs.csv"),
+        )
+        .unwrap();
     }
     let out = shoal()
         .current_dir(t.path())
@@ -611,6 +620,15 @@ fn two_host_sweep_gets_fresh_verified_folders_through_the_control_channel() {
                 "{row:?}"
             );
         }
+        // One host's two clocks: the estimated offset is 0 within 1 ms.
+        let offset: f64 = row["clock_offset_ms"].parse().unwrap();
+        assert!(offset.abs() < 1.0, "clock offset {offset} ms on one host");
+    }
+    let meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(s.out.join("meta.json")).unwrap()).unwrap();
+    for end in ["start", "end"] {
+        let o = meta["clock_offset"][end]["offset_ms"].as_f64().unwrap();
+        assert!(o.abs() < 1.0, "meta.json clock_offset.{end} = {o} ms");
     }
     // Every run folder was removed through the control channel at the end.
     let left: Vec<_> = std::fs::read_dir(&incoming).unwrap().collect();

@@ -49,6 +49,9 @@ pub enum Request {
     Hash { run_id: String },
     /// Remove the run's folder.
     Cleanup { run_id: String },
+    /// The receiving host's wall clock (`realtime_ns`), for the sender's estimate of the
+    /// offset between the two hosts' clocks.
+    Clock,
 }
 
 /// The receiver's answer to one request.
@@ -66,6 +69,13 @@ pub struct Reply {
     /// Info: free facts, e.g. `version`, `kernel`, `host`, `dest_fs`, `free_bytes`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub facts: BTreeMap<String, String>,
+    /// Clock: the receiving host's wall clock when it answered, ns since the Unix epoch.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub realtime_ns: u64,
+}
+
+fn is_zero(x: &u64) -> bool {
+    *x == 0
 }
 
 impl Reply {

@@ -161,6 +161,13 @@ async fn handle(
             }
             Ok((reply, None))
         }
+        Request::Clock => {
+            reply.realtime_ns = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(0);
+            Ok((reply, None))
+        }
         Request::Counters => {
             // Read before and after each run: /proc files only.
             let f = &mut reply.facts;

@@ -91,6 +91,8 @@ pub mod col {
     pub const RECEIVER_UDP_IN_ERRORS: Col = Col("receiver_udp_in_errors");
     pub const RECEIVER_CPU_STEAL_SECONDS: Col = Col("receiver_cpu_steal_seconds");
     pub const RECEIVER_REPORT: Col = Col("receiver_report");
+    pub const CLOCK_OFFSET_MS: Col = Col("clock_offset_ms");
+    pub const CLOCK_OFFSET_RTT_MS: Col = Col("clock_offset_rtt_ms");
     pub const COMMAND: Col = Col("command");
     pub const LINK_NAME: Col = Col("link_name");
     pub const LINK_BACKEND: Col = Col("link_backend");
@@ -117,6 +119,14 @@ pub mod col {
     pub const LINK_CPU_SECONDS: Col = Col("link_cpu_seconds");
     pub const LINK_UP_AFTER: Col = Col("link_up_after");
 }
+
+/// RunRow's per-file latency columns (sender's send stamp → receiver's close stamp).
+pub const LATENCY_COLUMNS: &[&str] = &[
+    "latency_p50_ms",
+    "latency_p90_ms",
+    "latency_p99_ms",
+    "latency_max_ms",
+];
 
 /// Columns before the parameters.
 pub const LEAD: &[Col] = &[
@@ -188,6 +198,8 @@ pub const TAIL: &[Col] = &[
     col::RECEIVER_UDP_IN_ERRORS,
     col::RECEIVER_CPU_STEAL_SECONDS,
     col::RECEIVER_REPORT,
+    col::CLOCK_OFFSET_MS,
+    col::CLOCK_OFFSET_RTT_MS,
     col::COMMAND,
     col::LINK_NAME,
     col::LINK_BACKEND,
@@ -257,6 +269,18 @@ impl Row {
                     other => other.to_string(),
                 };
                 self.0.insert(k.clone(), cell);
+            }
+        }
+    }
+
+    /// Per-file latency measured from a sender stamp to a receiver stamp on another host,
+    /// corrected by the receiver's clock offset (receiver − sender, ms): every latency column
+    /// `shoal send` reported shifts by the same amount.
+    pub fn correct_latency(&mut self, offset_ms: f64) {
+        for name in LATENCY_COLUMNS {
+            if let Some(v) = self.0.get(*name).and_then(|v| v.parse::<f64>().ok()) {
+                self.0
+                    .insert(name.to_string(), format!("{:.3}", v - offset_ms));
             }
         }
     }

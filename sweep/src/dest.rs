@@ -17,6 +17,9 @@ pub struct RemoteCtx {
     pub runs: std::cell::RefCell<Vec<String>>,
     /// The receiving host's facts (`recv --control` info), put in every row.
     pub facts: BTreeMap<String, String>,
+    /// The receiving host's clock offset measured before the first run: per-file latency
+    /// (sender stamp → receiver stamp) is corrected by it.
+    pub clock: Option<crate::remote::ClockOffset>,
 }
 
 impl RemoteCtx {

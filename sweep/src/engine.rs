@@ -38,6 +38,8 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| "sweep".into());
     let started_at = metrics::utc_timestamp();
+    /// Clock probes per estimate of a remote receiver's clock offset.
+    const CLOCK_PROBES: usize = 8;
     let the_plan = plan(matrix.configs.len(), opts.runs, opts.seed);
     let total = the_plan.len();
     println!(
@@ -54,10 +56,16 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
         LinkSpec::Remote(r) => {
             let control = Remote::new(&r.receiver, r.pin.as_deref(), r.token_file.as_deref())?;
             let info = crate::remote::first_contact(&control, r.token_file.as_deref())?;
+            let clock = control.clock_offset(CLOCK_PROBES)?;
+            println!(
+                "receiver clock: {:+.3} ms from this host's (probe round trip {:.3} ms; per-file latency is corrected by it)",
+                clock.offset_ms, clock.rtt_ms
+            );
             Some(RemoteCtx {
                 control,
                 runs: Default::default(),
                 facts: info.facts,
+                clock: Some(clock),
             })
         }
         LinkSpec::Emulated(_) => None,
@@ -97,8 +105,13 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
 
     // Settle: files deleted less than `settle` ago (e.g. the previous sweep's destinations)
     // slow new-inode allocation on journal-less ext4; wait out the rest before the first run.
+    // (Only where the destinations are: a two-host sweep writes on the receiving host, which
+    // an earlier delete here does not slow.)
     let last_delete = last_bulk_delete(&opts.work);
-    if let Some(age) = last_delete.and_then(|t| t.elapsed().ok()) {
+    if let Some(age) = last_delete
+        .filter(|_| remote_ctx.is_none())
+        .and_then(|t| t.elapsed().ok())
+    {
         if age < opts.settle {
             let wait = opts.settle - age;
             println!(
@@ -250,7 +263,8 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
                 work_run.display()
             );
         }
-    } else {
+    } else if sw.remote.is_none() {
+        // (A two-host sweep's destinations are on the receiving host: said below.)
         println!("destinations kept under {}", sw.dest_root.display());
     }
     if let Some(r) = &sw.remote {
@@ -264,6 +278,29 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
         }
     }
 
+    // The receiving host's clock again: a drift between start and end shows how far the
+    // latency correction (made with the start's offset) can be off for the last runs.
+    if let Some(r) = &sw.remote {
+        let end = r.control.clock_offset(CLOCK_PROBES);
+        let start = r.clock;
+        if let (Some(s), Ok(e)) = (start, &end) {
+            let drift = e.offset_ms - s.offset_ms;
+            println!(
+                "receiver clock at the end: {:+.3} ms (drift {drift:+.3} ms since the start{})",
+                e.offset_ms,
+                if drift.abs() > 1.0 {
+                    "; over 1 ms: per-file latency of late runs is off by up to that much"
+                } else {
+                    ""
+                }
+            );
+        }
+        meta["clock_offset"] = serde_json::json!({
+            "method": "control-channel clock probes; the probe with the shortest round trip",
+            "start": start,
+            "end": end.ok(),
+        });
+    }
     meta["finished"] = serde_json::json!(metrics::utc_timestamp());
     meta["runs_done"] = serde_json::json!(done);
     meta["runs_ok"] = serde_json::json!(ok);

@@ -96,6 +96,15 @@ impl Remote {
     }
 
     fn call_inner(&self, req: &Request, manifest: bool) -> Result<(Reply, Option<Manifest>)> {
+        let (mut tls, mut buf) = self.connect()?;
+        let out = exchange(&mut tls, &mut buf, req, manifest)?;
+        tls.conn.send_close_notify();
+        let _ = tls.flush();
+        Ok(out)
+    }
+
+    /// A TLS connection to the control channel, its opening (with the token) sent.
+    fn connect(&self) -> Result<(TlsStream, BytesMut)> {
         let unreachable = |msg: String| Failure {
             stage: Stage::Unreachable,
             msg,
@@ -110,6 +119,7 @@ impl Remote {
             .map_err(|e| unreachable(format!("cannot connect to {addr}: {e}")))?;
         tcp.set_read_timeout(Some(self.timeout))?;
         tcp.set_write_timeout(Some(Duration::from_secs(60)))?;
+        tcp.set_nodelay(true)?;
         let conn = rustls::ClientConnection::new(self.tls.clone(), identity::server_name())?;
         let mut tls = rustls::StreamOwned::new(conn, tcp);
         // The handshake on its own, so that a certificate that is not the pinned one is
@@ -122,33 +132,95 @@ impl Remote {
         }
         let mut out = BytesMut::new();
         control::encode_open(&self.token, &mut out);
-        control::encode_frame(KIND_JSON, &serde_json::to_vec(req)?, &mut out);
         tls.write_all(&out)?;
-        tls.flush()?;
-        let mut buf = BytesMut::new();
-        let reply: Reply = match next_frame(&mut tls, &mut buf)? {
-            (KIND_JSON, body) => serde_json::from_slice(&body).context("bad control reply")?,
-            (k, _) => bail!("unexpected frame kind {k}"),
-        };
-        if !reply.ok {
-            return Err(Failure {
-                stage: Stage::Refused,
-                msg: format!("the receiver says: {}", reply.error),
+        Ok((tls, BytesMut::new()))
+    }
+
+    /// The offset of the receiving host's wall clock from this one's, from `probes` clock
+    /// requests on one connection: each gives an offset `t_B − (t_sent + t_answered) / 2`,
+    /// wrong by at most half its round trip (when the request and the answer took very
+    /// different times); the probe with the shortest round trip is kept (NTP's rule).
+    pub fn clock_offset(&self, probes: usize) -> Result<ClockOffset> {
+        let what = format!("control clock at {}", self.addr);
+        let (mut tls, mut buf) = self.connect().with_context(|| what.clone())?;
+        let mut best: Option<ClockOffset> = None;
+        for _ in 0..probes.max(1) {
+            let t0 = realtime_ns();
+            let (reply, _) = exchange(&mut tls, &mut buf, &Request::Clock, false)
+                .with_context(|| what.clone())?;
+            let t1 = realtime_ns();
+            if reply.realtime_ns == 0 {
+                bail!("{what}: the receiver does not report its clock (an older shoal?)");
             }
-            .into());
+            let rtt = t1.saturating_sub(t0);
+            let offset = reply.realtime_ns as i128 - ((t0 as i128 + t1 as i128) / 2);
+            let probe = ClockOffset {
+                offset_ms: offset as f64 / 1e6,
+                rtt_ms: rtt as f64 / 1e6,
+                probes,
+            };
+            if best.as_ref().is_none_or(|b| probe.rtt_ms < b.rtt_ms) {
+                best = Some(probe);
+            }
         }
-        let m = if manifest {
-            match next_frame(&mut tls, &mut buf)? {
-                (KIND_MANIFEST, body) => Some(control::decode_manifest(&body)?),
-                (k, _) => bail!("expected a manifest, got frame kind {k}"),
-            }
-        } else {
-            None
-        };
         tls.conn.send_close_notify();
         let _ = tls.flush();
-        Ok((reply, m))
+        Ok(best.expect("at least one probe"))
     }
+}
+
+type TlsStream = rustls::StreamOwned<rustls::ClientConnection, TcpStream>;
+
+/// One request and its reply (and manifest) on an open control connection.
+fn exchange(
+    tls: &mut TlsStream,
+    buf: &mut BytesMut,
+    req: &Request,
+    manifest: bool,
+) -> Result<(Reply, Option<Manifest>)> {
+    let mut out = BytesMut::new();
+    control::encode_frame(KIND_JSON, &serde_json::to_vec(req)?, &mut out);
+    tls.write_all(&out)?;
+    tls.flush()?;
+    let reply: Reply = match next_frame(tls, buf)? {
+        (KIND_JSON, body) => serde_json::from_slice(&body).context("bad control reply")?,
+        (k, _) => bail!("unexpected frame kind {k}"),
+    };
+    if !reply.ok {
+        return Err(Failure {
+            stage: Stage::Refused,
+            msg: format!("the receiver says: {}", reply.error),
+        }
+        .into());
+    }
+    let m = if manifest {
+        match next_frame(tls, buf)? {
+            (KIND_MANIFEST, body) => Some(control::decode_manifest(&body)?),
+            (k, _) => bail!("expected a manifest, got frame kind {k}"),
+        }
+    } else {
+        None
+    };
+    Ok((reply, m))
+}
+
+fn realtime_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+/// The receiving host's clock minus this host's, as one clock probe measured it.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct ClockOffset {
+    /// Receiver's wall clock − sender's (ms); subtract it from a time measured from a sender
+    /// stamp to a receiver stamp.
+    pub offset_ms: f64,
+    /// The round trip of the probe used; the offset is exact to within half of it.
+    pub rtt_ms: f64,
+    /// Probes sent; the one with the shortest round trip was kept.
+    pub probes: usize,
 }
 
 /// Where a control request failed, so that the sweep can say what is wrong.
@@ -217,6 +289,7 @@ fn op_name(req: &Request) -> &'static str {
         Request::Prepare { .. } => "prepare",
         Request::Hash { .. } => "hash",
         Request::Cleanup { .. } => "cleanup",
+        Request::Clock => "clock",
     }
 }
 

@@ -223,6 +223,11 @@ impl Sweep<'_> {
         let seconds = match &out.json {
             Some(j) => {
                 row.put_send_json(j);
+                if let Some(c) = self.remote.as_ref().and_then(|r| r.clock) {
+                    row.correct_latency(c.offset_ms);
+                    row.set(col::CLOCK_OFFSET_MS, format!("{:.3}", c.offset_ms));
+                    row.set(col::CLOCK_OFFSET_RTT_MS, format!("{:.3}", c.rtt_ms));
+                }
                 j["seconds"].as_f64().unwrap_or(out.wall_seconds)
             }
             None => {
