@@ -562,7 +562,7 @@ connections = 8
         };
         let m = e("rtt = \"20ms\"", "rtt = \"20 parsecs\"");
         assert!(m.contains("line 7, [link] rtt = \"20 parsecs\": "), "{m}");
-        assert!(m.contains("unknown time unit"), "{m}");
+        assert!(m.contains("unknown duration unit 'parsecs'"), "{m}");
         let m = e("runs = 3", "runs = 3\nruns_per = 3");
         assert!(
             m.contains("[sweep] runs_per = 3: unknown field `runs_per`"),
