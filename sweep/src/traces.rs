@@ -17,9 +17,7 @@ use anyhow::{Context, Result};
 
 use crate::report::ConfigSummary;
 
-pub const SENDER_SERIES: &str = "sender-series.csv";
-pub const LATENCY: &str = "latency.csv";
-pub const RECEIVER_SERIES: &str = "receiver-series.csv";
+pub use shoal_common::traces::{LATENCY, RECEIVER_SERIES, SENDER_SERIES};
 
 /// The folder of one run's traces.
 pub fn run_dir(out: &Path, config_id: &str, run: &str) -> PathBuf {
