@@ -198,6 +198,7 @@ struct RecvArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("series_out").args(["stats_out", "trace_dir"])))]
 struct SendArgs {
     /// Receiver address, host:port.
     #[arg(long)]
@@ -254,7 +255,7 @@ struct SendArgs {
     connections: u16,
     /// Sample RTT, cwnd, retransmits, goodput… of every connection this often (e.g. 100ms)
     /// into --stats-out, or into --trace-dir's series [default with --trace-dir: 100ms].
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = parse_duration, requires = "series_out")]
     stats_interval: Option<Duration>,
     /// The sender's time-series CSV for --stats-interval: per sample and connection, the
     /// cumulative counters and the interval's goodput and retransmits (docs/csv-schema.md).
@@ -470,9 +471,6 @@ async fn send(a: SendArgs) -> Result<ExitCode> {
                 Some(dir.join(shoal_common::traces::LATENCY)),
                 Some(dir.join(shoal_common::traces::RECEIVER_SERIES)),
             )
-        }
-        None if a.stats_interval.is_some() && a.stats_out.is_none() => {
-            bail!("--stats-interval needs --stats-out or --trace-dir")
         }
         None => (a.stats_interval, a.stats_out, a.latency_out, None),
     };

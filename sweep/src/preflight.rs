@@ -51,7 +51,14 @@ fn receiver_axes(cfg: &Config, receiver_flags: &[String]) -> Vec<String> {
 
 /// Every check that needs neither the link, nor a payload, nor a receiver. Every problem is
 /// reported, each naming its configuration.
-pub fn check(matrix: &Matrix, runs: u32, timeout: Duration, parse: ArgCheck) -> Result<()> {
+/// With `traces`, every run's `shoal send` gets `--trace-dir`.
+pub fn check(
+    matrix: &Matrix,
+    runs: u32,
+    timeout: Duration,
+    traces: bool,
+    parse: ArgCheck,
+) -> Result<()> {
     if runs == 0 {
         bail!("0 runs per configuration: nothing to run (--runs must be at least 1)");
     }
@@ -79,6 +86,7 @@ pub fn check(matrix: &Matrix, runs: u32, timeout: Duration, parse: ArgCheck) -> 
             timeout,
             run_id,
             &identity,
+            traces.then_some(Path::new("traces/run")),
             &send_flags,
         );
         if let Err(e) = parse(&send) {

@@ -44,6 +44,7 @@ impl Sweep<'_> {
         payload: &Payload,
         dest: &Path,
         run_id: Option<&str>,
+        trace_dir: Option<&Path>,
         timeout: Duration,
     ) -> Result<Outcome> {
         let (send_flags, recv_flags) = argv::flags(cfg, &self.matrix.receiver_flags);
@@ -90,6 +91,7 @@ impl Sweep<'_> {
             timeout,
             run_id,
             &self.identity,
+            trace_dir,
             &send_flags,
         ))
         .stdin(Stdio::null())
