@@ -467,6 +467,13 @@ fn two_host_sweep_gets_fresh_verified_folders_through_the_control_channel() {
             assert_eq!(row["verify_result"], "identical");
             assert_eq!(row["files_verified"], "200");
             assert!(!row["receiver_host"].is_empty());
+            // The sender runs here: its traces too, whoever receives.
+            let traces = s
+                .out
+                .join(format!("traces/{}-r{}", row["config_id"], row["run"]));
+            for f in ["sender-series.csv", "latency.csv", "receiver-series.csv"] {
+                assert!(traces.join(f).exists(), "{}/{f}", traces.display());
+            }
             // The receiving host's UDP drops and CPU steal over the run, via its control channel.
             assert!(
                 row["receiver_udp_rcvbuf_errors"].parse::<u64>().is_ok(),

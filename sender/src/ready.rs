@@ -18,6 +18,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub(crate) struct Ready {
     files: AtomicU64,
     bytes: AtomicU64,
+    /// Connections that have received the completion report.
+    completions: AtomicU64,
 }
 
 impl Ready {
@@ -31,6 +33,12 @@ impl Ready {
     pub(crate) fn complete(&self, files: u64, bytes: u64) {
         self.files.fetch_max(files, Ordering::Relaxed);
         self.bytes.fetch_max(bytes, Ordering::Relaxed);
+        self.completions.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Connections that have received the completion report.
+    pub(crate) fn completions(&self) -> u64 {
+        self.completions.load(Ordering::Relaxed)
     }
 
     /// (files, bytes) so far.

@@ -224,6 +224,7 @@ async fn transfer(
                 t0: clock.started_at(),
                 probes: probes.clone(),
                 ready: ready.clone(),
+                connections: n,
                 sender_out: config.stats_out.as_deref(),
                 receiver_out: config.receiver_series_out.as_deref(),
             })?)

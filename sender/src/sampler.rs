@@ -28,6 +28,9 @@ pub(crate) struct Sources<'a> {
     pub t0: Instant,
     pub probes: Arc<Mutex<Vec<(u16, Probe)>>>,
     pub ready: Arc<Ready>,
+    /// The run's connections: sampling ends with a sample after every one of them has its
+    /// completion report (what follows, e.g. QUIC's closing handshake, is not the transfer).
+    pub connections: u16,
     /// The sender's series (`--stats-out`).
     pub sender_out: Option<&'a Path>,
     /// The receiver's series.
@@ -92,6 +95,7 @@ pub(crate) fn spawn(s: Sources) -> Result<Sampler> {
         t0,
         probes,
         ready,
+        connections,
         ..
     } = s;
     let (stop, mut stopped) = oneshot::channel();
@@ -147,7 +151,7 @@ pub(crate) fn spawn(s: Sources) -> Result<Sampler> {
                 prev_bytes = bytes;
             }
             prev_t = t;
-            if last {
+            if last || ready.completions() >= u64::from(connections) {
                 if let Some(w) = sender.as_mut() {
                     let _ = w.flush();
                 }
@@ -162,7 +166,8 @@ pub(crate) fn spawn(s: Sources) -> Result<Sampler> {
 }
 
 impl Sampler {
-    /// Takes a last sample and closes the files.
+    /// Takes a last sample (unless sampling ended after every connection's completion report)
+    /// and closes the files.
     pub(crate) async fn stop(self) {
         let _ = self.stop.send(());
         let _ = self.task.await;
@@ -184,6 +189,7 @@ mod tests {
             t0: Instant::now(),
             probes: Arc::new(Mutex::new(Vec::new())),
             ready: ready.clone(),
+            connections: 1,
             sender_out: Some(&snd),
             receiver_out: Some(&rcv),
         })
@@ -191,6 +197,15 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(50)).await;
         ready.add(2, 1_000_000);
         tokio::time::sleep(Duration::from_millis(50)).await;
+        // The completion report ends the sampling: no rows after it.
+        ready.complete(2, 1_000_000);
+        tokio::time::sleep(Duration::from_millis(80)).await;
+        let rows_then = std::fs::read_to_string(&rcv).unwrap().lines().count();
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        assert_eq!(
+            std::fs::read_to_string(&rcv).unwrap().lines().count(),
+            rows_then
+        );
         sampler.stop().await;
         let s = std::fs::read_to_string(&snd).unwrap();
         assert!(s.starts_with("run_id,t_s,conn,"), "{s}");

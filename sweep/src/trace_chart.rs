@@ -182,9 +182,12 @@ fn draw_cdfs<DB: DrawingBackend>(
             .map_err(err)?;
         for (i, l) in lines.iter().enumerate() {
             let colour = PALETTE[i % PALETTE.len()];
+            // An empirical CDF is 0% below its lowest value: the line rises from there (a run
+            // of one file is then a vertical step, not an invisible single point).
+            let start = l.points.first().map(|p| (p.0, 0.0));
             chart
                 .draw_series(LineSeries::new(
-                    l.points.iter().copied(),
+                    start.into_iter().chain(l.points.iter().copied()),
                     colour.stroke_width(2),
                 ))
                 .map_err(err)?
