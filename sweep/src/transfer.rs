@@ -130,7 +130,7 @@ impl Sweep<'_> {
             }
         };
         out.wall_seconds = t0.elapsed().as_secs_f64();
-        let stdout: Vec<String> = srx.try_iter().collect();
+        let stdout = proc::drain(&srx, Duration::from_secs(5));
         out.json = stdout
             .iter()
             .rev()
