@@ -589,11 +589,15 @@ connections = 8
 
     #[test]
     fn traces_switch_and_per_run_file_axes() {
-        assert_eq!(Matrix::parse(M).unwrap().traces, None);
-        let off = M.replace("runs = 3", "runs = 3\ntraces = false");
+        let base = M.replace("[[also]]\n", "[[also]]\npayload = \"small\"\n");
+        assert_eq!(Matrix::parse(&base).unwrap().traces, None);
+        let off = base.replace("runs = 3", "runs = 3\ntraces = false");
         assert_eq!(Matrix::parse(&off).unwrap().traces, Some(false));
         for axis in ["stats-out", "latency-out", "trace-dir"] {
-            let m = M.replace("connections = [1, 8]", &format!("{axis} = [\"x.csv\"]"));
+            let m = base.replace(
+                "connections = [1, 8]",
+                &format!("connections = [1, 8]\n{axis} = [\"x.csv\"]"),
+            );
             let e = format!("{:#}", Matrix::parse(&m).unwrap_err());
             assert!(
                 e.contains(&format!("axis {axis}: every run would write the same file")),
@@ -601,7 +605,10 @@ connections = 8
             );
             assert!(e.contains("OUT/traces/<config_id>-r<run>/"), "{e}");
         }
-        let m = M.replace("connections = [1, 8]", "stats-interval = [\"50ms\"]");
-        assert!(Matrix::parse(&m).is_ok());
+        let m = base.replace(
+            "connections = [1, 8]",
+            "connections = [1, 8]\nstats-interval = [\"50ms\"]",
+        );
+        Matrix::parse(&m).unwrap();
     }
 }
