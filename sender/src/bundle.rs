@@ -58,6 +58,7 @@ where
     })
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn send_records<W: AsyncWrite + Unpin>(
     wr: &mut W,
     hello: &Hello,

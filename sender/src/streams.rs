@@ -150,6 +150,7 @@ where
     })
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn send_files<W: AsyncWrite + Unpin>(
     control: &mut W,
     opener: &Opener,

@@ -37,6 +37,7 @@ pub struct Outcome {
 }
 
 impl Sweep<'_> {
+    #[allow(clippy::too_many_arguments)]
     pub fn shoal_transfer(
         &self,
         order: usize,
