@@ -237,11 +237,11 @@ fn stats_time_series_samples_every_connection() {
 fn check_series(series: &Path) {
     let mut r = csv::Reader::from_path(series).unwrap();
     let headers = r.headers().unwrap().clone();
-    assert_eq!(&headers[0], "t_s");
+    assert_eq!((&headers[0], &headers[1]), ("run_id", "t_s"));
     assert!(headers.iter().any(|h| h == "cwnd_bytes"));
     let rows: Vec<csv::StringRecord> = r.records().map(Result::unwrap).collect();
     assert!(rows.len() >= 4, "{} samples", rows.len());
-    let conns: std::collections::BTreeSet<String> = rows.iter().map(|r| r[1].to_string()).collect();
+    let conns: std::collections::BTreeSet<String> = rows.iter().map(|r| r[2].to_string()).collect();
     assert_eq!(conns.len(), 2, "both connections sampled");
     let rtt_col = headers.iter().position(|h| h == "rtt_ms").unwrap();
     assert!(rows

@@ -228,7 +228,7 @@ fn latency_distribution_is_written_on_request() {
     );
     assert!(out.status.success(), "{}", text(&out));
     let text = std::fs::read_to_string(&hist).unwrap();
-    assert!(text.starts_with("value_ms,percentile,count_at_or_below"));
+    assert!(text.starts_with("run_id,value_ms,percentile,count_at_or_below"));
     let last: u64 = text
         .lines()
         .last()

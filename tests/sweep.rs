@@ -9,9 +9,9 @@ mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
-use support::{root_only, rows, serial, shoal, shoal_bin, sys, workspace_root};
+use support::sweep::{sweep, sweep_any};
+use support::{root_only, rows, serial, shoal, shoal_bin, workspace_root};
 
 /// `sha256sum FILE`, hex.
 fn sha256sum(p: &Path) -> String {
@@ -21,90 +21,6 @@ fn sha256sum(p: &Path) -> String {
         .next()
         .unwrap()
         .to_string()
-}
-
-struct Sweep {
-    out: PathBuf,
-    stdout: String,
-    stderr: String,
-    ok: bool,
-}
-
-/// Runs `shoal sweep` with a time limit; brings the link down afterwards whatever happened;
-/// the sweep must exit 0.
-fn sweep(
-    dir: &Path,
-    name: &str,
-    matrix: &str,
-    link: &str,
-    extra: &[&str],
-    env: &[(&str, &str)],
-) -> Sweep {
-    let s = sweep_any(dir, name, matrix, link, extra, env);
-    assert!(
-        s.ok,
-        "shoal sweep failed\nstdout:\n{}\nstderr:\n{}",
-        s.stdout, s.stderr
-    );
-    s
-}
-
-/// [`sweep`], whatever its exit status.
-fn sweep_any(
-    dir: &Path,
-    name: &str,
-    matrix: &str,
-    link: &str,
-    extra: &[&str],
-    env: &[(&str, &str)],
-) -> Sweep {
-    let mpath = dir.join(format!("{name}.toml"));
-    std::fs::write(&mpath, matrix).unwrap();
-    let out = dir.join(name);
-    let mut cmd = shoal();
-    cmd.arg("sweep")
-        .arg("--matrix")
-        .arg(&mpath)
-        .arg("--out")
-        .arg(&out)
-        .arg("--work")
-        .arg(dir.join("work"))
-        .args(["--settle", "0s"])
-        .args(extra)
-        .envs(env.iter().copied())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let child = cmd.spawn().expect("starting shoal sweep");
-    let pid = child.id();
-    // A watchdog ends the sweep (by its PID) if it hangs; the sweep cleans up on SIGTERM.
-    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let d2 = done.clone();
-    let watchdog = std::thread::spawn(move || {
-        let t0 = Instant::now();
-        while t0.elapsed() < Duration::from_secs(400) {
-            if d2.load(std::sync::atomic::Ordering::SeqCst) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        sys::terminate(pid);
-    });
-    let output = child.wait_with_output().expect("waiting for shoal sweep");
-    done.store(true, std::sync::atomic::Ordering::SeqCst);
-    let _ = watchdog.join();
-    let _ = shoal()
-        .args(["link", "down", "--name", link])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
-    let s = Sweep {
-        out,
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        ok: output.status.success(),
-    };
-    s
 }
 
 fn matrix(link: &str, rtt: &str, rate: &str, payload: &str, axes: &str) -> String {
@@ -606,6 +522,13 @@ fn two_host_sweep_gets_fresh_verified_folders_through_the_control_channel() {
             assert_eq!(row["verify_result"], "identical");
             assert_eq!(row["files_verified"], "200");
             assert!(!row["receiver_host"].is_empty());
+            // The sender runs here: its traces too, whoever receives.
+            let traces = s
+                .out
+                .join(format!("traces/{}-r{}", row["config_id"], row["run"]));
+            for f in ["sender-series.csv", "latency.csv", "receiver-series.csv"] {
+                assert!(traces.join(f).exists(), "{}/{f}", traces.display());
+            }
             // The receiving host's UDP drops and CPU steal over the run, via its control channel.
             assert!(
                 row["receiver_udp_rcvbuf_errors"].parse::<u64>().is_ok(),

@@ -95,6 +95,7 @@ pub async fn run(a: DemoArgs) -> Result<ExitCode> {
         connections: 1,
         stats_interval: None,
         stats_out: None,
+        receiver_series_out: None,
         run_id: None,
         provenance: crate::provenance(),
         hooks: Default::default(),

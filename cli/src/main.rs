@@ -198,6 +198,7 @@ struct RecvArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("series_out").args(["stats_out", "trace_dir"])))]
 struct SendArgs {
     /// Receiver address, host:port.
     #[arg(long)]
@@ -237,8 +238,9 @@ struct SendArgs {
     read_ahead: u64,
     #[command(flatten)]
     flow: FlowArgs,
-    /// Write the full per-file latency distribution (CSV: value_ms, percentile, count).
-    #[arg(long)]
+    /// Write the full per-file latency distribution (CSV: run_id, value_ms, percentile,
+    /// count_at_or_below).
+    #[arg(long, conflicts_with = "trace_dir")]
     latency_out: Option<PathBuf>,
     /// Congestion controller: cubic, bbr or reno [default: the system default for TCP
     /// (net.ipv4.tcp_congestion_control), CUBIC for QUIC]. TCP sets TCP_CONGESTION on every
@@ -251,13 +253,20 @@ struct SendArgs {
     /// the run and split over them.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
     connections: u16,
-    /// Sample RTT, cwnd, retransmits… of every connection this often (e.g. 100ms) into
-    /// --stats-out.
-    #[arg(long, value_parser = parse_duration, requires = "stats_out")]
+    /// Sample RTT, cwnd, retransmits, goodput… of every connection this often (e.g. 100ms)
+    /// into --stats-out, or into --trace-dir's series [default with --trace-dir: 100ms].
+    #[arg(long, value_parser = parse_duration, requires = "series_out")]
     stats_interval: Option<Duration>,
-    /// Time-series CSV for --stats-interval.
-    #[arg(long, requires = "stats_interval")]
+    /// The sender's time-series CSV for --stats-interval: per sample and connection, the
+    /// cumulative counters and the interval's goodput and retransmits (docs/csv-schema.md).
+    #[arg(long, requires = "stats_interval", conflicts_with = "trace_dir")]
     stats_out: Option<PathBuf>,
+    /// Keep the run's traces in this folder (created if missing): sender-series.csv (as
+    /// --stats-out), latency.csv (as --latency-out) and receiver-series.csv (files and bytes
+    /// the receiver reported ready, sampled on the same tick; times are when the sender
+    /// learnt of them). Every row carries the run id. `shoal sweep` keeps one per run.
+    #[arg(long, value_name = "DIR")]
+    trace_dir: Option<PathBuf>,
     /// Test hook: corrupt the record of file N (walk order) to exercise the receiver's checks.
     #[arg(long, hide = true)]
     test_corrupt_file: Option<usize>,
@@ -449,6 +458,22 @@ async fn send(a: SendArgs) -> Result<ExitCode> {
         }
         _ => bail!("--pin and --token-file go together"),
     };
+    let (stats_interval, stats_out, latency_out, receiver_series_out) = match &a.trace_dir {
+        Some(dir) => {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+            (
+                Some(
+                    a.stats_interval
+                        .unwrap_or(shoal_common::traces::DEFAULT_INTERVAL),
+                ),
+                Some(dir.join(shoal_common::traces::SENDER_SERIES)),
+                Some(dir.join(shoal_common::traces::LATENCY)),
+                Some(dir.join(shoal_common::traces::RECEIVER_SERIES)),
+            )
+        }
+        None => (a.stats_interval, a.stats_out, a.latency_out, None),
+    };
     let config = shoal_sender::SendConfig {
         to: a.to,
         src: a.src,
@@ -464,11 +489,12 @@ async fn send(a: SendArgs) -> Result<ExitCode> {
         connect_timeout: a.connect_timeout,
         timeout: a.timeout,
         run_id: a.run_id,
-        latency_out: a.latency_out,
+        latency_out,
         cc: a.cc,
         connections: a.connections,
-        stats_interval: a.stats_interval,
-        stats_out: a.stats_out,
+        stats_interval,
+        stats_out,
+        receiver_series_out,
         provenance: provenance(),
         hooks: shoal_sender::TestHooks {
             corrupt_file: a.test_corrupt_file,

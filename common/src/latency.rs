@@ -85,20 +85,20 @@ impl LatencyHistogram {
         Ok(Self(h))
     }
 
-    /// Writes the full distribution as CSV: `value_ms,percentile,count_at_or_below`, one row
-    /// per recorded bucket, for plotting.
-    pub fn write_distribution(&self, path: &Path) -> Result<()> {
+    /// Writes the full distribution as CSV: `run_id,value_ms,percentile,count_at_or_below`,
+    /// one row per recorded bucket, for plotting; every row carries `run_id`.
+    pub fn write_distribution(&self, path: &Path, run_id: &str) -> Result<()> {
         let mut f = std::io::BufWriter::new(
             std::fs::File::create(path)
                 .with_context(|| format!("cannot create {}", path.display()))?,
         );
-        writeln!(f, "value_ms,percentile,count_at_or_below")?;
+        writeln!(f, "run_id,value_ms,percentile,count_at_or_below")?;
         let mut cumulative = 0u64;
         for v in self.0.iter_recorded() {
             cumulative += v.count_at_value();
             writeln!(
                 f,
-                "{:.3},{:.5},{}",
+                "{run_id},{:.3},{:.5},{}",
                 v.value_iterated_to() as f64 / 1000.0,
                 v.percentile(),
                 cumulative
@@ -128,8 +128,11 @@ mod tests {
         let back = LatencyHistogram::from_bytes(&h.to_bytes()).unwrap();
         assert_eq!(back.summary(), s);
         let t = tempfile::tempdir().unwrap();
-        h.write_distribution(&t.path().join("d.csv")).unwrap();
+        h.write_distribution(&t.path().join("d.csv"), "ab12")
+            .unwrap();
         let text = std::fs::read_to_string(t.path().join("d.csv")).unwrap();
         assert!(text.lines().count() > 50);
+        assert!(text.starts_with("run_id,value_ms,"));
+        assert!(text.lines().skip(1).all(|l| l.starts_with("ab12,")));
     }
 }

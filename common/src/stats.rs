@@ -11,6 +11,7 @@ use serde::Serialize;
 use socket2::SockRef;
 
 use crate::config::Cc;
+use crate::quic_cc::AckedBytes;
 
 /// One connection's figures at one moment.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
@@ -32,7 +33,9 @@ pub struct ConnStats {
     /// TCP `delivery_rate` (bytes/s; QUIC: 0, not exposed).
     pub delivery_rate: u64,
     pub bytes_sent: u64,
-    /// TCP: bytes acknowledged by the peer (QUIC: 0, not exposed).
+    /// Bytes acknowledged by the peer. TCP: `tcpi_bytes_acked` (payload); QUIC: the bytes of
+    /// acknowledged ack-eliciting packets, counted by the congestion controller's delegate
+    /// (`quic_cc`; 0 for a connection set up without it).
     pub bytes_acked: u64,
     /// TCP: time limited by the peer's receive window / our send buffer (ms).
     pub rwnd_limited_ms: f64,
@@ -58,8 +61,9 @@ pub fn tcp_stats(socket: &impl AsFd) -> io::Result<ConnStats> {
     })
 }
 
-/// Reads quinn's statistics of a QUIC connection.
-pub fn quic_stats(conn: &quinn::Connection) -> ConnStats {
+/// Reads quinn's statistics of a QUIC connection; `acked` is its acknowledged-bytes count
+/// (`quic_cc::Counting`), which quinn's statistics do not have.
+pub fn quic_stats(conn: &quinn::Connection, acked: Option<&AckedBytes>) -> ConnStats {
     let s = conn.stats();
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     ConnStats {
@@ -72,7 +76,7 @@ pub fn quic_stats(conn: &quinn::Connection) -> ConnStats {
         sent_packets: s.path.sent_packets,
         delivery_rate: 0,
         bytes_sent: s.udp_tx.bytes,
-        bytes_acked: 0,
+        bytes_acked: acked.map_or(0, AckedBytes::get),
         rwnd_limited_ms: 0.0,
         sndbuf_limited_ms: 0.0,
     }

@@ -6,8 +6,6 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
 
-use std::sync::Arc;
-
 use crate::config::{Cc, FlowConfig, DEFAULT_UDP_BUFFER};
 
 /// Transport parameters both QUIC ends use, from `flow`.
@@ -25,12 +23,7 @@ pub fn quic_transport(flow: &FlowConfig, cc: Option<Cc>) -> Result<quinn::Transp
         quinn::IdleTimeout::try_from(Duration::from_secs(10)).expect("valid idle timeout"),
     ));
     t.keep_alive_interval(Some(Duration::from_secs(2)));
-    use quinn::congestion::{BbrConfig, CubicConfig, NewRenoConfig};
-    match cc {
-        None | Some(Cc::Cubic) => t.congestion_controller_factory(Arc::new(CubicConfig::default())),
-        Some(Cc::Bbr) => t.congestion_controller_factory(Arc::new(BbrConfig::default())),
-        Some(Cc::Reno) => t.congestion_controller_factory(Arc::new(NewRenoConfig::default())),
-    };
+    t.congestion_controller_factory(crate::quic_cc::factory(cc));
     Ok(t)
 }
 

@@ -12,6 +12,7 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
 use crate::config::TestHooks;
 use crate::finish::{finish_with_reply, Sent};
+use crate::ready::Ready;
 use crate::replies::Replies;
 use crate::waits::Waits;
 
@@ -27,6 +28,7 @@ pub(crate) async fn run<R, W>(
     mut reader: Reader,
     wait_per_file: bool,
     hooks: TestHooks,
+    ready: &Ready,
 ) -> Result<Sent>
 where
     R: AsyncRead + Unpin + Send + 'static,
@@ -42,6 +44,7 @@ where
         wait_per_file,
         hooks,
         &mut waits,
+        ready,
     )
     .await;
     let result = finish_with_reply(sent, reader.finish(), &mut replies).await;
@@ -55,6 +58,7 @@ where
     })
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn send_records<W: AsyncWrite + Unpin>(
     wr: &mut W,
     hello: &Hello,
@@ -63,10 +67,13 @@ async fn send_records<W: AsyncWrite + Unpin>(
     wait_per_file: bool,
     hooks: TestHooks,
     waits: &mut Waits,
+    ready: &Ready,
 ) -> Result<()> {
     let mut staging = BytesMut::with_capacity(STAGING);
     codec::encode_hello(hello, &mut staging);
     let mut tally = Tally::default();
+    // What the receiver has acknowledged (stop-and-wait arm), for the receiver's series.
+    let mut acked = (0, 0);
     loop {
         // The socket pushes back through the reader's budget, so a wait here is the
         // source side's (a full socket leaves the channel full and this returns at once).
@@ -103,6 +110,8 @@ async fn send_records<W: AsyncWrite + Unpin>(
                     tally.files
                 );
             }
+            ready.add(tally.files - acked.0, tally.bytes - acked.1);
+            acked = (tally.files, tally.bytes);
         }
     }
     // The reader's channel closed: it read everything, or it failed (and then no end

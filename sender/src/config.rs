@@ -29,9 +29,11 @@ pub struct SendConfig {
     pub cc: Option<Cc>,
     /// Independent connections sharing the files (1..=64).
     pub connections: u16,
-    /// Sample every connection's statistics this often into `stats_out`.
+    /// Sample every connection's statistics this often into `stats_out`, and what the
+    /// receiver reported ready into `receiver_series_out`.
     pub stats_interval: Option<Duration>,
     pub stats_out: Option<PathBuf>,
+    pub receiver_series_out: Option<PathBuf>,
     /// The run's id (`None`: random). A sweep sets it to the id it prepared a folder for on a
     /// receiver with `--control`.
     pub run_id: Option<[u8; 16]>,

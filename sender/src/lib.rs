@@ -9,6 +9,7 @@ mod config;
 mod finish;
 pub mod net;
 mod probe;
+mod ready;
 mod replies;
 mod run;
 mod sampler;

@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::{anyhow, Context, Result};
 use shoal_common::config::{Cc, FlowConfig};
 use shoal_common::identity::{self, Pin};
+use shoal_common::quic_cc::{self, AckedBytes};
 use shoal_common::stats::set_tcp_cc;
 use shoal_common::transport::{quic_transport, udp_socket};
 use socket2::SockRef;
@@ -106,6 +107,8 @@ pub struct QuicConn {
     pub conn: quinn::Connection,
     pub endpoint: quinn::Endpoint,
     pub udp_sndbuf: u64,
+    /// Bytes the receiver acknowledged (counted by the congestion controller's delegate).
+    pub acked: AckedBytes,
 }
 
 /// Connects over QUIC with the pin. Public so tests can drive a live receiver with crafted
@@ -135,7 +138,10 @@ pub async fn connect_quic(
     let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(identity::client_config(pin)?)
         .context("TLS configuration unusable for QUIC")?;
     let mut client = quinn::ClientConfig::new(Arc::new(crypto));
-    client.transport_config(Arc::new(quic_transport(flow, cc)?));
+    let mut transport = quic_transport(flow, cc)?;
+    let (controller, acked) = quic_cc::Counting::wrap(quic_cc::factory(cc));
+    transport.congestion_controller_factory(controller);
+    client.transport_config(Arc::new(transport));
     endpoint.set_default_client_config(client);
     let connecting = endpoint
         .connect(addr, "shoal")
@@ -153,5 +159,6 @@ pub async fn connect_quic(
         conn,
         endpoint,
         udp_sndbuf,
+        acked,
     })
 }

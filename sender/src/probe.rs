@@ -3,20 +3,22 @@
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
+use shoal_common::quic_cc::AckedBytes;
 use shoal_common::stats::{quic_stats, tcp_stats, ConnStats};
 
 /// A live handle on a connection's statistics.
 #[derive(Clone)]
 pub(crate) enum Probe {
     Tcp(Arc<OwnedFd>),
-    Quic(quinn::Connection),
+    /// The connection and the bytes its receiver acknowledged (quinn does not count them).
+    Quic(quinn::Connection, AckedBytes),
 }
 
 impl Probe {
     pub(crate) fn stats(&self) -> ConnStats {
         match self {
             Probe::Tcp(fd) => tcp_stats(&**fd).unwrap_or_default(),
-            Probe::Quic(conn) => quic_stats(conn),
+            Probe::Quic(conn, acked) => quic_stats(conn, Some(acked)),
         }
     }
 }

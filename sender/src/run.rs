@@ -21,6 +21,7 @@ use tokio::io::AsyncWriteExt;
 use crate::config::SendConfig;
 use crate::finish::Sent;
 use crate::probe::Probe;
+use crate::ready::Ready;
 use crate::waits::Waits;
 use crate::{bundle, clock, net, replies, sampler, sniff, streams};
 
@@ -69,7 +70,7 @@ fn put_transport_stats(row: &mut RunRow, mode: Mode, s: &ConnStats) {
     row.sent_packets = Some(s.sent_packets);
     row.delivery_rate_bytes_per_s = tcp.then_some(s.delivery_rate);
     row.bytes_sent = Some(s.bytes_sent);
-    row.bytes_acked = tcp.then_some(s.bytes_acked);
+    row.bytes_acked = Some(s.bytes_acked);
     row.rwnd_limited_ms = tcp.then_some(s.rwnd_limited_ms);
     row.sndbuf_limited_ms = tcp.then_some(s.sndbuf_limited_ms);
 }
@@ -169,7 +170,7 @@ pub async fn send(config: &SendConfig) -> RunRow {
                     row.latency_p99_ms = s.p99_ms;
                     row.latency_max_ms = s.max_ms;
                     if let Some(path) = &config.latency_out {
-                        if let Err(e) = h.write_distribution(path) {
+                        if let Err(e) = h.write_distribution(path, &row.run_id) {
                             row.error = format!("{e:#}");
                         }
                     }
@@ -213,14 +214,21 @@ async fn transfer(
         ..config.reader
     };
     let probes = Arc::new(Mutex::new(Vec::new()));
+    let ready = Arc::new(Ready::default());
     let clock = clock::RunClock::start();
-    let sampler = match (config.stats_interval, &config.stats_out) {
-        (Some(every), Some(out)) => Some(sampler::spawn(
-            every,
-            out,
-            probes.clone(),
-            clock.started_at(),
-        )?),
+    let sampler = match config.stats_interval {
+        Some(every) if config.stats_out.is_some() || config.receiver_series_out.is_some() => {
+            Some(sampler::spawn(sampler::Sources {
+                run_id: hex::encode(run_id),
+                every,
+                t0: clock.started_at(),
+                probes: probes.clone(),
+                ready: ready.clone(),
+                connections: n,
+                sender_out: config.stats_out.as_deref(),
+                receiver_out: config.receiver_series_out.as_deref(),
+            })?)
+        }
         _ => None,
     };
     // --max-streams is for the run, like the read-ahead: N connections share it (each file
@@ -249,6 +257,7 @@ async fn transfer(
             reader,
             probes.clone(),
             &send_window,
+            &ready,
         )
     });
     // The first connection to fail ends the run (the others are dropped, so the receiver
@@ -286,6 +295,7 @@ async fn one_connection(
     reader: ReaderConfig,
     probes: Arc<Mutex<Vec<(u16, Probe)>>>,
     send_window: &Arc<SharedWindow>,
+    ready: &Ready,
 ) -> Result<ConnOutcome> {
     let mut reader = Reader::spawn(queue, reader)?;
     let (to, pin, flow, hooks) = (&config.to, config.pin, &config.flow, config.hooks);
@@ -317,7 +327,7 @@ async fn one_connection(
                     streams::with_yamux_client(Box::new(io), hello.max_streams, |opener| async {
                         let control = opener.open_control().await?;
                         let (rd, wr) = tokio::io::split(control);
-                        streams::run(rd, wr, opener, &hello, reader, hooks).await
+                        streams::run(rd, wr, opener, &hello, reader, hooks, ready).await
                     })
                     .await;
                 // Refused before the receiver knew the mode: its reason came as a plain reply.
@@ -328,8 +338,9 @@ async fn one_connection(
             } else {
                 let (rd, wr) = tokio::io::split(io);
                 let wait = config.mode == Mode::TcpWait;
-                bundle::run(rd, wr, &hello, reader, wait, hooks).await?
+                bundle::run(rd, wr, &hello, reader, wait, hooks, ready).await?
             };
+            ready.complete(sent.completion.files, sent.completion.bytes);
             Ok(ConnOutcome {
                 sent,
                 sndbuf: probe.sndbuf(),
@@ -342,7 +353,7 @@ async fn one_connection(
             let mut flow = *flow;
             flow.send_window = send_window.share();
             let quic = net::connect_quic(to, pin, config.cc, &flow, timeout).await?;
-            register(Probe::Quic(quic.conn.clone()));
+            register(Probe::Quic(quic.conn.clone(), quic.acked.clone()));
             // Once this connection has sent its share of the tree, the others take its window
             // (a reader dropped unfinished drops the seat, which hands the share on too).
             let mut seat = send_window.seat(quic.conn.clone());
@@ -353,12 +364,15 @@ async fn one_connection(
                 .await
                 .context("cannot open the QUIC control stream")?;
             let result = if config.mode == Mode::QuicBundle {
-                bundle::run(recv, send, &hello, reader, false, hooks).await
+                bundle::run(recv, send, &hello, reader, false, hooks, ready).await
             } else {
                 let opener = streams::Opener::Quic(quic.conn.clone());
-                streams::run(recv, send, opener, &hello, reader, hooks).await
+                streams::run(recv, send, opener, &hello, reader, hooks, ready).await
             };
-            let stats = quic_stats(&quic.conn);
+            if let Ok(sent) = &result {
+                ready.complete(sent.completion.files, sent.completion.bytes);
+            }
+            let stats = quic_stats(&quic.conn, Some(&quic.acked));
             // The receiver logs the reason: a failed run must not look like a finished one.
             match &result {
                 Ok(_) => quic.conn.close(0u32.into(), b"done"),
@@ -403,14 +417,11 @@ mod tests {
         put_transport_stats(&mut quic, Mode::QuicStreams, &s);
         assert_eq!(quic.congestion_events, Some(3));
         assert_eq!(
-            (
-                quic.bytes_acked,
-                quic.delivery_rate_bytes_per_s,
-                quic.rwnd_limited_ms
-            ),
-            (None, None, None),
+            (quic.delivery_rate_bytes_per_s, quic.rwnd_limited_ms),
+            (None, None),
             "quinn does not expose them"
         );
+        assert_eq!(quic.bytes_acked, Some(10), "counted by quic_cc's delegate");
         assert!(!receive_windows_apply(Mode::TcpBundle));
         assert!(!receive_windows_apply(Mode::TcpWait));
         assert!(receive_windows_apply(Mode::TcpStreams));

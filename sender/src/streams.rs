@@ -12,6 +12,7 @@ use std::time::Instant;
 use anyhow::{anyhow, bail, Context, Result};
 use bytes::BytesMut;
 use futures::stream::{FuturesUnordered, StreamExt};
+use futures::FutureExt;
 use shoal_common::codec::{self, Hello};
 use shoal_common::mux;
 use shoal_common::pipeline::reader::{ChunkKind, Reader};
@@ -22,6 +23,7 @@ use crate::bundle::Tally;
 use crate::config::TestHooks;
 use crate::finish::{finish_with_reply, Sent};
 use crate::net::BoxIo;
+use crate::ready::Ready;
 use crate::replies::Replies;
 use crate::waits::Waits;
 
@@ -116,6 +118,7 @@ pub(crate) async fn run<R, W>(
     hello: &Hello,
     mut reader: Reader,
     hooks: TestHooks,
+    ready: &Ready,
 ) -> Result<Sent>
 where
     R: AsyncRead + Unpin + Send + 'static,
@@ -132,6 +135,7 @@ where
         hooks,
         &mut peak,
         &mut waits,
+        ready,
     )
     .await;
     let done = finish_with_reply(sent, reader.finish(), &mut replies).await;
@@ -146,6 +150,7 @@ where
     })
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn send_files<W: AsyncWrite + Unpin>(
     control: &mut W,
     opener: &Opener,
@@ -154,6 +159,7 @@ async fn send_files<W: AsyncWrite + Unpin>(
     hooks: TestHooks,
     peak: &mut u64,
     waits: &mut Waits,
+    ready: &Ready,
 ) -> Result<()> {
     // The hello opens the control stream, so it is the first stream the receiver sees (yamux
     // announces a stream only with its first frame).
@@ -168,19 +174,21 @@ async fn send_files<W: AsyncWrite + Unpin>(
         .await
         .context("control stream write failed")?;
     let limit = hello.max_streams.max(1) as usize;
-    // Files whose bytes are all sent, waiting for the receiver to have them. They are polled
-    // in this task, not spawned: a task per file cost two cross-thread wake-ups per file.
+    // Files whose bytes are all sent, waiting for the receiver to have them (each yields its
+    // size, for the receiver's series). They are polled in this task, not spawned: a task per
+    // file cost two cross-thread wake-ups per file.
     let mut tails = FuturesUnordered::new();
-    let mut current: Option<FileStream> = None;
+    let mut current: Option<(FileStream, u64)> = None;
+    let done = |size: Result<u64>| size.map(|size| ready.add(1, size));
     let mut tally = Tally::default();
     loop {
         // Time in here is waiting for the reader (reaping a finished tail takes no time).
         let waiting = Instant::now();
         let next = tokio::select! {
             biased;
-            Some(done) = tails.next(), if !tails.is_empty() => {
+            Some(tail) = tails.next(), if !tails.is_empty() => {
                 waits.read += waiting.elapsed();
-                done?;
+                done(tail)?;
                 continue;
             }
             next = reader.chunks.recv() => next,
@@ -193,26 +201,29 @@ async fn send_files<W: AsyncWrite + Unpin>(
                 .write_all(&chunk.bytes)
                 .await
                 .context("control stream write failed")?,
-            ChunkKind::File { first, last, .. } => {
+            ChunkKind::File {
+                index, first, last, ..
+            } => {
                 if first {
                     // At most `limit` files outstanding, this one included.
                     let waiting = Instant::now();
                     while tails.len() >= limit {
-                        tails.next().await.expect("tails is not empty")?;
+                        done(tails.next().await.expect("tails is not empty"))?;
                     }
                     *peak = (*peak).max(tails.len() as u64 + 1);
                     let stream = opener.open().await?;
                     waits.stream += waiting.elapsed();
                     chunk.stamp_sent_at();
-                    current = Some(stream);
+                    current = Some((stream, reader.tree().files[index].size));
                 }
                 hooks.apply(&mut chunk);
-                let stream = current
+                let (stream, _) = current
                     .as_mut()
                     .expect("a file's first chunk opens its stream");
                 stream.write_all(&chunk.bytes).await?;
                 if last {
-                    tails.push(current.take().expect("open stream").finish());
+                    let (stream, size) = current.take().expect("open stream");
+                    tails.push(stream.finish().map(move |r| r.map(|()| size)));
                 }
             }
         }
@@ -230,8 +241,8 @@ async fn send_files<W: AsyncWrite + Unpin>(
         .flush()
         .await
         .context("control stream write failed")?;
-    while let Some(done) = tails.next().await {
-        done?;
+    while let Some(tail) = tails.next().await {
+        done(tail)?;
     }
     Ok(())
 }

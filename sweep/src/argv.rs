@@ -83,7 +83,9 @@ pub fn recv_argv(
     v
 }
 
-/// `shoal send …` as the sweep starts it for one run (without the program name).
+/// `shoal send …` as the sweep starts it for one run (without the program name); with
+/// `trace_dir`, the run keeps its traces there (`--trace-dir`).
+#[allow(clippy::too_many_arguments)]
 pub fn send_argv(
     link: &LinkSpec,
     to: &str,
@@ -91,6 +93,7 @@ pub fn send_argv(
     timeout: Duration,
     run_id: Option<&str>,
     identity: &Path,
+    trace_dir: Option<&Path>,
     send_flags: &[String],
 ) -> Vec<std::ffi::OsString> {
     let mut v: Vec<std::ffi::OsString> = vec!["send".into(), "--to".into(), to.into()];
@@ -102,6 +105,9 @@ pub fn send_argv(
     ]);
     if let Some(id) = run_id {
         v.extend(["--run-id".into(), id.into()]);
+    }
+    if let Some(dir) = trace_dir {
+        v.extend(["--trace-dir".into(), dir.into()]);
     }
     match link {
         LinkSpec::Remote(RemoteReceiver {

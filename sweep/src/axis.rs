@@ -21,6 +21,10 @@ pub const ALLOW_PLAIN: &str = "allow-plain";
 /// `recv.NAME` is `shoal recv --NAME` alone.
 pub const RECV_PREFIX: &str = "recv.";
 
+/// `shoal send` flags that name one output file: as axes every run would overwrite it. The
+/// sweep keeps each run's traces in its own folder instead (`crate::traces::run_dir`).
+pub const PER_RUN_FILE_FLAGS: &[&str] = &["stats-out", "latency-out", "trace-dir"];
+
 /// Axes that are the sweep's own, never a flag of either end.
 pub const SWEEP_AXES: &[&str] = &[PAYLOAD, KIND, TIMEOUT];
 /// Axes that apply to a baseline arm (all others are Shoal flags and are dropped): the

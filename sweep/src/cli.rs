@@ -58,6 +58,11 @@ pub struct SweepArgs {
     /// Skip the link check before the first run.
     #[arg(long)]
     pub no_check: bool,
+    /// Keep no per-run traces (by default every Shoal run keeps its time series, latency
+    /// distribution and receiver series in OUT/traces/<config_id>-r<run>/; see docs/sweep.md).
+    /// For very large sweeps; the same as [sweep] traces = false.
+    #[arg(long)]
+    pub no_traces: bool,
     /// Exit 1 when any run failed (by default failures are results: exit 0 once every run is
     /// recorded, unless every run failed).
     #[arg(long)]
@@ -151,9 +156,10 @@ pub fn run_sweep(a: SweepArgs, parse: ArgCheck) -> Result<ExitCode> {
         keep: a.keep,
         check: a.no_check.then_some(false),
         settle: a.settle,
+        traces: !a.no_traces && matrix.traces != Some(false),
     };
     // Before the link, a payload or a receiver is touched: every configuration must parse.
-    preflight::check(&matrix, opts.runs, opts.timeout, parse)?;
+    preflight::check(&matrix, opts.runs, opts.timeout, opts.traces, parse)?;
     if a.dry_run {
         print!(
             "{}",

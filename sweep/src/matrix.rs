@@ -176,6 +176,8 @@ pub struct Matrix {
     pub seed: Option<u64>,
     pub timeout: Option<Duration>,
     pub quiet_load: Option<f64>,
+    /// `[sweep] traces`: keep every Shoal run's traces (`None`: yes).
+    pub traces: Option<bool>,
     pub reference: Vec<(String, AxisValue)>,
     pub link: LinkSpec,
     pub payloads: Vec<PayloadSpec>,
@@ -313,6 +315,7 @@ impl Matrix {
             seed: sweep.seed,
             timeout: sweep.timeout.map(|t| t.value),
             quiet_load: sweep.quiet_load,
+            traces: sweep.traces,
             reference,
             link,
             payloads,
@@ -582,5 +585,30 @@ connections = 8
         assert!(m.contains("[bogus]: unknown field `bogus`"), "{m}");
         let m = e("rate = \"100mbit\"\n", "");
         assert!(m.contains("[link] needs rate"), "{m}");
+    }
+
+    #[test]
+    fn traces_switch_and_per_run_file_axes() {
+        let base = M.replace("[[also]]\n", "[[also]]\npayload = \"small\"\n");
+        assert_eq!(Matrix::parse(&base).unwrap().traces, None);
+        let off = base.replace("runs = 3", "runs = 3\ntraces = false");
+        assert_eq!(Matrix::parse(&off).unwrap().traces, Some(false));
+        for axis in ["stats-out", "latency-out", "trace-dir"] {
+            let m = base.replace(
+                "connections = [1, 8]",
+                &format!("connections = [1, 8]\n{axis} = [\"x.csv\"]"),
+            );
+            let e = format!("{:#}", Matrix::parse(&m).unwrap_err());
+            assert!(
+                e.contains(&format!("axis {axis}: every run would write the same file")),
+                "{e}"
+            );
+            assert!(e.contains("OUT/traces/<config_id>-r<run>/"), "{e}");
+        }
+        let m = base.replace(
+            "connections = [1, 8]",
+            "connections = [1, 8]\nstats-interval = [\"50ms\"]",
+        );
+        Matrix::parse(&m).unwrap();
     }
 }

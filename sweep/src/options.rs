@@ -31,6 +31,9 @@ pub struct Options {
     pub check: Option<bool>,
     /// Pause after a bulk delete of destinations before new files are written.
     pub settle: Duration,
+    /// Keep every Shoal run's traces in `OUT/traces/<config_id>-r<run>/` (`shoal send
+    /// --trace-dir`).
+    pub traces: bool,
 }
 
 /// How the sweep went.

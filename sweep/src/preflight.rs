@@ -51,7 +51,14 @@ fn receiver_axes(cfg: &Config, receiver_flags: &[String]) -> Vec<String> {
 
 /// Every check that needs neither the link, nor a payload, nor a receiver. Every problem is
 /// reported, each naming its configuration.
-pub fn check(matrix: &Matrix, runs: u32, timeout: Duration, parse: ArgCheck) -> Result<()> {
+/// With `traces`, every run's `shoal send` gets `--trace-dir`.
+pub fn check(
+    matrix: &Matrix,
+    runs: u32,
+    timeout: Duration,
+    traces: bool,
+    parse: ArgCheck,
+) -> Result<()> {
     if runs == 0 {
         bail!("0 runs per configuration: nothing to run (--runs must be at least 1)");
     }
@@ -79,6 +86,7 @@ pub fn check(matrix: &Matrix, runs: u32, timeout: Duration, parse: ArgCheck) -> 
             timeout,
             run_id,
             &identity,
+            traces.then_some(Path::new("traces/run")),
             &send_flags,
         );
         if let Err(e) = parse(&send) {
@@ -284,10 +292,10 @@ max-streams = [64]
     fn every_configuration_is_parsed_at_both_ends() {
         let m = Matrix::parse(LOCAL).unwrap();
         let seen = std::cell::RefCell::new(Vec::new());
-        check(&m, 3, Duration::from_secs(60), &accept_all(&seen)).unwrap();
+        check(&m, 3, Duration::from_secs(60), true, &accept_all(&seen)).unwrap();
         let seen = seen.into_inner();
         assert_eq!(seen.len(), 4, "{seen:#?}");
-        assert!(seen[0].starts_with("send --to 198.18.0.2:7474 --src payload --json --timeout 60s --identity identity --mode tcp-bundle --max-streams 64"), "{seen:#?}");
+        assert!(seen[0].starts_with("send --to 198.18.0.2:7474 --src payload --json --timeout 60s --trace-dir traces/run --identity identity --mode tcp-bundle --max-streams 64"), "{seen:#?}");
         assert_eq!(
             seen[1],
             "recv --listen 198.18.0.2:0 --dest dest --identity identity --once --max-streams 64"
@@ -305,7 +313,7 @@ max-streams = [64]
         };
         let e = format!(
             "{:#}",
-            check(&m, 1, Duration::from_secs(60), &parse).unwrap_err()
+            check(&m, 1, Duration::from_secs(60), true, &parse).unwrap_err()
         );
         assert!(e.contains("2 problems"), "{e}");
         assert!(
@@ -318,7 +326,7 @@ max-streams = [64]
     #[test]
     fn zero_runs_are_refused() {
         let m = Matrix::parse(LOCAL).unwrap();
-        let e = check(&m, 0, Duration::from_secs(60), &|_| Ok(())).unwrap_err();
+        let e = check(&m, 0, Duration::from_secs(60), true, &|_| Ok(())).unwrap_err();
         assert!(format!("{e:#}").contains("--runs"), "{e:#}");
     }
 
@@ -328,21 +336,21 @@ max-streams = [64]
         let t = Duration::from_secs(60);
         // max-streams goes to both ends by default: refused, naming the axis.
         let m = Matrix::parse(&remote("max-streams = [64, 128]\n")).unwrap();
-        let e = format!("{:#}", check(&m, 1, t, &ok).unwrap_err());
+        let e = format!("{:#}", check(&m, 1, t, true, &ok).unwrap_err());
         assert!(e.contains("2 problems"), "{e}");
         assert!(e.contains("c01 (payload=p kind=shoal max-streams=64): max-streams=64 would go to `shoal recv`"), "{e}");
         let m = Matrix::parse(&remote("\"recv.fsync\" = [true]\n")).unwrap();
-        assert!(check(&m, 1, t, &ok).is_err());
+        assert!(check(&m, 1, t, true, &ok).is_err());
         // Sender-only axes, plain (the receiver must allow it) and a flag taken out of
         // [flags] receiver are fine.
         let m = Matrix::parse(&remote("cc = [\"bbr\"]\nplain = [true]\n")).unwrap();
-        check(&m, 1, t, &ok).unwrap();
+        check(&m, 1, t, true, &ok).unwrap();
         let m = Matrix::parse(&format!(
             "{}[flags]\nreceiver = []\n",
             remote("max-streams = [64]\n")
         ))
         .unwrap();
-        check(&m, 1, t, &ok).unwrap();
+        check(&m, 1, t, true, &ok).unwrap();
     }
 
     #[test]

@@ -167,6 +167,22 @@ pub fn lines<R: std::io::Read + Send + 'static>(r: R) -> mpsc::Receiver<String> 
     rx
 }
 
+/// Every line `lines` has yet to deliver: waits for the end of the output (the process's end
+/// closes it), at most `limit`. A process that has exited may still have its last line in the
+/// pipe, not yet read by the reader thread (a sweep on a saturated machine lost `shoal send`'s
+/// result row that way when it took only what had already arrived).
+pub fn drain(rx: &mpsc::Receiver<String>, limit: std::time::Duration) -> Vec<String> {
+    let until = std::time::Instant::now() + limit;
+    let mut out = Vec::new();
+    loop {
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) => out.push(line),
+            Err(_) => return out,
+        }
+    }
+}
+
 /// The last `n` characters of a file (a failed command's stderr, for the error column).
 pub fn tail_of(path: &std::path::Path, n: usize) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
@@ -178,4 +194,25 @@ pub fn tail_of(path: &std::path::Path, n: usize) -> String {
         .map(|(i, _)| i)
         .unwrap_or(0);
     text[start..].replace('\n', " | ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn drain_waits_for_the_end_of_the_output_within_its_limit() {
+        let (tx, rx) = mpsc::channel();
+        let late = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            tx.send("{\"status\":\"ok\"}".to_string()).unwrap();
+        });
+        assert_eq!(drain(&rx, Duration::from_secs(5)), ["{\"status\":\"ok\"}"]);
+        late.join().unwrap();
+        let (_tx, rx) = mpsc::channel::<String>();
+        let t = Instant::now();
+        assert!(drain(&rx, Duration::from_millis(30)).is_empty());
+        assert!(t.elapsed() >= Duration::from_millis(30));
+    }
 }

@@ -39,6 +39,14 @@ pub fn axes_of(t: Ordered<AxisValues>, what: &str) -> Result<Product> {
         if values.is_empty() {
             bail!("{what}: axis {k} has no value");
         }
+        if axis::PER_RUN_FILE_FLAGS.contains(&k.as_str()) {
+            bail!(
+                "{what}: axis {k}: every run would write the same file. The sweep keeps every \
+                 run's time series, latency distribution and receiver series in \
+                 OUT/traces/<config_id>-r<run>/ (sampled every 100ms, or as a stats-interval \
+                 axis says); drop the axis"
+            );
+        }
         out.push((k, values));
     }
     Ok(out)

@@ -20,6 +20,7 @@ use crate::payload;
 use crate::plan::{run_id, Planned};
 use crate::progress::Progress;
 use crate::tcpmetrics::flush_tcp_metrics;
+use crate::traces;
 use crate::transfer::Outcome;
 
 pub fn result_line(cfg: &Config, row: &Row) -> String {
@@ -175,7 +176,20 @@ impl Sweep<'_> {
         let host_cpu = crate::hostcpu::Sampler::start(Duration::from_millis(100));
         let out = if cfg.arm == Arm::Shoal {
             let run_id = remote_run.as_ref().map(|(id, _)| id.as_str());
-            self.shoal_transfer(order, cfg, payload, &dest, run_id, timeout)
+            // The sender runs on this host (with a remote receiver too): its traces land here.
+            let trace_dir = self
+                .opts
+                .traces
+                .then(|| traces::run_dir(&self.opts.out, &cfg.id, &p.run.to_string()));
+            self.shoal_transfer(
+                order,
+                cfg,
+                payload,
+                &dest,
+                run_id,
+                trace_dir.as_deref(),
+                timeout,
+            )
         } else {
             self.baseline_transfer(order, cfg, payload, &dest, timeout)
         };

@@ -37,6 +37,8 @@ pub struct SweepSection {
     pub timeout: Option<Spelled<TimeLimit>>,
     pub reference: Option<Ordered<AxisValue>>,
     pub quiet_load: Option<f64>,
+    /// Keep every Shoal run's traces under `OUT/traces/` (default true).
+    pub traces: Option<bool>,
 }
 
 /// `[link]`: an emulated link's settings, or a remote receiver's (`receiver` set).

@@ -1,8 +1,9 @@
 //! Charts of the per-run traces (SVG and PNG), one panel per payload, one line per Shoal
 //! configuration:
 //! - `latency-cdf`: the per-file latency distribution of each configuration's median run;
-//! - `timeseries`: cwnd (summed over connections), RTT (averaged) and goodput (bytes closed
-//!   at the destination per interval) over time, for each configuration's median run.
+//! - `timeseries`: cwnd (summed over connections), RTT (averaged) and goodput (bytes the
+//!   receiver reported ready per interval, or acknowledged where it reports only at the end:
+//!   `traces::read_series`) over time, for each configuration's median run.
 //!
 //! Runs without traces (baselines, sweeps with traces off) are left out; a payload with no
 //! trace gets no panel, and no file is written when nothing has a trace.
@@ -181,9 +182,12 @@ fn draw_cdfs<DB: DrawingBackend>(
             .map_err(err)?;
         for (i, l) in lines.iter().enumerate() {
             let colour = PALETTE[i % PALETTE.len()];
+            // An empirical CDF is 0% below its lowest value: the line rises from there (a run
+            // of one file is then a vertical step, not an invisible single point).
+            let start = l.points.first().map(|p| (p.0, 0.0));
             chart
                 .draw_series(LineSeries::new(
-                    l.points.iter().copied(),
+                    start.into_iter().chain(l.points.iter().copied()),
                     colour.stroke_width(2),
                 ))
                 .map_err(err)?

@@ -17,9 +17,7 @@ use anyhow::{Context, Result};
 
 use crate::report::ConfigSummary;
 
-pub const SENDER_SERIES: &str = "sender-series.csv";
-pub const LATENCY: &str = "latency.csv";
-pub const RECEIVER_SERIES: &str = "receiver-series.csv";
+pub use shoal_common::traces::{LATENCY, RECEIVER_SERIES, SENDER_SERIES};
 
 /// The folder of one run's traces.
 pub fn run_dir(out: &Path, config_id: &str, run: &str) -> PathBuf {
@@ -68,7 +66,10 @@ pub struct SeriesPoint {
 }
 
 /// The run's series from `sender-series.csv`; goodput from `receiver-series.csv` when it is
-/// there (bytes closed at the destination, every mode alike), else the sender's.
+/// there and reports files before its last sample (bytes ready at the destination), else the
+/// sender's (bytes acknowledged). In bundle modes the receiver reports nothing per file, only
+/// its completion, so its series is a single step at the end and the sender's goodput is
+/// drawn instead.
 pub fn read_series(dir: &Path) -> Result<Vec<SeriesPoint>> {
     let rows = numeric_rows(&dir.join(SENDER_SERIES))?;
     let mut by_t: BTreeMap<u64, (SeriesPoint, u32)> = BTreeMap::new();
@@ -95,8 +96,17 @@ pub fn read_series(dir: &Path) -> Result<Vec<SeriesPoint>> {
         })
         .collect();
     let recv = dir.join(RECEIVER_SERIES);
-    if recv.exists() {
-        let rrows = numeric_rows(&recv)?;
+    let rrows = match recv.exists() {
+        true => numeric_rows(&recv)?,
+        false => Vec::new(),
+    };
+    let files = |r: &BTreeMap<String, f64>| r.get("files_closed").copied().unwrap_or(0.0);
+    let reports_progress = rrows.split_last().is_some_and(|(last, before)| {
+        before
+            .iter()
+            .any(|r| files(r) > 0.0 && files(r) < files(last))
+    });
+    if reports_progress {
         let at = |t: f64| -> f64 {
             // Receiver goodput of the interval ending at the nearest sample at or before t.
             rrows
@@ -190,5 +200,13 @@ mod tests {
         .unwrap();
         let s = read_series(t.path()).unwrap();
         assert_eq!((s[0].goodput_mbit_s, s[1].goodput_mbit_s), (3.0, 4.0));
+        // A receiver that reported only its completion (bundle modes): the sender's goodput.
+        std::fs::write(
+            t.path().join(RECEIVER_SERIES),
+            "run_id,t_s,files_closed,bytes_closed,interval_goodput_mbit_s\nab,0.1,0,0,0\nab,0.2,2,20,80\n",
+        )
+        .unwrap();
+        let s = read_series(t.path()).unwrap();
+        assert_eq!((s[0].goodput_mbit_s, s[1].goodput_mbit_s), (12.0, 9.0));
     }
 }

@@ -37,6 +37,7 @@ pub struct Outcome {
 }
 
 impl Sweep<'_> {
+    #[allow(clippy::too_many_arguments)]
     pub fn shoal_transfer(
         &self,
         order: usize,
@@ -44,6 +45,7 @@ impl Sweep<'_> {
         payload: &Payload,
         dest: &Path,
         run_id: Option<&str>,
+        trace_dir: Option<&Path>,
         timeout: Duration,
     ) -> Result<Outcome> {
         let (send_flags, recv_flags) = argv::flags(cfg, &self.matrix.receiver_flags);
@@ -90,6 +92,7 @@ impl Sweep<'_> {
             timeout,
             run_id,
             &self.identity,
+            trace_dir,
             &send_flags,
         ))
         .stdin(Stdio::null())
@@ -128,7 +131,7 @@ impl Sweep<'_> {
             }
         };
         out.wall_seconds = t0.elapsed().as_secs_f64();
-        let stdout: Vec<String> = srx.try_iter().collect();
+        let stdout = proc::drain(&srx, Duration::from_secs(5));
         out.json = stdout
             .iter()
             .rev()

@@ -4,6 +4,7 @@
 pub mod raw;
 pub mod raw_quic;
 pub mod raw_yamux;
+pub mod sweep;
 pub mod sys;
 
 use std::collections::BTreeMap;
