@@ -147,9 +147,23 @@ struct RecvArgs {
     /// Address to listen on, e.g. 0.0.0.0:7474 (port 0 picks a free port).
     #[arg(long, default_value = "0.0.0.0:7474")]
     listen: SocketAddr,
-    /// Destination folder; every run writes inside it and nowhere else.
+    /// Destination folder; every run writes inside it and nowhere else: into DEST/<run id>/,
+    /// a new folder per run named by the 32-hex run id the sender sends (`send --run-id`, or
+    /// random), printed in the run's line. Verify that folder: `shoal verify SRC DEST/<run id>`.
     #[arg(long)]
     dest: PathBuf,
+    /// Write every run into --dest itself instead of DEST/<run id>/ (runs then share one
+    /// tree: a later run overwrites an earlier one's files, and a failed run can hide behind
+    /// an earlier complete tree).
+    #[arg(long)]
+    flat: bool,
+    /// Print each run's line as one JSON object on stdout: event "run", run_id, peer, mode,
+    /// status (ok or failed), files_ready, bytes_ready, receiver_seconds, folder (where the
+    /// run wrote), error (empty when ok). The start-up lines come first as one JSON object:
+    /// event "listening", address, pin, token_file, destination, flat. On Ctrl-C:
+    /// {"event":"stopped"}. Errors and refusals stay on stderr as text.
+    #[arg(long)]
+    json: bool,
     #[command(flatten)]
     identity: IdentityArgs,
     /// Exit after one authenticated run; exit status 0 only if that run succeeded.
@@ -189,8 +203,9 @@ struct RecvArgs {
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     hello_timeout: Duration,
     /// Take control connections from a sweep on another host (same token, TLS only): each run
-    /// gets a fresh folder under --dest, hashed from disk after the run and removed on
-    /// request. Folder names are run ids; nothing outside --dest is touched. docs/two-hosts.md
+    /// gets a fresh folder under --dest (DEST/<run id>, with or without --flat), hashed from
+    /// disk after the run and removed on request. Folder names are run ids; nothing outside
+    /// --dest is touched. docs/two-hosts.md
     #[arg(long)]
     control: bool,
     #[command(flatten)]
@@ -398,6 +413,8 @@ async fn recv(a: RecvArgs) -> Result<ExitCode> {
         .with_context(|| format!("cannot create destination {}", a.dest.display()))?;
     let config = shoal_receiver::ReceiverConfig {
         dest: a.dest.clone(),
+        flat: a.flat,
+        json: a.json,
         fsync: a.fsync,
         once: a.once,
         allow_plain: a.allow_plain,
@@ -418,14 +435,38 @@ async fn recv(a: RecvArgs) -> Result<ExitCode> {
         },
     };
     let receiver = shoal_receiver::Receiver::bind(a.listen, identity, config).await?;
-    println!("listening on {}", receiver.local_addr()?);
-    println!("pin {pin}");
-    println!("token file {}", token_path.display());
-    println!("destination {}", a.dest.display());
+    if a.json {
+        let start = serde_json::json!({
+            "event": "listening",
+            "address": receiver.local_addr()?.to_string(),
+            "pin": pin.to_string(),
+            "token_file": token_path.display().to_string(),
+            "destination": a.dest.display().to_string(),
+            "flat": a.flat,
+        });
+        println!("{start}");
+    } else {
+        println!("listening on {}", receiver.local_addr()?);
+        println!("pin {pin}");
+        println!("token file {}", token_path.display());
+        match a.flat {
+            true => println!(
+                "destination {} (--flat: every run into it)",
+                a.dest.display()
+            ),
+            false => println!(
+                "destination {} (each run into DEST/<run id>/)",
+                a.dest.display()
+            ),
+        }
+    }
     let outcome = tokio::select! {
         r = receiver.serve() => r?,
         _ = tokio::signal::ctrl_c() => {
-            println!("stopped");
+            match a.json {
+                true => println!("{}", serde_json::json!({"event": "stopped"})),
+                false => println!("stopped"),
+            }
             return Ok(ExitCode::SUCCESS);
         }
     };

@@ -203,9 +203,28 @@ impl ReceiverProc {
         Self::spawn(cmd, None, identity, dest)
     }
 
+    /// A receiver that writes each run into `dest/<run id>/` (the default without `--flat`).
+    pub fn start_per_run(identity: &Path, dest: &Path, extra: &[&str]) -> Self {
+        let mut cmd = Self::command("127.0.0.1:0", identity, dest, extra);
+        let args: Vec<std::ffi::OsString> = cmd
+            .get_args()
+            .filter(|a| *a != "--flat")
+            .map(Into::into)
+            .collect();
+        let mut per_run = shoal();
+        per_run
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        cmd = per_run;
+        Self::spawn(cmd, None, identity, dest)
+    }
+
+    /// `shoal recv` with `--flat`: every run writes into `dest` itself, the folder the tests
+    /// verify (see [`ReceiverProc::start_per_run`] for the default, a folder per run).
     fn command(listen: &str, identity: &Path, dest: &Path, extra: &[&str]) -> Command {
         let mut cmd = shoal();
-        cmd.args(["recv", "--listen", listen, "--dest"])
+        cmd.args(["recv", "--flat", "--listen", listen, "--dest"])
             .arg(dest)
             .arg("--identity")
             .arg(identity)
@@ -255,10 +274,14 @@ impl ReceiverProc {
         let first = rx
             .recv_timeout(Duration::from_secs(30))
             .expect("receiver printed its address");
-        let addr = first
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("unexpected banner {first}"))
-            .to_string();
+        // `recv --json` starts with one JSON object.
+        let addr = match serde_json::from_str::<serde_json::Value>(&first) {
+            Ok(v) => v["address"].as_str().expect("address").to_string(),
+            Err(_) => first
+                .strip_prefix("listening on ")
+                .unwrap_or_else(|| panic!("unexpected banner {first}"))
+                .to_string(),
+        };
         ReceiverProc {
             child,
             addr,
@@ -276,7 +299,10 @@ impl ReceiverProc {
                 .lines
                 .recv_timeout(Duration::from_secs(60))
                 .expect("receiver reported a run");
-            if line.starts_with("run ") {
+            let json_run = || {
+                serde_json::from_str::<serde_json::Value>(&line).is_ok_and(|v| v["event"] == "run")
+            };
+            if line.starts_with("run ") || json_run() {
                 return line;
             }
         }
