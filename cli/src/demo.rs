@@ -95,6 +95,8 @@ pub async fn run(a: DemoArgs) -> Result<ExitCode> {
         connections: 1,
         stats_interval: None,
         stats_out: None,
+        progress: None,
+        stop_on_ctrl_c: false,
         run_id: None,
         provenance: crate::provenance(),
         hooks: Default::default(),

@@ -242,9 +242,24 @@ struct SendArgs {
     /// Append one result row to this CSV file (header written when the file is new).
     #[arg(long)]
     csv: Option<PathBuf>,
-    /// Print the result as one JSON object instead of the summary line.
+    /// Print the result as one JSON object instead of the summary line; the --interval
+    /// lines on stderr become JSON lines too.
     #[arg(long)]
     json: bool,
+    /// Print a progress line on stderr this often (e.g. 500ms, 10s; 0 turns it off)
+    /// [default: 1s when stderr is a terminal, else off]. Text: seconds since the start, files
+    /// ready (confirmed by the receiver: tcp-wait, tcp-streams, quic-streams) or sent (bundled
+    /// modes) of the total, bytes handed to the transport (records: contents plus a few bytes
+    /// of framing per file) of the total, MB/s and Mbit/s over the interval, ETA at the
+    /// average rate so far, and cwnd (summed), RTT (averaged) and retransmits (summed, since
+    /// the start) over the connections. With --json, one object per line: event "interval",
+    /// t_s, files_sent, files_ready (null in bundled modes), files_total, bytes_sent,
+    /// bytes_total, mb_per_s, mbit_per_s, eta_s (null before the first byte), connections,
+    /// cwnd_bytes, rtt_ms, retransmits. Ctrl-C ends the run as failed with the error
+    /// "interrupted" (row printed and appended to --csv, exit status 130), after the figures
+    /// so far on stderr (with --json: one object, event "interrupted").
+    #[arg(long, value_parser = parse_duration)]
+    interval: Option<Duration>,
     /// Bytes the reader may read ahead of the socket (held in memory until written), split
     /// over the connections (at least 1 MiB each). Only hides file open/read latency: data in
     /// flight is in the socket buffers (TCP) or quinn's send window (QUIC).
@@ -510,6 +525,11 @@ async fn send(a: SendArgs) -> Result<ExitCode> {
         connections: a.connections,
         stats_interval: a.stats_interval,
         stats_out: a.stats_out,
+        progress: progress_every(a.interval).map(|every| shoal_sender::ProgressConfig {
+            every,
+            json: a.json,
+        }),
+        stop_on_ctrl_c: true,
         provenance: provenance(),
         hooks: shoal_sender::TestHooks {
             corrupt_file: a.test_corrupt_file,
@@ -526,9 +546,24 @@ async fn send(a: SendArgs) -> Result<ExitCode> {
     }
     Ok(if row.is_ok() {
         ExitCode::SUCCESS
+    } else if row.error == shoal_sender::INTERRUPTED {
+        // 128 + SIGINT, as a shell reports a process Ctrl-C ended.
+        ExitCode::from(130)
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// `send --interval`: given (0 is off), else 1 s when stderr is a terminal.
+fn progress_every(interval: Option<Duration>) -> Option<Duration> {
+    use std::io::IsTerminal;
+    match interval {
+        Some(d) if d.is_zero() => None,
+        Some(d) => Some(d),
+        None => std::io::stderr()
+            .is_terminal()
+            .then_some(Duration::from_secs(1)),
+    }
 }
 
 fn verify_trees(a: VerifyArgs) -> Result<ExitCode> {

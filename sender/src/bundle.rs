@@ -2,6 +2,7 @@
 //! back to back, end marker. With `wait_per_file` (the `tcp-wait` control arm) the sender
 //! waits for the receiver's acknowledgement after each file instead.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
@@ -12,6 +13,7 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
 use crate::config::TestHooks;
 use crate::finish::{finish_with_reply, Sent};
+use crate::progress::Counters;
 use crate::replies::Replies;
 use crate::waits::Waits;
 
@@ -27,6 +29,7 @@ pub(crate) async fn run<R, W>(
     mut reader: Reader,
     wait_per_file: bool,
     hooks: TestHooks,
+    counters: Arc<Counters>,
 ) -> Result<Sent>
 where
     R: AsyncRead + Unpin + Send + 'static,
@@ -42,6 +45,7 @@ where
         wait_per_file,
         hooks,
         &mut waits,
+        counters,
     )
     .await;
     let result = finish_with_reply(sent, reader.finish(), &mut replies).await;
@@ -63,10 +67,11 @@ async fn send_records<W: AsyncWrite + Unpin>(
     wait_per_file: bool,
     hooks: TestHooks,
     waits: &mut Waits,
+    counters: Arc<Counters>,
 ) -> Result<()> {
     let mut staging = BytesMut::with_capacity(STAGING);
     codec::encode_hello(hello, &mut staging);
-    let mut tally = Tally::default();
+    let mut tally = Tally::new(counters);
     loop {
         // The socket pushes back through the reader's budget, so a wait here is the
         // source side's (a full socket leaves the channel full and this returns at once).
@@ -103,6 +108,7 @@ async fn send_records<W: AsyncWrite + Unpin>(
                     tally.files
                 );
             }
+            tally.progress.ready();
         }
     }
     // The reader's channel closed: it read everything, or it failed (and then no end
@@ -116,15 +122,27 @@ async fn send_records<W: AsyncWrite + Unpin>(
     Ok(())
 }
 
-/// Files and bytes sent so far, for the end marker.
-#[derive(Debug, Default)]
+/// Files and bytes sent so far, for the end marker (and the run's progress).
+#[derive(Debug)]
 pub(crate) struct Tally {
     pub files: u64,
     pub bytes: u64,
+    pub progress: Arc<Counters>,
 }
 
 impl Tally {
+    pub(crate) fn new(progress: Arc<Counters>) -> Self {
+        Tally {
+            files: 0,
+            bytes: 0,
+            progress,
+        }
+    }
+
+    /// Counts `chunk`, about to be handed to the transport.
     pub(crate) fn count(&mut self, reader: &Reader, chunk: &Chunk) {
+        let last = matches!(chunk.kind, ChunkKind::File { last: true, .. });
+        self.progress.sent(chunk.bytes.len(), last);
         if let ChunkKind::File {
             index, first: true, ..
         } = chunk.kind

@@ -1,6 +1,7 @@
 //! One run: its connections (each over the mode's transport), their outcomes merged into the
 //! result row.
 
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -21,6 +22,7 @@ use tokio::io::AsyncWriteExt;
 use crate::config::SendConfig;
 use crate::finish::Sent;
 use crate::probe::Probe;
+use crate::progress::{Counters, Progress, Totals};
 use crate::waits::Waits;
 use crate::{bundle, clock, net, replies, sampler, sniff, streams};
 
@@ -114,13 +116,16 @@ pub async fn send(config: &SendConfig) -> RunRow {
             row.bytes = tree.total_bytes;
             row.skipped_symlinks = tree.skipped_symlinks;
             row.skipped_special = tree.skipped_special;
-            let work = transfer(config, run_id, tree);
-            match config.timeout {
-                Some(limit) => tokio::time::timeout(limit, work)
-                    .await
-                    .unwrap_or_else(|_| Err(anyhow!("timed out after {} s", limit.as_secs_f64()))),
-                None => work.await,
+            let probes = Arc::new(Mutex::new(Vec::new()));
+            let totals = Totals::new(config.mode, row.files, row.bytes);
+            let mut progress = Progress::start(config.progress, totals, probes.clone(), started);
+            let work = transfer(config, run_id, tree, probes, progress.counters.clone());
+            let result = bounded(config, work).await;
+            progress.stop().await;
+            if matches!(&result, Err(e) if e.to_string() == INTERRUPTED) {
+                progress.print_interrupted(config.progress.is_some_and(|p| p.json));
             }
+            result
         }
         Err(e) => Err(e),
     };
@@ -190,12 +195,45 @@ pub async fn send(config: &SendConfig) -> RunRow {
     row
 }
 
+/// The error of a run stopped by Ctrl-C (`SendConfig::stop_on_ctrl_c`).
+pub const INTERRUPTED: &str = "interrupted";
+
+/// Runs `work` until it ends, `--timeout` passes or (with `stop_on_ctrl_c`) Ctrl-C comes:
+/// the last two fail the run like any other error, so its row is written the same way.
+async fn bounded(
+    config: &SendConfig,
+    work: impl Future<Output = Result<Measured>>,
+) -> Result<Measured> {
+    let limit = async {
+        match config.timeout {
+            Some(limit) => {
+                tokio::time::sleep(limit).await;
+                anyhow!("timed out after {} s", limit.as_secs_f64())
+            }
+            None => std::future::pending().await,
+        }
+    };
+    let interrupt = async {
+        match config.stop_on_ctrl_c {
+            true if tokio::signal::ctrl_c().await.is_ok() => anyhow!(INTERRUPTED),
+            _ => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        r = work => r,
+        e = limit => Err(e),
+        e = interrupt => Err(e),
+    }
+}
+
 /// Connects (N connections), streams the tree and waits for the completion report. The time
 /// is `clock::RunClock`'s: first connect to the last completion report decoded.
 async fn transfer(
     config: &SendConfig,
     run_id: [u8; 16],
     tree: Arc<SourceTree>,
+    probes: Arc<Mutex<Vec<(u16, Probe)>>>,
+    counters: Arc<Counters>,
 ) -> Result<Measured> {
     if config.plain && config.mode.is_quic() {
         bail!("--plain applies to TCP modes only (QUIC always encrypts)");
@@ -212,7 +250,6 @@ async fn transfer(
         budget: (config.reader.budget / n as usize).max(1 << 20),
         ..config.reader
     };
-    let probes = Arc::new(Mutex::new(Vec::new()));
     let clock = clock::RunClock::start();
     let sampler = match (config.stats_interval, &config.stats_out) {
         (Some(every), Some(out)) => Some(sampler::spawn(
@@ -249,6 +286,7 @@ async fn transfer(
             reader,
             probes.clone(),
             &send_window,
+            counters.clone(),
         )
     });
     // The first connection to fail ends the run (the others are dropped, so the receiver
@@ -286,6 +324,7 @@ async fn one_connection(
     reader: ReaderConfig,
     probes: Arc<Mutex<Vec<(u16, Probe)>>>,
     send_window: &Arc<SharedWindow>,
+    counters: Arc<Counters>,
 ) -> Result<ConnOutcome> {
     let mut reader = Reader::spawn(queue, reader)?;
     let (to, pin, flow, hooks) = (&config.to, config.pin, &config.flow, config.hooks);
@@ -317,7 +356,7 @@ async fn one_connection(
                     streams::with_yamux_client(Box::new(io), hello.max_streams, |opener| async {
                         let control = opener.open_control().await?;
                         let (rd, wr) = tokio::io::split(control);
-                        streams::run(rd, wr, opener, &hello, reader, hooks).await
+                        streams::run(rd, wr, opener, &hello, reader, hooks, counters).await
                     })
                     .await;
                 // Refused before the receiver knew the mode: its reason came as a plain reply.
@@ -328,7 +367,7 @@ async fn one_connection(
             } else {
                 let (rd, wr) = tokio::io::split(io);
                 let wait = config.mode == Mode::TcpWait;
-                bundle::run(rd, wr, &hello, reader, wait, hooks).await?
+                bundle::run(rd, wr, &hello, reader, wait, hooks, counters).await?
             };
             Ok(ConnOutcome {
                 sent,
@@ -353,10 +392,10 @@ async fn one_connection(
                 .await
                 .context("cannot open the QUIC control stream")?;
             let result = if config.mode == Mode::QuicBundle {
-                bundle::run(recv, send, &hello, reader, false, hooks).await
+                bundle::run(recv, send, &hello, reader, false, hooks, counters).await
             } else {
                 let opener = streams::Opener::Quic(quic.conn.clone());
-                streams::run(recv, send, opener, &hello, reader, hooks).await
+                streams::run(recv, send, opener, &hello, reader, hooks, counters).await
             };
             let stats = quic_stats(&quic.conn);
             // The receiver logs the reason: a failed run must not look like a finished one.

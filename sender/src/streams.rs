@@ -6,6 +6,7 @@
 //! acknowledged).
 
 use std::future::{poll_fn, Future};
+use std::sync::Arc;
 use std::task::Poll;
 use std::time::Instant;
 
@@ -22,6 +23,7 @@ use crate::bundle::Tally;
 use crate::config::TestHooks;
 use crate::finish::{finish_with_reply, Sent};
 use crate::net::BoxIo;
+use crate::progress::Counters;
 use crate::replies::Replies;
 use crate::waits::Waits;
 
@@ -116,6 +118,7 @@ pub(crate) async fn run<R, W>(
     hello: &Hello,
     mut reader: Reader,
     hooks: TestHooks,
+    counters: Arc<Counters>,
 ) -> Result<Sent>
 where
     R: AsyncRead + Unpin + Send + 'static,
@@ -132,6 +135,7 @@ where
         hooks,
         &mut peak,
         &mut waits,
+        counters,
     )
     .await;
     let done = finish_with_reply(sent, reader.finish(), &mut replies).await;
@@ -154,6 +158,7 @@ async fn send_files<W: AsyncWrite + Unpin>(
     hooks: TestHooks,
     peak: &mut u64,
     waits: &mut Waits,
+    counters: Arc<Counters>,
 ) -> Result<()> {
     // The hello opens the control stream, so it is the first stream the receiver sees (yamux
     // announces a stream only with its first frame).
@@ -172,7 +177,7 @@ async fn send_files<W: AsyncWrite + Unpin>(
     // in this task, not spawned: a task per file cost two cross-thread wake-ups per file.
     let mut tails = FuturesUnordered::new();
     let mut current: Option<FileStream> = None;
-    let mut tally = Tally::default();
+    let mut tally = Tally::new(counters);
     loop {
         // Time in here is waiting for the reader (reaping a finished tail takes no time).
         let waiting = Instant::now();
@@ -212,7 +217,14 @@ async fn send_files<W: AsyncWrite + Unpin>(
                     .expect("a file's first chunk opens its stream");
                 stream.write_all(&chunk.bytes).await?;
                 if last {
-                    tails.push(current.take().expect("open stream").finish());
+                    let finished = current.take().expect("open stream").finish();
+                    let progress = tally.progress.clone();
+                    tails.push(async move {
+                        finished.await?;
+                        // The receiver has the whole file.
+                        progress.ready();
+                        anyhow::Ok(())
+                    });
                 }
             }
         }

@@ -401,3 +401,66 @@ pub fn clear(dst: &Path) {
 pub fn all_modes() -> impl Iterator<Item = &'static str> {
     shoal_common::config::Mode::ALL.iter().map(|m| m.name())
 }
+
+/// Sends `signal` (a `kill -s` name: STOP, CONT, INT…) to process `pid`.
+pub fn signal(pid: u32, signal: &str) {
+    let ok = Command::new("kill")
+        .args(["-s", signal, &pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(ok.success(), "kill -s {signal} {pid}");
+}
+
+/// A `shoal` process started with its stdout and stderr piped; its stderr lines arrive on
+/// `lines` with the moment each was read.
+pub struct Watched {
+    pub child: Child,
+    pub lines: mpsc::Receiver<(std::time::Instant, String)>,
+}
+
+impl Watched {
+    pub fn spawn(cmd: Command) -> Self {
+        Self::spawn_in(None, cmd)
+    }
+
+    /// Like [`Watched::spawn`], inside network namespace `netns` if given.
+    pub fn spawn_in(netns: Option<&str>, mut cmd: Command) -> Self {
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = match netns {
+            Some(ns) => shoal_link::spawn_in_netns(ns, &mut cmd),
+            None => cmd.spawn(),
+        }
+        .expect("start shoal");
+        let lines = Self::watching(&mut child);
+        Watched { child, lines }
+    }
+
+    fn watching(child: &mut Child) -> mpsc::Receiver<(std::time::Instant, String)> {
+        let (tx, rx) = mpsc::channel();
+        if let Some(stderr) = child.stderr.take() {
+            std::thread::spawn(move || {
+                for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                    eprintln!("sender: {line}");
+                    if tx.send((std::time::Instant::now(), line)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        rx
+    }
+
+    /// The next stderr line (within 20 s).
+    pub fn next_line(&self) -> String {
+        self.lines
+            .recv_timeout(Duration::from_secs(20))
+            .expect("a stderr line")
+            .1
+    }
+
+    /// Waits for the exit; returns its output (stdout) and every stderr line not read yet.
+    pub fn finish(self) -> (Output, Vec<(std::time::Instant, String)>) {
+        let out = self.child.wait_with_output().expect("wait for shoal");
+        (out, self.lines.iter().collect())
+    }
+}
