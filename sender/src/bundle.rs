@@ -59,6 +59,8 @@ where
     })
 }
 
+// The run's state travels as arguments, as in the receiver's loops.
+#[allow(clippy::too_many_arguments)]
 async fn send_records<W: AsyncWrite + Unpin>(
     wr: &mut W,
     hello: &Hello,

@@ -150,6 +150,8 @@ where
     })
 }
 
+// The run's state travels as arguments, as in the receiver's loops.
+#[allow(clippy::too_many_arguments)]
 async fn send_files<W: AsyncWrite + Unpin>(
     control: &mut W,
     opener: &Opener,
