@@ -13,18 +13,18 @@ use support::*;
 
 /// `shoal send` run inside namespace `ns`.
 fn send_in(ns: &str, rx: &ReceiverProc, src: &Path, extra: &[&str]) -> Output {
-    let mut cmd = shoal();
-    cmd.args(["send", "--to", &rx.addr, "--src"])
-        .arg(src)
-        .arg("--identity")
-        .arg(&rx.identity)
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    let mut cmd = rx.send_command(src, extra);
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     shoal_link::spawn_in_netns(ns, &mut cmd)
         .expect("start sender")
         .wait_with_output()
         .expect("sender output")
+}
+
+/// A receiver in `NAME-rcv` writing into `dst`, its identity in `dir/id`.
+fn receiver_across(name: &str, dir: &Path, dst: &Path, extra: &[&str]) -> ReceiverProc {
+    let ns = format!("{name}-rcv");
+    ReceiverProc::start_at("198.18.0.2:0", Some(&ns), &dir.join("id"), dst, extra)
 }
 
 /// Generates `files` × 4 KiB, sends them from `NAME-snd` to a receiver in `NAME-rcv` with
@@ -34,13 +34,7 @@ fn transfer_across(name: &str, files: u64, seed: u64, mode: &str) -> serde_json:
     let src = t.path().join("src");
     gen(&src, files, "4KiB", files.div_ceil(100), seed);
     let dst = t.path().join("dst");
-    let rx = ReceiverProc::start_at(
-        "198.18.0.2:0",
-        Some(&format!("{name}-rcv")),
-        &t.path().join("id"),
-        &dst,
-        &[],
-    );
+    let rx = receiver_across(name, t.path(), &dst, &[]);
     let out = send_in(
         &format!("{name}-snd"),
         &rx,
@@ -379,19 +373,11 @@ fn interval_lines_arrive_during_a_transfer_across_the_link() {
     let src = t.path().join("src");
     gen(&src, 30, "4KiB", 1, 51);
     let dst = t.path().join("dst");
-    let rx = ReceiverProc::start_at(
-        "198.18.0.2:0",
-        Some(&format!("{name}-rcv")),
-        &t.path().join("id"),
-        &dst,
-        &[],
+    let rx = receiver_across(&name, t.path(), &dst, &[]);
+    let cmd = rx.send_command(
+        &src,
+        &["--mode", "tcp-wait", "--interval", "500ms", "--json"],
     );
-    let mut cmd = shoal();
-    cmd.args(["send", "--to", &rx.addr, "--src"])
-        .arg(&src)
-        .arg("--identity")
-        .arg(&rx.identity)
-        .args(["--mode", "tcp-wait", "--interval", "500ms", "--json"]);
     let started = Instant::now();
     let send = Watched::spawn_in(Some(&format!("{name}-snd")), cmd);
     let (out, lines) = send.finish();

@@ -181,17 +181,6 @@ fn gen_is_reproducible_by_seed() {
     );
 }
 
-/// `shoal send --to RX --src SRC --identity …` plus `extra`, not started yet.
-fn send_command(rx: &ReceiverProc, src: &std::path::Path, extra: &[&str]) -> std::process::Command {
-    let mut cmd = shoal();
-    cmd.args(["send", "--to", &rx.addr, "--src"])
-        .arg(src)
-        .arg("--identity")
-        .arg(&rx.identity)
-        .args(extra);
-    cmd
-}
-
 /// Issue 20, item 1: with `--interval --json` the sender prints one JSON object per interval
 /// on stderr while the run goes on (here a receiver held stopped for a while), then the row.
 #[test]
@@ -201,8 +190,7 @@ fn interval_lines_are_json_lines_while_the_run_goes_on() {
     gen(&src, 300, "16KiB", 3, 41);
     let rx = ReceiverProc::start(&t.path().join("id"), &t.path().join("dst"), &[]);
     signal(rx.child.id(), "STOP");
-    let send = Watched::spawn(send_command(
-        &rx,
+    let send = Watched::spawn(rx.send_command(
         &src,
         &["--mode", "tcp-streams", "--interval", "100ms", "--json"],
     ));
@@ -256,7 +244,7 @@ fn ctrl_c_on_send_appends_an_interrupted_row_and_exits_130() {
     signal(rx.child.id(), "STOP");
     let csv = t.path().join("runs.csv");
     let send = Watched::spawn({
-        let mut cmd = send_command(&rx, &src, &["--interval", "100ms", "--csv"]);
+        let mut cmd = rx.send_command(&src, &["--interval", "100ms", "--csv"]);
         cmd.arg(&csv);
         cmd
     });

@@ -310,14 +310,18 @@ impl ReceiverProc {
 
     /// `shoal send` to this receiver with its identity folder plus `extra` arguments.
     pub fn send(&self, src: &Path, extra: &[&str]) -> Output {
-        shoal()
-            .args(["send", "--to", &self.addr, "--src"])
+        self.send_command(src, extra).output().expect("run sender")
+    }
+
+    /// The command [`ReceiverProc::send`] runs, not started yet.
+    pub fn send_command(&self, src: &Path, extra: &[&str]) -> Command {
+        let mut cmd = shoal();
+        cmd.args(["send", "--to", &self.addr, "--src"])
             .arg(src)
             .arg("--identity")
             .arg(&self.identity)
-            .args(extra)
-            .output()
-            .expect("run sender")
+            .args(extra);
+        cmd
     }
 }
 
