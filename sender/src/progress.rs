@@ -149,6 +149,7 @@ impl Line {
             None => format!("files {}/{} sent", self.files_sent, self.files_total),
         };
         let eta = match self.eta_s {
+            Some(s) if s < 10.0 => format!("ETA {s:.1} s"),
             Some(s) => format!("ETA {s:.0} s"),
             None => "ETA -".into(),
         };
@@ -273,6 +274,11 @@ mod tests {
         assert!(ready.contains("files 1200/8192 ready"), "{ready}");
         assert!(ready.contains("1.58 MB/s 12.6 Mbit/s  ETA 17 s"), "{ready}");
         assert!(ready.contains("RTT 101.4 ms  retransmits 0"), "{ready}");
+        let soon = Line {
+            eta_s: Some(2.34),
+            ..line(None)
+        };
+        assert!(soon.text().contains("ETA 2.3 s"), "{}", soon.text());
         let sent = line(None).text();
         assert!(sent.contains("files 1300/8192 sent"), "{sent}");
         let json: serde_json::Value = serde_json::to_value(line(None)).unwrap();
