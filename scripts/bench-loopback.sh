@@ -92,7 +92,12 @@ run_shoal() {
   json=$("$bin" send --to "$addr" --src "$WORK/src" --mode "$mode" --identity "$WORK/identity" \
     --csv "$WORK/runs.csv" --json ${SEND_ARGS:-}) || true
   wait "$rpid" || true
-  if [ "$(echo "$json" | grep -o '"status":"ok"')" ] && "$SHOAL" verify "$WORK/src" "$dst" >/dev/null; then
+  # The receiver wrote the run into $dst/<run id>/ (a binary older than per-run folders, as
+  # BASE_BIN may be, into $dst itself): verify the folder the run wrote.
+  local run_id folder=$dst
+  run_id=$(echo "$json" | grep -o '"run_id":"[0-9a-f]*"' | cut -d'"' -f4)
+  [ -n "$run_id" ] && [ -d "$dst/$run_id" ] && folder=$dst/$run_id
+  if [ "$(echo "$json" | grep -o '"status":"ok"')" ] && "$SHOAL" verify "$WORK/src" "$folder" >/dev/null; then
     echo "$json" | python3 -c '
 import json, sys
 r = json.load(sys.stdin)

@@ -280,3 +280,74 @@ fn an_unreadable_source_file_fails_the_run_naming_it() {
         }
     }
 }
+
+/// Issue 20, item 6: `recv` writes each run into `DEST/<run id>/`, so a failed run cannot
+/// hide behind an earlier complete tree: `verify` of the failed run's folder fails, the
+/// complete run's folder is separate and untouched, and a run id used twice is refused
+/// rather than written over the first run's files. The per-run lines are JSON (`--json`).
+#[test]
+fn a_failed_run_into_a_per_run_folder_cannot_make_verify_pass() {
+    let t = tempfile::tempdir().unwrap();
+    let (src, dst, id) = (
+        t.path().join("src"),
+        t.path().join("dst"),
+        t.path().join("id"),
+    );
+    gen(&src, 40, "8KiB", 4, 20);
+    let rx = ReceiverProc::start_per_run(&id, &dst, &["--json"]);
+    let run_line = || -> serde_json::Value {
+        let line = rx.next_run_line();
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
+    };
+
+    let ok = rx.send(&src, &["--json"]);
+    assert!(ok.status.success(), "{}", text(&ok));
+    let ok_id = json(&ok)["run_id"].as_str().unwrap().to_string();
+    let line = run_line();
+    assert_eq!(line["status"], "ok", "{line}");
+    assert_eq!(line["run_id"], ok_id.as_str(), "{line}");
+    assert_eq!(line["files_ready"], 40, "{line}");
+    let ok_folder = dst.join(&ok_id);
+    assert_eq!(line["folder"], ok_folder.to_str().unwrap(), "{line}");
+    assert!(trees_identical(&src, &ok_folder));
+
+    // A run the receiver fails (a corrupt record) into the same --dest.
+    let bad = rx.send(&src, &["--json", "--test-corrupt-file", "5"]);
+    assert!(!bad.status.success(), "{}", text(&bad));
+    let bad_id = json(&bad)["run_id"].as_str().unwrap().to_string();
+    assert_ne!(bad_id, ok_id);
+    let line = run_line();
+    assert_eq!(line["status"], "failed", "{line}");
+    assert!(!line["error"].as_str().unwrap().is_empty(), "{line}");
+    let bad_folder = dst.join(&bad_id);
+    assert_eq!(line["folder"], bad_folder.to_str().unwrap(), "{line}");
+    assert!(
+        bad_folder.is_dir(),
+        "the failed run wrote into its own folder"
+    );
+    assert!(
+        !trees_identical(&src, &bad_folder),
+        "verify must fail on the failed run's folder"
+    );
+    assert!(
+        trees_identical(&src, &ok_folder),
+        "the complete run is untouched"
+    );
+    let mut top: Vec<_> = std::fs::read_dir(&dst)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    top.sort();
+    let mut want = vec![ok_id.clone(), bad_id];
+    want.sort();
+    assert_eq!(
+        top, want,
+        "--dest holds one folder per run and nothing else"
+    );
+
+    // The same run id again: refused, nothing written over the complete run.
+    let again = rx.send(&src, &["--json", "--run-id", &ok_id]);
+    assert!(!again.status.success(), "{}", text(&again));
+    assert!(text(&again).contains("exists already"), "{}", text(&again));
+    assert!(trees_identical(&src, &ok_folder));
+}

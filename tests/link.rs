@@ -13,18 +13,18 @@ use support::*;
 
 /// `shoal send` run inside namespace `ns`.
 fn send_in(ns: &str, rx: &ReceiverProc, src: &Path, extra: &[&str]) -> Output {
-    let mut cmd = shoal();
-    cmd.args(["send", "--to", &rx.addr, "--src"])
-        .arg(src)
-        .arg("--identity")
-        .arg(&rx.identity)
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    let mut cmd = rx.send_command(src, extra);
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     shoal_link::spawn_in_netns(ns, &mut cmd)
         .expect("start sender")
         .wait_with_output()
         .expect("sender output")
+}
+
+/// A receiver in `NAME-rcv` writing into `dst`, its identity in `dir/id`.
+fn receiver_across(name: &str, dir: &Path, dst: &Path, extra: &[&str]) -> ReceiverProc {
+    let ns = format!("{name}-rcv");
+    ReceiverProc::start_at("198.18.0.2:0", Some(&ns), &dir.join("id"), dst, extra)
 }
 
 /// Generates `files` × 4 KiB, sends them from `NAME-snd` to a receiver in `NAME-rcv` with
@@ -34,13 +34,7 @@ fn transfer_across(name: &str, files: u64, seed: u64, mode: &str) -> serde_json:
     let src = t.path().join("src");
     gen(&src, files, "4KiB", files.div_ceil(100), seed);
     let dst = t.path().join("dst");
-    let rx = ReceiverProc::start_at(
-        "198.18.0.2:0",
-        Some(&format!("{name}-rcv")),
-        &t.path().join("id"),
-        &dst,
-        &[],
-    );
+    let rx = receiver_across(name, t.path(), &dst, &[]);
     let out = send_in(
         &format!("{name}-snd"),
         &rx,
@@ -361,4 +355,61 @@ fn the_clock_stops_at_the_completion_report_in_every_mode() {
     guard.down().expect("link down");
     println!("{table}");
     assert!(failures.is_empty(), "{}\n{table}", failures.join("\n"));
+}
+
+/// Issue 20, item 1: `send --interval` lines arrive while a transfer across the emulated link
+/// runs: at least two before the end of a ~3-second transfer (30 files stop-and-wait over a
+/// 100 ms RTT), each showing the files the receiver confirmed so far.
+#[test]
+fn interval_lines_arrive_during_a_transfer_across_the_link() {
+    if !root_only() {
+        return;
+    }
+    let _serial = serial();
+    let name = unique("xp");
+    let cfg = UpConfig::new(&name, Duration::from_millis(100), 50_000_000);
+    let guard = link_up(&cfg);
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("src");
+    gen(&src, 30, "4KiB", 1, 51);
+    let dst = t.path().join("dst");
+    let rx = receiver_across(&name, t.path(), &dst, &[]);
+    let cmd = rx.send_command(
+        &src,
+        &["--mode", "tcp-wait", "--interval", "500ms", "--json"],
+    );
+    let started = Instant::now();
+    let send = Watched::spawn_in(Some(&format!("{name}-snd")), cmd);
+    let (out, lines) = send.finish();
+    let ended = Instant::now();
+    assert!(out.status.success(), "{}", text(&out));
+    let row = json(&out);
+    let seconds = row["seconds"].as_f64().unwrap();
+    assert!(seconds >= 3.0, "30 round trips of 100 ms took {seconds} s");
+    let mut during = 0;
+    let mut partial = false;
+    for (at, line) in &lines {
+        let v: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        assert_eq!(v["event"], "interval", "{line}");
+        let ready = v["files_ready"].as_u64().unwrap();
+        partial |= (1..30).contains(&ready);
+        // Printed while the run went on: well before the sender exited.
+        if *at + Duration::from_millis(300) < ended && v["t_s"].as_f64().unwrap() < seconds {
+            during += 1;
+        }
+        if v["connections"] == 1 {
+            // The connection's RTT is the link's.
+            assert!(v["rtt_ms"].as_f64().unwrap() >= 90.0, "{line}");
+        }
+    }
+    println!(
+        "{during} interval lines during a {seconds:.2} s run ({:.2} s with start-up)",
+        ended.duration_since(started).as_secs_f64()
+    );
+    assert!(during >= 2, "{lines:#?}");
+    assert!(partial, "no line showed the run part-way: {lines:#?}");
+    assert!(trees_identical(&src, &dst));
+    drop(rx);
+    guard.down().expect("link down");
 }

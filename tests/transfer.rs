@@ -180,3 +180,92 @@ fn gen_is_reproducible_by_seed() {
         text(&o)
     );
 }
+
+/// Issue 20, item 1: with `--interval --json` the sender prints one JSON object per interval
+/// on stderr while the run goes on (here a receiver held stopped for a while), then the row.
+#[test]
+fn interval_lines_are_json_lines_while_the_run_goes_on() {
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("src");
+    gen(&src, 300, "16KiB", 3, 41);
+    let rx = ReceiverProc::start(&t.path().join("id"), &t.path().join("dst"), &[]);
+    signal(rx.child.id(), "STOP");
+    let send = Watched::spawn(rx.send_command(
+        &src,
+        &["--mode", "tcp-streams", "--interval", "100ms", "--json"],
+    ));
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        seen.push(send.next_line());
+    }
+    signal(rx.child.id(), "CONT");
+    let (out, rest) = send.finish();
+    assert!(out.status.success(), "{}", text(&out));
+    let row = json(&out);
+    assert_eq!(row["status"], "ok");
+    seen.extend(rest.into_iter().map(|(_, l)| l));
+    let mut last_t = 0.0;
+    for line in &seen {
+        let v: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        assert_eq!(v["event"], "interval", "{line}");
+        assert_eq!(v["files_total"], 300, "{line}");
+        assert_eq!(v["bytes_total"], 300 * 16384, "{line}");
+        for k in [
+            "files_sent",
+            "files_ready",
+            "bytes_sent",
+            "mb_per_s",
+            "mbit_per_s",
+            "connections",
+            "cwnd_bytes",
+            "rtt_ms",
+            "retransmits",
+        ] {
+            assert!(v[k].is_number(), "{k} in {line}");
+        }
+        assert!(v.get("eta_s").is_some(), "{line}");
+        let t_s = v["t_s"].as_f64().unwrap();
+        assert!(t_s > last_t, "{line}");
+        last_t = t_s;
+    }
+    assert!(seen.len() >= 3);
+}
+
+/// Issue 20, item 1: Ctrl-C (SIGINT) on `send` prints the figures so far on stderr, prints
+/// and appends a failed row whose error is "interrupted", and exits with status 130.
+#[test]
+fn ctrl_c_on_send_appends_an_interrupted_row_and_exits_130() {
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("src");
+    gen(&src, 100, "16KiB", 1, 42);
+    let rx = ReceiverProc::start(&t.path().join("id"), &t.path().join("dst"), &[]);
+    // A receiver that does not answer: the run cannot end on its own.
+    signal(rx.child.id(), "STOP");
+    let csv = t.path().join("runs.csv");
+    let send = Watched::spawn({
+        let mut cmd = rx.send_command(&src, &["--interval", "100ms", "--csv"]);
+        cmd.arg(&csv);
+        cmd
+    });
+    let first = send.next_line();
+    assert!(first.contains("files 0/100 sent"), "{first}");
+    signal(send.child.id(), "INT");
+    let (out, rest) = send.finish();
+    signal(rx.child.id(), "CONT");
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    let stderr: Vec<String> = rest.into_iter().map(|(_, l)| l).collect();
+    assert!(
+        stderr
+            .iter()
+            .any(|l| l.starts_with("interrupted; so far:") && l.contains("/100 sent")),
+        "{stderr:#?}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("interrupted"), "{stdout}");
+    let rows = rows(&csv);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["status"], "failed");
+    assert_eq!(rows[0]["error"], "interrupted");
+    assert_eq!(rows[0]["files"], "100");
+}

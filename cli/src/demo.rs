@@ -96,6 +96,8 @@ pub async fn run(a: DemoArgs) -> Result<ExitCode> {
         stats_interval: None,
         stats_out: None,
         receiver_series_out: None,
+        progress: None,
+        stop_on_ctrl_c: false,
         run_id: None,
         provenance: crate::provenance(),
         hooks: Default::default(),
@@ -118,7 +120,9 @@ pub async fn run(a: DemoArgs) -> Result<ExitCode> {
         println!("transfer: {}", row.summary_line());
     }
     let _ = serving.await;
-    let diff = verify::compare(&Manifest::build(&src, 0)?, &Manifest::build(&dst, 0)?);
+    // The receiver wrote the run into its own folder, dst/<run id>: verify that one.
+    let received = dst.join(&row.run_id);
+    let diff = verify::compare(&Manifest::build(&src, 0)?, &Manifest::build(&received, 0)?);
     let csv = dir.join("runs.csv");
     row.append_csv(&csv)?;
     if !diff.is_identical() {
@@ -127,7 +131,7 @@ pub async fn run(a: DemoArgs) -> Result<ExitCode> {
     println!("verify: identical (SHA-256 of every file)");
     println!("row appended to {}", csv.display());
     if a.keep {
-        println!("kept {} and {}", src.display(), dst.display());
+        println!("kept {} and {}", src.display(), received.display());
     } else {
         std::fs::remove_dir_all(&src)?;
         std::fs::remove_dir_all(&dst)?;

@@ -147,9 +147,23 @@ struct RecvArgs {
     /// Address to listen on, e.g. 0.0.0.0:7474 (port 0 picks a free port).
     #[arg(long, default_value = "0.0.0.0:7474")]
     listen: SocketAddr,
-    /// Destination folder; every run writes inside it and nowhere else.
+    /// Destination folder; every run writes inside it and nowhere else: into DEST/<run id>/,
+    /// a new folder per run named by the 32-hex run id the sender sends (`send --run-id`, or
+    /// random), printed in the run's line. Verify that folder: `shoal verify SRC DEST/<run id>`.
     #[arg(long)]
     dest: PathBuf,
+    /// Write every run into --dest itself instead of DEST/<run id>/ (runs then share one
+    /// tree: a later run overwrites an earlier one's files, and a failed run can hide behind
+    /// an earlier complete tree).
+    #[arg(long)]
+    flat: bool,
+    /// Print each run's line as one JSON object on stdout: event "run", run_id, peer, mode,
+    /// status (ok or failed), files_ready, bytes_ready, receiver_seconds, folder (where the
+    /// run wrote), error (empty when ok). The start-up lines come first as one JSON object:
+    /// event "listening", address, pin, token_file, destination, flat. On Ctrl-C:
+    /// {"event":"stopped"}. Errors and refusals stay on stderr as text.
+    #[arg(long)]
+    json: bool,
     #[command(flatten)]
     identity: IdentityArgs,
     /// Exit after one authenticated run; exit status 0 only if that run succeeded.
@@ -189,8 +203,9 @@ struct RecvArgs {
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     hello_timeout: Duration,
     /// Take control connections from a sweep on another host (same token, TLS only): each run
-    /// gets a fresh folder under --dest, hashed from disk after the run and removed on
-    /// request. Folder names are run ids; nothing outside --dest is touched. docs/two-hosts.md
+    /// gets a fresh folder under --dest (DEST/<run id>, with or without --flat), hashed from
+    /// disk after the run and removed on request. Folder names are run ids; nothing outside
+    /// --dest is touched. docs/two-hosts.md
     #[arg(long)]
     control: bool,
     #[command(flatten)]
@@ -228,9 +243,24 @@ struct SendArgs {
     /// Append one result row to this CSV file (header written when the file is new).
     #[arg(long)]
     csv: Option<PathBuf>,
-    /// Print the result as one JSON object instead of the summary line.
+    /// Print the result as one JSON object instead of the summary line; the --interval
+    /// lines on stderr become JSON lines too.
     #[arg(long)]
     json: bool,
+    /// Print a progress line on stderr this often (e.g. 500ms, 10s; 0 turns it off)
+    /// [default: 1s when stderr is a terminal, else off]. Text: seconds since the start, files
+    /// ready (confirmed by the receiver: tcp-wait, tcp-streams, quic-streams) or sent (bundled
+    /// modes) of the total, bytes handed to the transport (records: contents plus a few bytes
+    /// of framing per file) of the total, MB/s and Mbit/s over the interval, ETA at the
+    /// average rate so far, and cwnd (summed), RTT (averaged) and retransmits (summed, since
+    /// the start) over the connections. With --json, one object per line: event "interval",
+    /// t_s, files_sent, files_ready (null in bundled modes), files_total, bytes_sent,
+    /// bytes_total, mb_per_s, mbit_per_s, eta_s (null before the first byte), connections,
+    /// cwnd_bytes, rtt_ms, retransmits. Ctrl-C ends the run as failed with the error
+    /// "interrupted" (row printed and appended to --csv, exit status 130), after the figures
+    /// so far on stderr (with --json: one object, event "interrupted").
+    #[arg(long, value_parser = parse_duration)]
+    interval: Option<Duration>,
     /// Bytes the reader may read ahead of the socket (held in memory until written), split
     /// over the connections (at least 1 MiB each). Only hides file open/read latency: data in
     /// flight is in the socket buffers (TCP) or quinn's send window (QUIC).
@@ -407,6 +437,8 @@ async fn recv(a: RecvArgs) -> Result<ExitCode> {
         .with_context(|| format!("cannot create destination {}", a.dest.display()))?;
     let config = shoal_receiver::ReceiverConfig {
         dest: a.dest.clone(),
+        flat: a.flat,
+        json: a.json,
         fsync: a.fsync,
         once: a.once,
         allow_plain: a.allow_plain,
@@ -427,14 +459,38 @@ async fn recv(a: RecvArgs) -> Result<ExitCode> {
         },
     };
     let receiver = shoal_receiver::Receiver::bind(a.listen, identity, config).await?;
-    println!("listening on {}", receiver.local_addr()?);
-    println!("pin {pin}");
-    println!("token file {}", token_path.display());
-    println!("destination {}", a.dest.display());
+    if a.json {
+        let start = serde_json::json!({
+            "event": "listening",
+            "address": receiver.local_addr()?.to_string(),
+            "pin": pin.to_string(),
+            "token_file": token_path.display().to_string(),
+            "destination": a.dest.display().to_string(),
+            "flat": a.flat,
+        });
+        println!("{start}");
+    } else {
+        println!("listening on {}", receiver.local_addr()?);
+        println!("pin {pin}");
+        println!("token file {}", token_path.display());
+        match a.flat {
+            true => println!(
+                "destination {} (--flat: every run into it)",
+                a.dest.display()
+            ),
+            false => println!(
+                "destination {} (each run into DEST/<run id>/)",
+                a.dest.display()
+            ),
+        }
+    }
     let outcome = tokio::select! {
         r = receiver.serve() => r?,
         _ = tokio::signal::ctrl_c() => {
-            println!("stopped");
+            match a.json {
+                true => println!("{}", serde_json::json!({"event": "stopped"})),
+                false => println!("stopped"),
+            }
             return Ok(ExitCode::SUCCESS);
         }
     };
@@ -495,6 +551,11 @@ async fn send(a: SendArgs) -> Result<ExitCode> {
         stats_interval,
         stats_out,
         receiver_series_out,
+        progress: progress_every(a.interval).map(|every| shoal_sender::ProgressConfig {
+            every,
+            json: a.json,
+        }),
+        stop_on_ctrl_c: true,
         provenance: provenance(),
         hooks: shoal_sender::TestHooks {
             corrupt_file: a.test_corrupt_file,
@@ -511,9 +572,24 @@ async fn send(a: SendArgs) -> Result<ExitCode> {
     }
     Ok(if row.is_ok() {
         ExitCode::SUCCESS
+    } else if row.error == shoal_sender::INTERRUPTED {
+        // 128 + SIGINT, as a shell reports a process Ctrl-C ended.
+        ExitCode::from(130)
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// `send --interval`: given (0 is off), else 1 s when stderr is a terminal.
+fn progress_every(interval: Option<Duration>) -> Option<Duration> {
+    use std::io::IsTerminal;
+    match interval {
+        Some(d) if d.is_zero() => None,
+        Some(d) => Some(d),
+        None => std::io::stderr()
+            .is_terminal()
+            .then_some(Duration::from_secs(1)),
+    }
 }
 
 fn verify_trees(a: VerifyArgs) -> Result<ExitCode> {

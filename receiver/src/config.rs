@@ -9,7 +9,11 @@ use shoal_common::config::FlowConfig;
 /// Receiver settings.
 #[derive(Debug, Clone)]
 pub struct ReceiverConfig {
+    /// Each run writes into `dest/<run id>/` (created for it), or into `dest` itself with
+    /// `flat`; a run prepared over the control channel writes into its prepared folder.
     pub dest: PathBuf,
+    /// Write every run into `dest` itself (runs share, and may overwrite, one tree).
+    pub flat: bool,
     /// Sync the destination file system at the end of each run (timed separately).
     pub fsync: bool,
     /// Exit after the first authenticated run; the outcome is that run's.
@@ -35,6 +39,8 @@ pub struct ReceiverConfig {
     /// Serve control connections (authenticated sweeps on another host: a fresh folder per
     /// run under `dest`, hashing it from disk, removing it).
     pub control: bool,
+    /// Print each run's line as one JSON object (`recv --json`).
+    pub json: bool,
 }
 
 /// Default for [`ReceiverConfig::max_connections`].
@@ -50,6 +56,7 @@ impl Default for ReceiverConfig {
     fn default() -> Self {
         Self {
             dest: PathBuf::from("."),
+            flat: false,
             fsync: false,
             once: false,
             allow_plain: false,
@@ -62,6 +69,7 @@ impl Default for ReceiverConfig {
             max_bytes: DEFAULT_MAX_BYTES,
             hello_timeout: DEFAULT_HELLO_TIMEOUT,
             control: false,
+            json: false,
         }
     }
 }

@@ -39,15 +39,34 @@ pub(crate) struct Hub {
     forgotten: Mutex<std::collections::VecDeque<[u8; 16]>>,
 }
 
+/// Creates `--dest/<run id>` for a run by hand: a new folder, never one an earlier run wrote
+/// (a run that overwrote a tree would measure another workload, and could hide a failure
+/// behind the earlier run's files).
+fn create_run_folder(
+    root: &std::path::Path,
+    folder: &std::path::Path,
+    run_hex: &str,
+) -> Result<()> {
+    std::fs::create_dir_all(root).with_context(|| format!("cannot create {}", root.display()))?;
+    match std::fs::create_dir(folder) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => bail!(
+            "the folder of run {run_hex} ({}) exists already: a run id goes into a new folder only; send with another --run-id (or none), or receive with --flat",
+            folder.display()
+        ),
+        Err(e) => Err(e).with_context(|| format!("cannot create {}", folder.display())),
+    }
+}
+
 /// Most run folders the control channel keeps track of at once.
 pub(crate) const MAX_PREPARED: usize = 100_000;
 
 /// One run, shared by its connections.
 pub(crate) struct Run {
     pub hello: Hello,
-    /// Where it writes (`--dest`, or its prepared folder).
+    /// Where it writes: `--dest/<run id>`, its prepared folder, or `--dest` itself (`--flat`).
     pub dest: PathBuf,
-    /// Whether `dest` is a prepared folder of its own (not `--dest` itself).
+    /// Whether `dest` is a folder of its own (not `--dest` itself).
     pub prepared: bool,
     /// Set when the writer failed: connections stop reading at once, and report the
     /// writer's error rather than a failure of their own.
@@ -137,6 +156,16 @@ impl Hub {
             .cloned()
     }
 
+    /// The folder run `run_id` writes into (or wrote into): its prepared folder, `--dest`
+    /// itself with `--flat`, else `--dest/<run id>`.
+    pub(crate) fn folder_of(&self, config: &ReceiverConfig, run_id: &[u8; 16]) -> PathBuf {
+        match self.prepared_dest(run_id) {
+            Some(folder) => folder,
+            None if config.flat => config.dest.clone(),
+            None => config.dest.join(hex::encode(run_id)),
+        }
+    }
+
     pub(crate) fn in_progress(&self, run_id: &[u8; 16]) -> bool {
         self.runs.lock().expect("hub lock").contains_key(run_id)
     }
@@ -206,19 +235,26 @@ impl Hub {
                 if prepared.is_none() && self.was_forgotten(&hello.run_id) {
                     bail!("run {run_hex}'s folder was cleaned up; refusing to write that run into the destination itself");
                 }
-                let (dest, writer_dest) = match prepared {
+                // A folder of its own: prepared over the control channel, or (unless
+                // `--flat`) `--dest/<run id>`, created here for this run and no other.
+                let own = || WriterDest::Prepared {
+                    parent: config.dest.clone(),
+                    name: run_hex.clone(),
+                };
+                let (dest, writer_dest, create) = match prepared {
                     Some(folder) => {
                         // The prepared folder must still be there, and a folder: never a
                         // symbolic link swapped in, never recreated.
                         open_subfolder(&config.dest, &run_hex)
                             .with_context(|| format!("run {run_hex}'s prepared folder"))?;
-                        let wd = WriterDest::Prepared {
-                            parent: config.dest.clone(),
-                            name: run_hex.clone(),
-                        };
-                        (folder, wd)
+                        (folder, own(), false)
                     }
-                    None => (config.dest.clone(), WriterDest::Root(config.dest.clone())),
+                    None if config.flat => (
+                        config.dest.clone(),
+                        WriterDest::Root(config.dest.clone()),
+                        false,
+                    ),
+                    None => (config.dest.join(&run_hex), own(), true),
                 };
                 let is_prepared = matches!(writer_dest, WriterDest::Prepared { .. });
                 // Two runs writing into one destination at once could leave a tree that is
@@ -236,6 +272,9 @@ impl Hub {
                         other.first_byte.elapsed().as_secs_f64(),
                         &run_hex[..8]
                     );
+                }
+                if create {
+                    create_run_folder(&config.dest, &dest, &run_hex)?;
                 }
                 metrics::reset_peak_rss();
                 let cancel = CancellationToken::new();

@@ -137,7 +137,7 @@ impl Receiver {
                     }
                 }
                 Some(outcome) = self.done_rx.recv() => {
-                    report(&outcome);
+                    report(&outcome, self.ctx.config.json);
                     if self.ctx.config.once {
                         // The run's first connection reports; its other connections are still
                         // sending the same completion to their sender. Let them (bounded), and
@@ -175,25 +175,10 @@ fn bind_tcp(listen: SocketAddr, flow: &FlowConfig) -> Result<TcpListener> {
     Ok(socket.listen(1024)?)
 }
 
-fn report(o: &RunOutcome) {
-    let c = &o.completion;
-    let id = &o.run_id[..8];
-    if o.ok() {
-        println!(
-            "run {id} from {} ({}): ok, {} files, {} bytes, receiver {:.3} s",
-            o.peer,
-            o.mode,
-            c.files,
-            c.bytes,
-            c.receiver_micros as f64 / 1e6
-        );
+fn report(o: &RunOutcome, json: bool) {
+    if json {
+        println!("{}", o.json());
     } else {
-        println!(
-            "run {id} from {} ({}): FAILED ({} files ready): {}",
-            o.peer,
-            o.mode,
-            c.files,
-            c.errors.join("; ")
-        );
+        println!("{}", o.line());
     }
 }

@@ -1,6 +1,7 @@
 //! What every connection task shares, and the outcome of a run it reports.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use shoal_common::codec::{Completion, Hello};
@@ -16,12 +17,57 @@ pub struct RunOutcome {
     pub run_id: String,
     pub peer: SocketAddr,
     pub mode: &'static str,
+    /// The folder the run wrote into (`--dest/<run id>`, its prepared folder, or `--dest`).
+    pub folder: PathBuf,
     pub completion: Completion,
 }
 
 impl RunOutcome {
     pub fn ok(&self) -> bool {
         self.completion.errors.is_empty()
+    }
+
+    /// The line `recv` prints for the run.
+    pub fn line(&self) -> String {
+        let c = &self.completion;
+        let id = &self.run_id[..8];
+        if self.ok() {
+            format!(
+                "run {id} from {} ({}): ok, {} files, {} bytes, receiver {:.3} s, into {}",
+                self.peer,
+                self.mode,
+                c.files,
+                c.bytes,
+                c.receiver_micros as f64 / 1e6,
+                self.folder.display()
+            )
+        } else {
+            format!(
+                "run {id} from {} ({}): FAILED ({} files ready in {}): {}",
+                self.peer,
+                self.mode,
+                c.files,
+                self.folder.display(),
+                c.errors.join("; ")
+            )
+        }
+    }
+
+    /// The run as one JSON object (`recv --json`; fields in `shoal recv --help`).
+    pub fn json(&self) -> serde_json::Value {
+        let c = &self.completion;
+        serde_json::json!({
+            "event": "run",
+            "run_id": self.run_id,
+            "peer": self.peer.to_string(),
+            "mode": self.mode,
+            "status": if self.ok() { "ok" } else { "failed" },
+            "files_ready": c.files,
+            "bytes_ready": c.bytes,
+            "receiver_seconds": c.receiver_micros as f64 / 1e6,
+            "folder": self.folder.display().to_string(),
+            "error": c.errors.join("; "),
+        })
     }
 }
 
@@ -49,6 +95,7 @@ impl Shared {
             run_id: hex::encode(hello.run_id),
             peer,
             mode: hello.mode.name(),
+            folder: self.hub.folder_of(&self.config, &hello.run_id),
             completion,
         });
     }

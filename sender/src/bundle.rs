@@ -2,6 +2,7 @@
 //! back to back, end marker. With `wait_per_file` (the `tcp-wait` control arm) the sender
 //! waits for the receiver's acknowledgement after each file instead.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
@@ -12,6 +13,7 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
 use crate::config::TestHooks;
 use crate::finish::{finish_with_reply, Sent};
+use crate::progress::Counters;
 use crate::ready::Ready;
 use crate::replies::Replies;
 use crate::waits::Waits;
@@ -21,6 +23,9 @@ const STAGING: usize = 256 << 10;
 
 /// Sends the whole run and returns the receiver's completion report and where sending
 /// waited.
+// `ready` (the receiver series) and `counters` (progress lines) count the same events
+// for two readers; one shared tally would take an argument less (left for later).
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn run<R, W>(
     rd: R,
     mut wr: W,
@@ -29,6 +34,7 @@ pub(crate) async fn run<R, W>(
     wait_per_file: bool,
     hooks: TestHooks,
     ready: &Ready,
+    counters: Arc<Counters>,
 ) -> Result<Sent>
 where
     R: AsyncRead + Unpin + Send + 'static,
@@ -45,6 +51,7 @@ where
         hooks,
         &mut waits,
         ready,
+        counters,
     )
     .await;
     let result = finish_with_reply(sent, reader.finish(), &mut replies).await;
@@ -58,6 +65,7 @@ where
     })
 }
 
+// The run's state travels as arguments, as in the receiver's loops.
 #[allow(clippy::too_many_arguments)]
 async fn send_records<W: AsyncWrite + Unpin>(
     wr: &mut W,
@@ -68,10 +76,11 @@ async fn send_records<W: AsyncWrite + Unpin>(
     hooks: TestHooks,
     waits: &mut Waits,
     ready: &Ready,
+    counters: Arc<Counters>,
 ) -> Result<()> {
     let mut staging = BytesMut::with_capacity(STAGING);
     codec::encode_hello(hello, &mut staging);
-    let mut tally = Tally::default();
+    let mut tally = Tally::new(counters);
     // What the receiver has acknowledged (stop-and-wait arm), for the receiver's series.
     let mut acked = (0, 0);
     loop {
@@ -112,6 +121,7 @@ async fn send_records<W: AsyncWrite + Unpin>(
             }
             ready.add(tally.files - acked.0, tally.bytes - acked.1);
             acked = (tally.files, tally.bytes);
+            tally.progress.ready();
         }
     }
     // The reader's channel closed: it read everything, or it failed (and then no end
@@ -125,15 +135,27 @@ async fn send_records<W: AsyncWrite + Unpin>(
     Ok(())
 }
 
-/// Files and bytes sent so far, for the end marker.
-#[derive(Debug, Default)]
+/// Files and bytes sent so far, for the end marker (and the run's progress).
+#[derive(Debug)]
 pub(crate) struct Tally {
     pub files: u64,
     pub bytes: u64,
+    pub progress: Arc<Counters>,
 }
 
 impl Tally {
+    pub(crate) fn new(progress: Arc<Counters>) -> Self {
+        Tally {
+            files: 0,
+            bytes: 0,
+            progress,
+        }
+    }
+
+    /// Counts `chunk`, about to be handed to the transport.
     pub(crate) fn count(&mut self, reader: &Reader, chunk: &Chunk) {
+        let last = matches!(chunk.kind, ChunkKind::File { last: true, .. });
+        self.progress.sent(chunk.bytes.len(), last);
         if let ChunkKind::File {
             index, first: true, ..
         } = chunk.kind

@@ -34,6 +34,11 @@ pub struct SendConfig {
     pub stats_interval: Option<Duration>,
     pub stats_out: Option<PathBuf>,
     pub receiver_series_out: Option<PathBuf>,
+    /// Print a progress line on stderr this often (`send --interval`).
+    pub progress: Option<crate::ProgressConfig>,
+    /// Ctrl-C (SIGINT) ends the run as failed with the error "interrupted", after printing
+    /// the figures so far on stderr (`shoal send`; off where a caller handles the signal).
+    pub stop_on_ctrl_c: bool,
     /// The run's id (`None`: random). A sweep sets it to the id it prepared a folder for on a
     /// receiver with `--control`.
     pub run_id: Option<[u8; 16]>,

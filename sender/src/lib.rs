@@ -9,6 +9,7 @@ mod config;
 mod finish;
 pub mod net;
 mod probe;
+mod progress;
 mod ready;
 mod replies;
 mod run;
@@ -18,4 +19,5 @@ mod streams;
 mod waits;
 
 pub use config::{SendConfig, TestHooks};
-pub use run::send;
+pub use progress::ProgressConfig;
+pub use run::{send, INTERRUPTED};

@@ -1,6 +1,7 @@
 //! One run: its connections (each over the mode's transport), their outcomes merged into the
 //! result row.
 
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -21,6 +22,7 @@ use tokio::io::AsyncWriteExt;
 use crate::config::SendConfig;
 use crate::finish::Sent;
 use crate::probe::Probe;
+use crate::progress::{Counters, Progress, Totals};
 use crate::ready::Ready;
 use crate::waits::Waits;
 use crate::{bundle, clock, net, replies, sampler, sniff, streams};
@@ -115,13 +117,16 @@ pub async fn send(config: &SendConfig) -> RunRow {
             row.bytes = tree.total_bytes;
             row.skipped_symlinks = tree.skipped_symlinks;
             row.skipped_special = tree.skipped_special;
-            let work = transfer(config, run_id, tree);
-            match config.timeout {
-                Some(limit) => tokio::time::timeout(limit, work)
-                    .await
-                    .unwrap_or_else(|_| Err(anyhow!("timed out after {} s", limit.as_secs_f64()))),
-                None => work.await,
+            let probes = Arc::new(Mutex::new(Vec::new()));
+            let totals = Totals::new(config.mode, row.files, row.bytes);
+            let mut progress = Progress::start(config.progress, totals, probes.clone(), started);
+            let work = transfer(config, run_id, tree, probes, progress.counters.clone());
+            let result = bounded(config, work).await;
+            progress.stop().await;
+            if matches!(&result, Err(e) if e.to_string() == INTERRUPTED) {
+                progress.print_interrupted(config.progress.is_some_and(|p| p.json));
             }
+            result
         }
         Err(e) => Err(e),
     };
@@ -191,12 +196,45 @@ pub async fn send(config: &SendConfig) -> RunRow {
     row
 }
 
+/// The error of a run stopped by Ctrl-C (`SendConfig::stop_on_ctrl_c`).
+pub const INTERRUPTED: &str = "interrupted";
+
+/// Runs `work` until it ends, `--timeout` passes or (with `stop_on_ctrl_c`) Ctrl-C comes:
+/// the last two fail the run like any other error, so its row is written the same way.
+async fn bounded(
+    config: &SendConfig,
+    work: impl Future<Output = Result<Measured>>,
+) -> Result<Measured> {
+    let limit = async {
+        match config.timeout {
+            Some(limit) => {
+                tokio::time::sleep(limit).await;
+                anyhow!("timed out after {} s", limit.as_secs_f64())
+            }
+            None => std::future::pending().await,
+        }
+    };
+    let interrupt = async {
+        match config.stop_on_ctrl_c {
+            true if tokio::signal::ctrl_c().await.is_ok() => anyhow!(INTERRUPTED),
+            _ => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        r = work => r,
+        e = limit => Err(e),
+        e = interrupt => Err(e),
+    }
+}
+
 /// Connects (N connections), streams the tree and waits for the completion report. The time
 /// is `clock::RunClock`'s: first connect to the last completion report decoded.
 async fn transfer(
     config: &SendConfig,
     run_id: [u8; 16],
     tree: Arc<SourceTree>,
+    probes: Arc<Mutex<Vec<(u16, Probe)>>>,
+    counters: Arc<Counters>,
 ) -> Result<Measured> {
     if config.plain && config.mode.is_quic() {
         bail!("--plain applies to TCP modes only (QUIC always encrypts)");
@@ -213,7 +251,6 @@ async fn transfer(
         budget: (config.reader.budget / n as usize).max(1 << 20),
         ..config.reader
     };
-    let probes = Arc::new(Mutex::new(Vec::new()));
     let ready = Arc::new(Ready::default());
     let clock = clock::RunClock::start();
     let sampler = match config.stats_interval {
@@ -258,6 +295,7 @@ async fn transfer(
             probes.clone(),
             &send_window,
             &ready,
+            counters.clone(),
         )
     });
     // The first connection to fail ends the run (the others are dropped, so the receiver
@@ -288,6 +326,9 @@ async fn transfer(
 
 /// One connection's share of the run: its own reader over the shared queue, its own
 /// TLS/QUIC session, the same completion report at the end.
+// `ready` (the receiver series) and `counters` (progress lines) count the same events
+// for two readers; one shared tally would take an argument less (left for later).
+#[allow(clippy::too_many_arguments)]
 async fn one_connection(
     config: &SendConfig,
     hello: Hello,
@@ -296,6 +337,7 @@ async fn one_connection(
     probes: Arc<Mutex<Vec<(u16, Probe)>>>,
     send_window: &Arc<SharedWindow>,
     ready: &Ready,
+    counters: Arc<Counters>,
 ) -> Result<ConnOutcome> {
     let mut reader = Reader::spawn(queue, reader)?;
     let (to, pin, flow, hooks) = (&config.to, config.pin, &config.flow, config.hooks);
@@ -327,7 +369,7 @@ async fn one_connection(
                     streams::with_yamux_client(Box::new(io), hello.max_streams, |opener| async {
                         let control = opener.open_control().await?;
                         let (rd, wr) = tokio::io::split(control);
-                        streams::run(rd, wr, opener, &hello, reader, hooks, ready).await
+                        streams::run(rd, wr, opener, &hello, reader, hooks, ready, counters).await
                     })
                     .await;
                 // Refused before the receiver knew the mode: its reason came as a plain reply.
@@ -338,7 +380,7 @@ async fn one_connection(
             } else {
                 let (rd, wr) = tokio::io::split(io);
                 let wait = config.mode == Mode::TcpWait;
-                bundle::run(rd, wr, &hello, reader, wait, hooks, ready).await?
+                bundle::run(rd, wr, &hello, reader, wait, hooks, ready, counters).await?
             };
             ready.complete(sent.completion.files, sent.completion.bytes);
             Ok(ConnOutcome {
@@ -364,10 +406,10 @@ async fn one_connection(
                 .await
                 .context("cannot open the QUIC control stream")?;
             let result = if config.mode == Mode::QuicBundle {
-                bundle::run(recv, send, &hello, reader, false, hooks, ready).await
+                bundle::run(recv, send, &hello, reader, false, hooks, ready, counters).await
             } else {
                 let opener = streams::Opener::Quic(quic.conn.clone());
-                streams::run(recv, send, opener, &hello, reader, hooks, ready).await
+                streams::run(recv, send, opener, &hello, reader, hooks, ready, counters).await
             };
             if let Ok(sent) = &result {
                 ready.complete(sent.completion.files, sent.completion.bytes);

@@ -78,7 +78,7 @@ pub fn recv_argv(
     let mut v: Vec<std::ffi::OsString> = vec!["recv".into(), "--listen".into(), listen.into()];
     v.extend(["--dest".into(), dest.into()]);
     v.extend(["--identity".into(), identity.into()]);
-    v.push("--once".into());
+    v.extend(["--once".into(), "--flat".into()]);
     v.extend(recv_flags.iter().map(Into::into));
     v
 }

@@ -298,7 +298,7 @@ max-streams = [64]
         assert!(seen[0].starts_with("send --to 198.18.0.2:7474 --src payload --json --timeout 60s --trace-dir traces/run --identity identity --mode tcp-bundle --max-streams 64"), "{seen:#?}");
         assert_eq!(
             seen[1],
-            "recv --listen 198.18.0.2:0 --dest dest --identity identity --once --max-streams 64"
+            "recv --listen 198.18.0.2:0 --dest dest --identity identity --once --flat --max-streams 64"
         );
     }
 

@@ -204,9 +204,28 @@ impl ReceiverProc {
         Self::spawn(cmd, None, identity, dest)
     }
 
+    /// A receiver that writes each run into `dest/<run id>/` (the default without `--flat`).
+    pub fn start_per_run(identity: &Path, dest: &Path, extra: &[&str]) -> Self {
+        let mut cmd = Self::command("127.0.0.1:0", identity, dest, extra);
+        let args: Vec<std::ffi::OsString> = cmd
+            .get_args()
+            .filter(|a| *a != "--flat")
+            .map(Into::into)
+            .collect();
+        let mut per_run = shoal();
+        per_run
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        cmd = per_run;
+        Self::spawn(cmd, None, identity, dest)
+    }
+
+    /// `shoal recv` with `--flat`: every run writes into `dest` itself, the folder the tests
+    /// verify (see [`ReceiverProc::start_per_run`] for the default, a folder per run).
     fn command(listen: &str, identity: &Path, dest: &Path, extra: &[&str]) -> Command {
         let mut cmd = shoal();
-        cmd.args(["recv", "--listen", listen, "--dest"])
+        cmd.args(["recv", "--flat", "--listen", listen, "--dest"])
             .arg(dest)
             .arg("--identity")
             .arg(identity)
@@ -256,10 +275,14 @@ impl ReceiverProc {
         let first = rx
             .recv_timeout(Duration::from_secs(30))
             .expect("receiver printed its address");
-        let addr = first
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("unexpected banner {first}"))
-            .to_string();
+        // `recv --json` starts with one JSON object.
+        let addr = match serde_json::from_str::<serde_json::Value>(&first) {
+            Ok(v) => v["address"].as_str().expect("address").to_string(),
+            Err(_) => first
+                .strip_prefix("listening on ")
+                .unwrap_or_else(|| panic!("unexpected banner {first}"))
+                .to_string(),
+        };
         ReceiverProc {
             child,
             addr,
@@ -277,7 +300,10 @@ impl ReceiverProc {
                 .lines
                 .recv_timeout(Duration::from_secs(60))
                 .expect("receiver reported a run");
-            if line.starts_with("run ") {
+            let json_run = || {
+                serde_json::from_str::<serde_json::Value>(&line).is_ok_and(|v| v["event"] == "run")
+            };
+            if line.starts_with("run ") || json_run() {
                 return line;
             }
         }
@@ -285,14 +311,18 @@ impl ReceiverProc {
 
     /// `shoal send` to this receiver with its identity folder plus `extra` arguments.
     pub fn send(&self, src: &Path, extra: &[&str]) -> Output {
-        shoal()
-            .args(["send", "--to", &self.addr, "--src"])
+        self.send_command(src, extra).output().expect("run sender")
+    }
+
+    /// The command [`ReceiverProc::send`] runs, not started yet.
+    pub fn send_command(&self, src: &Path, extra: &[&str]) -> Command {
+        let mut cmd = shoal();
+        cmd.args(["send", "--to", &self.addr, "--src"])
             .arg(src)
             .arg("--identity")
             .arg(&self.identity)
-            .args(extra)
-            .output()
-            .expect("run sender")
+            .args(extra);
+        cmd
     }
 }
 
@@ -375,4 +405,67 @@ pub fn clear(dst: &Path) {
 /// Every mode's `--mode` name, in `--help` order.
 pub fn all_modes() -> impl Iterator<Item = &'static str> {
     shoal_common::config::Mode::ALL.iter().map(|m| m.name())
+}
+
+/// Sends `signal` (a `kill -s` name: STOP, CONT, INT…) to process `pid`.
+pub fn signal(pid: u32, signal: &str) {
+    let ok = Command::new("kill")
+        .args(["-s", signal, &pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(ok.success(), "kill -s {signal} {pid}");
+}
+
+/// A `shoal` process started with its stdout and stderr piped; its stderr lines arrive on
+/// `lines` with the moment each was read.
+pub struct Watched {
+    pub child: Child,
+    pub lines: mpsc::Receiver<(std::time::Instant, String)>,
+}
+
+impl Watched {
+    pub fn spawn(cmd: Command) -> Self {
+        Self::spawn_in(None, cmd)
+    }
+
+    /// Like [`Watched::spawn`], inside network namespace `netns` if given.
+    pub fn spawn_in(netns: Option<&str>, mut cmd: Command) -> Self {
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = match netns {
+            Some(ns) => shoal_link::spawn_in_netns(ns, &mut cmd),
+            None => cmd.spawn(),
+        }
+        .expect("start shoal");
+        let lines = Self::watching(&mut child);
+        Watched { child, lines }
+    }
+
+    fn watching(child: &mut Child) -> mpsc::Receiver<(std::time::Instant, String)> {
+        let (tx, rx) = mpsc::channel();
+        if let Some(stderr) = child.stderr.take() {
+            std::thread::spawn(move || {
+                for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                    eprintln!("sender: {line}");
+                    if tx.send((std::time::Instant::now(), line)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        rx
+    }
+
+    /// The next stderr line (within 20 s).
+    pub fn next_line(&self) -> String {
+        self.lines
+            .recv_timeout(Duration::from_secs(20))
+            .expect("a stderr line")
+            .1
+    }
+
+    /// Waits for the exit; returns its output (stdout) and every stderr line not read yet.
+    pub fn finish(self) -> (Output, Vec<(std::time::Instant, String)>) {
+        let out = self.child.wait_with_output().expect("wait for shoal");
+        (out, self.lines.iter().collect())
+    }
 }

@@ -1,0 +1,290 @@
+//! Live progress of a run (`send --interval`): counters the sending loops bump, and a task
+//! that prints one line per interval on stderr (text, or one JSON object per line), plus the
+//! "so far" line of an interrupted run.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use shoal_common::config::Mode;
+use shoal_common::stats::ConnStats;
+use shoal_common::units::human_bytes;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use crate::probe::Probe;
+
+/// How `send --interval` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProgressConfig {
+    pub every: Duration,
+    /// One JSON object per line instead of text.
+    pub json: bool,
+}
+
+/// What the sending loops have done so far, over every connection of the run.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    /// Files whose last byte was handed to the transport.
+    files_sent: AtomicU64,
+    /// Record bytes handed to the transport (file contents plus a few bytes of framing per
+    /// file and folder; shown capped at the run's content bytes).
+    bytes_sent: AtomicU64,
+    /// Files the receiver confirmed it closed (tcp-wait acknowledgements; per-file streams
+    /// the receiver finished). The bundled modes have no per-file reply.
+    files_ready: AtomicU64,
+}
+
+impl Counters {
+    pub(crate) fn sent(&self, bytes: usize, file_done: bool) {
+        self.bytes_sent.fetch_add(bytes as u64, Ordering::Relaxed);
+        if file_done {
+            self.files_sent.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    pub(crate) fn ready(&self) {
+        self.files_ready.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// What is known of a run before it starts.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Totals {
+    pub files: u64,
+    pub bytes: u64,
+    /// Whether the mode has per-file replies (so `files_ready` means something).
+    pub ready_known: bool,
+}
+
+impl Totals {
+    pub(crate) fn new(mode: Mode, files: u64, bytes: u64) -> Self {
+        Totals {
+            files,
+            bytes,
+            ready_known: matches!(mode, Mode::TcpWait | Mode::TcpStreams | Mode::QuicStreams),
+        }
+    }
+}
+
+/// One interval's figures.
+#[derive(Debug, Clone, serde::Serialize)]
+pub(crate) struct Line {
+    /// "interval", or "interrupted" for the figures of a run stopped by Ctrl-C.
+    pub event: &'static str,
+    /// Seconds since the run started connecting.
+    pub t_s: f64,
+    pub files_sent: u64,
+    /// `None` in the bundled modes (no per-file reply).
+    pub files_ready: Option<u64>,
+    pub files_total: u64,
+    pub bytes_sent: u64,
+    pub bytes_total: u64,
+    /// Over this interval (10^6 bytes/s and 10^6 bit/s of `bytes_sent`).
+    pub mb_per_s: f64,
+    pub mbit_per_s: f64,
+    /// Bytes left at the average rate so far; `None` before anything was sent.
+    pub eta_s: Option<f64>,
+    pub connections: u64,
+    /// Summed over connections.
+    pub cwnd_bytes: u64,
+    /// Averaged over connections.
+    pub rtt_ms: f64,
+    /// Summed over connections, since the start.
+    pub retransmits: u64,
+}
+
+impl Line {
+    fn take(
+        t0: Instant,
+        counters: &Counters,
+        totals: Totals,
+        probes: &Mutex<Vec<(u16, Probe)>>,
+        last: &mut (f64, u64),
+    ) -> Line {
+        let t_s = t0.elapsed().as_secs_f64();
+        // The framing makes the records a little longer than the contents: never past 100%.
+        let bytes_sent = counters
+            .bytes_sent
+            .load(Ordering::Relaxed)
+            .min(totals.bytes);
+        let stats: Vec<ConnStats> = probes
+            .lock()
+            .expect("probes")
+            .iter()
+            .map(|(_, p)| p.stats())
+            .collect();
+        let (t_last, b_last) = *last;
+        *last = (t_s, bytes_sent);
+        let rate = bytes_sent.saturating_sub(b_last) as f64 / (t_s - t_last).max(1e-3);
+        let average = bytes_sent as f64 / t_s.max(1e-3);
+        let left = totals.bytes.saturating_sub(bytes_sent) as f64;
+        let n = stats.len().max(1) as f64;
+        Line {
+            event: "interval",
+            t_s,
+            files_sent: counters.files_sent.load(Ordering::Relaxed),
+            files_ready: totals
+                .ready_known
+                .then(|| counters.files_ready.load(Ordering::Relaxed)),
+            files_total: totals.files,
+            bytes_sent,
+            bytes_total: totals.bytes,
+            mb_per_s: rate / 1e6,
+            mbit_per_s: rate * 8.0 / 1e6,
+            eta_s: (bytes_sent > 0).then(|| left / average),
+            connections: stats.len() as u64,
+            cwnd_bytes: stats.iter().map(|s| s.cwnd_bytes).sum(),
+            rtt_ms: stats.iter().map(|s| s.rtt_ms).sum::<f64>() / n,
+            retransmits: stats.iter().map(|s| s.retransmits).sum(),
+        }
+    }
+
+    /// The text form, e.g. `  3.0 s  files 1200/8192 ready  4.7 MiB/32.0 MiB  1.58 MB/s
+    /// 12.6 Mbit/s  ETA 17 s  cwnd 310.2 KiB  RTT 101.4 ms  retransmits 0`.
+    pub(crate) fn text(&self) -> String {
+        let files = match self.files_ready {
+            Some(ready) => format!("files {ready}/{} ready", self.files_total),
+            None => format!("files {}/{} sent", self.files_sent, self.files_total),
+        };
+        let eta = match self.eta_s {
+            Some(s) if s < 10.0 => format!("ETA {s:.1} s"),
+            Some(s) => format!("ETA {s:.0} s"),
+            None => "ETA -".into(),
+        };
+        format!(
+            "{:5.1} s  {files}  {}/{}  {:.2} MB/s {:.1} Mbit/s  {eta}  cwnd {}  RTT {:.1} ms  retransmits {}",
+            self.t_s,
+            human_bytes(self.bytes_sent),
+            human_bytes(self.bytes_total),
+            self.mb_per_s,
+            self.mbit_per_s,
+            human_bytes(self.cwnd_bytes),
+            self.rtt_ms,
+            self.retransmits
+        )
+    }
+
+    pub(crate) fn print(&self, json: bool) {
+        let out = match json {
+            true => serde_json::to_string(self).expect("a progress line serializes"),
+            false => self.text(),
+        };
+        // One write per line: lines from this task never interleave with each other.
+        let _ = writeln!(std::io::stderr().lock(), "{out}");
+    }
+}
+
+/// The progress of one run: counters, and the printing task if `--interval` is on.
+pub(crate) struct Progress {
+    pub counters: Arc<Counters>,
+    totals: Totals,
+    probes: Arc<Mutex<Vec<(u16, Probe)>>>,
+    t0: Instant,
+    ticker: Option<(oneshot::Sender<()>, JoinHandle<()>)>,
+}
+
+impl Progress {
+    /// Starts the printing task when `config` asks for one.
+    pub(crate) fn start(
+        config: Option<ProgressConfig>,
+        totals: Totals,
+        probes: Arc<Mutex<Vec<(u16, Probe)>>>,
+        t0: Instant,
+    ) -> Self {
+        let counters = Arc::new(Counters::default());
+        let ticker = config.map(|c| {
+            let (stop, mut stopped) = oneshot::channel::<()>();
+            let (counters, probes) = (counters.clone(), probes.clone());
+            let task = tokio::spawn(async move {
+                let every = c.every.max(Duration::from_millis(10));
+                let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+                let mut last = (0.0, 0);
+                loop {
+                    tokio::select! {
+                        _ = tick.tick() => {}
+                        _ = &mut stopped => return,
+                    }
+                    Line::take(t0, &counters, totals, &probes, &mut last).print(c.json);
+                }
+            });
+            (stop, task)
+        });
+        Progress {
+            counters,
+            totals,
+            probes,
+            t0,
+            ticker,
+        }
+    }
+
+    /// Stops printing (no line after this returns).
+    pub(crate) async fn stop(&mut self) {
+        if let Some((stop, task)) = self.ticker.take() {
+            let _ = stop.send(());
+            let _ = task.await;
+        }
+    }
+
+    /// Prints the figures of an interrupted run (rates averaged from the start).
+    pub(crate) fn print_interrupted(&self, json: bool) {
+        let mut line = Line::take(
+            self.t0,
+            &self.counters,
+            self.totals,
+            &self.probes,
+            &mut (0.0, 0),
+        );
+        line.event = "interrupted";
+        match json {
+            true => line.print(true),
+            false => eprintln!("interrupted; so far: {}", line.text().trim_start()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(files_ready: Option<u64>) -> Line {
+        Line {
+            event: "interval",
+            t_s: 3.0,
+            files_sent: 1300,
+            files_ready,
+            files_total: 8192,
+            bytes_sent: 5 << 20,
+            bytes_total: 32 << 20,
+            mb_per_s: 1.58,
+            mbit_per_s: 12.64,
+            eta_s: Some(16.6),
+            connections: 1,
+            cwnd_bytes: 310 << 10,
+            rtt_ms: 101.44,
+            retransmits: 0,
+        }
+    }
+
+    #[test]
+    fn a_line_says_ready_only_where_the_mode_confirms_files() {
+        let ready = line(Some(1200)).text();
+        assert!(ready.contains("files 1200/8192 ready"), "{ready}");
+        assert!(ready.contains("1.58 MB/s 12.6 Mbit/s  ETA 17 s"), "{ready}");
+        assert!(ready.contains("RTT 101.4 ms  retransmits 0"), "{ready}");
+        let soon = Line {
+            eta_s: Some(2.34),
+            ..line(None)
+        };
+        assert!(soon.text().contains("ETA 2.3 s"), "{}", soon.text());
+        let sent = line(None).text();
+        assert!(sent.contains("files 1300/8192 sent"), "{sent}");
+        let json: serde_json::Value = serde_json::to_value(line(None)).unwrap();
+        assert_eq!(json["files_ready"], serde_json::Value::Null);
+        assert_eq!(json["event"], "interval");
+        assert!(Totals::new(Mode::TcpStreams, 1, 1).ready_known);
+        assert!(!Totals::new(Mode::QuicBundle, 1, 1).ready_known);
+    }
+}
