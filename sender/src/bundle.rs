@@ -34,7 +34,9 @@ where
 {
     let mut replies = Replies::spawn(rd);
     let mut waits = Waits::default();
+    let mut tally = Tally::default();
     let sent = send_records(
+        &mut tally,
         &mut wr,
         hello,
         &mut reader,
@@ -51,11 +53,13 @@ where
         completed_at: done.decoded_at,
         fsync: done.fsync,
         peak_streams: 0,
+        bytes: tally.bytes,
         waits,
     })
 }
 
 async fn send_records<W: AsyncWrite + Unpin>(
+    tally: &mut Tally,
     wr: &mut W,
     hello: &Hello,
     reader: &mut Reader,
@@ -66,7 +70,6 @@ async fn send_records<W: AsyncWrite + Unpin>(
 ) -> Result<()> {
     let mut staging = BytesMut::with_capacity(STAGING);
     codec::encode_hello(hello, &mut staging);
-    let mut tally = Tally::default();
     loop {
         // The socket pushes back through the reader's budget, so a wait here is the
         // source side's (a full socket leaves the channel full and this returns at once).
@@ -116,7 +119,7 @@ async fn send_records<W: AsyncWrite + Unpin>(
     Ok(())
 }
 
-/// Files and bytes sent so far, for the end marker.
+/// Records (files and blocks) and content bytes sent so far, for the end marker.
 #[derive(Debug, Default)]
 pub(crate) struct Tally {
     pub files: u64,
@@ -126,11 +129,17 @@ pub(crate) struct Tally {
 impl Tally {
     pub(crate) fn count(&mut self, reader: &Reader, chunk: &Chunk) {
         if let ChunkKind::File {
-            index, first: true, ..
+            index,
+            first: true,
+            block,
+            ..
         } = chunk.kind
         {
             self.files += 1;
-            self.bytes += reader.tree().files[index].size;
+            self.bytes += match block {
+                Some((_, len)) => len,
+                None => reader.tree().files[index].size,
+            };
         }
     }
 

@@ -16,5 +16,5 @@ mod sniff;
 mod streams;
 mod waits;
 
-pub use config::{SendConfig, TestHooks};
+pub use config::{SendConfig, TestHooks, DEFAULT_BLOCK_SIZE};
 pub use run::send;

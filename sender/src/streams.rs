@@ -124,7 +124,9 @@ where
     let mut replies = Replies::spawn(control_rd);
     let mut peak = 0u64;
     let mut waits = Waits::default();
+    let mut tally = Tally::default();
     let sent = send_files(
+        &mut tally,
         &mut control_wr,
         &opener,
         hello,
@@ -142,11 +144,13 @@ where
         completed_at: done.decoded_at,
         fsync: done.fsync,
         peak_streams: peak,
+        bytes: tally.bytes,
         waits,
     })
 }
 
 async fn send_files<W: AsyncWrite + Unpin>(
+    tally: &mut Tally,
     control: &mut W,
     opener: &Opener,
     hello: &Hello,
@@ -172,7 +176,6 @@ async fn send_files<W: AsyncWrite + Unpin>(
     // in this task, not spawned: a task per file cost two cross-thread wake-ups per file.
     let mut tails = FuturesUnordered::new();
     let mut current: Option<FileStream> = None;
-    let mut tally = Tally::default();
     loop {
         // Time in here is waiting for the reader (reaping a finished tail takes no time).
         let waiting = Instant::now();
