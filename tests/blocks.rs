@@ -130,7 +130,7 @@ fn one_file_on_more_connections_than_it_has_blocks_says_so() {
         let row = json(&out);
         assert_eq!(row["connections"].as_u64(), Some(4));
         let used = row["connections_used"].as_u64().unwrap();
-        assert!(used <= 2 && used >= 1, "{row}");
+        assert!((1..=2).contains(&used), "{row}");
         let msg = row["connections_note"].as_str().unwrap();
         assert!(
             msg.contains(&format!("{used} of 4 connections")) && msg.contains(note),

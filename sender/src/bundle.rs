@@ -34,9 +34,7 @@ where
 {
     let mut replies = Replies::spawn(rd);
     let mut waits = Waits::default();
-    let mut tally = Tally::default();
     let sent = send_records(
-        &mut tally,
         &mut wr,
         hello,
         &mut reader,
@@ -46,20 +44,22 @@ where
         &mut waits,
     )
     .await;
-    let result = finish_with_reply(sent, reader.finish(), &mut replies).await;
+    // Content bytes this connection carried (its end marker's count).
+    let bytes = *sent.as_ref().unwrap_or(&0);
+    let result = finish_with_reply(sent.map(drop), reader.finish(), &mut replies).await;
     let _ = wr.shutdown().await;
     result.map(|done| Sent {
         completion: done.completion,
         completed_at: done.decoded_at,
         fsync: done.fsync,
         peak_streams: 0,
-        bytes: tally.bytes,
+        bytes,
         waits,
     })
 }
 
+/// Sends the hello, every record and the end marker; returns the content bytes sent.
 async fn send_records<W: AsyncWrite + Unpin>(
-    tally: &mut Tally,
     wr: &mut W,
     hello: &Hello,
     reader: &mut Reader,
@@ -67,9 +67,10 @@ async fn send_records<W: AsyncWrite + Unpin>(
     wait_per_file: bool,
     hooks: TestHooks,
     waits: &mut Waits,
-) -> Result<()> {
+) -> Result<u64> {
     let mut staging = BytesMut::with_capacity(STAGING);
     codec::encode_hello(hello, &mut staging);
+    let mut tally = Tally::default();
     loop {
         // The socket pushes back through the reader's budget, so a wait here is the
         // source side's (a full socket leaves the channel full and this returns at once).
@@ -116,7 +117,7 @@ async fn send_records<W: AsyncWrite + Unpin>(
         .await
         .context("sending records failed")?;
     wr.flush().await.context("sending records failed")?;
-    Ok(())
+    Ok(tally.bytes)
 }
 
 /// Records (files and blocks) and content bytes sent so far, for the end marker.

@@ -124,9 +124,7 @@ where
     let mut replies = Replies::spawn(control_rd);
     let mut peak = 0u64;
     let mut waits = Waits::default();
-    let mut tally = Tally::default();
     let sent = send_files(
-        &mut tally,
         &mut control_wr,
         &opener,
         hello,
@@ -136,7 +134,9 @@ where
         &mut waits,
     )
     .await;
-    let done = finish_with_reply(sent, reader.finish(), &mut replies).await;
+    // Content bytes this connection carried (its end marker's count).
+    let bytes = *sent.as_ref().unwrap_or(&0);
+    let done = finish_with_reply(sent.map(drop), reader.finish(), &mut replies).await;
     let _ = control_wr.shutdown().await;
     let done = done?;
     Ok(Sent {
@@ -144,13 +144,14 @@ where
         completed_at: done.decoded_at,
         fsync: done.fsync,
         peak_streams: peak,
-        bytes: tally.bytes,
+        bytes,
         waits,
     })
 }
 
+/// Sends the hello, every file and block on a stream of its own, folders and the end marker;
+/// returns the content bytes sent.
 async fn send_files<W: AsyncWrite + Unpin>(
-    tally: &mut Tally,
     control: &mut W,
     opener: &Opener,
     hello: &Hello,
@@ -158,7 +159,7 @@ async fn send_files<W: AsyncWrite + Unpin>(
     hooks: TestHooks,
     peak: &mut u64,
     waits: &mut Waits,
-) -> Result<()> {
+) -> Result<u64> {
     // The hello opens the control stream, so it is the first stream the receiver sees (yamux
     // announces a stream only with its first frame).
     let mut head = BytesMut::new();
@@ -176,6 +177,7 @@ async fn send_files<W: AsyncWrite + Unpin>(
     // in this task, not spawned: a task per file cost two cross-thread wake-ups per file.
     let mut tails = FuturesUnordered::new();
     let mut current: Option<FileStream> = None;
+    let mut tally = Tally::default();
     loop {
         // Time in here is waiting for the reader (reaping a finished tail takes no time).
         let waiting = Instant::now();
@@ -236,7 +238,7 @@ async fn send_files<W: AsyncWrite + Unpin>(
     while let Some(done) = tails.next().await {
         done?;
     }
-    Ok(())
+    Ok(tally.bytes)
 }
 
 /// Runs `work` with a yamux client connection over `io` (see [`mux::with_yamux_client`]),
