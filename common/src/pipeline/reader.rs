@@ -360,14 +360,23 @@ fn read_file(
         .map_err(|e| fail("open", e))?;
     let size = file.metadata().map_err(|e| fail("stat", e))?.len();
     if size != entry.size {
-        return Err(fail(
-            "read",
-            std::io::Error::other(format!(
-                "it changed size since the walk ({} → {} bytes)",
-                entry.size, size
-            )),
-        )
-        .into());
+        // A block opens the file again while other blocks of it are read: the file changed
+        // while being read, as for a file read whole.
+        let change = match block {
+            Some(_) if size > entry.size => format!(
+                "it grew while being read (more than the {} bytes it had at the walk)",
+                entry.size
+            ),
+            Some(_) => format!(
+                "it shrank while being read (it has {size} of the {} bytes it had at the walk)",
+                entry.size
+            ),
+            None => format!(
+                "it changed size since the walk ({} → {size} bytes)",
+                entry.size
+            ),
+        };
+        return Err(fail("read", std::io::Error::other(change)).into());
     }
     let (start, mut left) = block.unwrap_or((0, size));
     if start > 0 {
