@@ -240,3 +240,78 @@ async fn hostile_blocks_are_refused_and_leave_no_complete_looking_file() {
     clear(&rx.dest);
     good_after(&rx, t.path(), "after-file-and-blocks");
 }
+
+/// One connection's stream of a two-connection tcp-bundle run: hello, `records`.
+fn conn_of_two(token: &[u8], run_id: [u8; 16], index: u16, records: &[u8]) -> BytesMut {
+    let mut s = BytesMut::new();
+    codec::encode_hello(
+        &shoal_common::codec::Hello {
+            run_id,
+            token: token.to_vec(),
+            mode: shoal_common::config::Mode::TcpBundle,
+            file_count: 1,
+            total_bytes: 10,
+            conn_index: index,
+            conn_count: 2,
+            max_streams: 0,
+            cc: None,
+        },
+        &mut s,
+    );
+    s.put_slice(records);
+    s
+}
+
+/// The blocks of one file from two connections of a run are checked together: the run's
+/// ledger refuses an overlap between them, and a file split between them completes with its
+/// last block, whichever connection brings it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blocks_of_one_file_from_two_connections_are_checked_together() {
+    let t = tempfile::tempdir().unwrap();
+    let id = t.path().join("id");
+    let dst = t.path().join("box").join("dst");
+    let rx = ReceiverProc::start(&id, &dst, &[]);
+    let (_, token) = Identity::read_credentials(&id).unwrap();
+    let records = |offset: u64, data: &[u8]| {
+        let mut s = BytesMut::new();
+        block(&mut s, "f", 10, offset, data);
+        let len = data.len() as u64;
+        codec::encode_end(
+            &EndMarker {
+                files: 1,
+                bytes: len,
+            },
+            &mut s,
+        );
+        s
+    };
+
+    let run_id: [u8; 16] = rand::random();
+    let a = conn_of_two(&token, run_id, 0, &records(0, b"abcdef"));
+    let b = conn_of_two(&token, run_id, 1, &records(4, b"EFGHIJ"));
+    let (ga, gb) = tokio::join!(session(&rx.addr, &id, &a), session(&rx.addr, &id, &b));
+    let overlap = "block of \"f\" at bytes";
+    let (ma, mb) = match (ga, gb) {
+        (Some(codec::Reply::Error(a)), Some(codec::Reply::Error(b))) => (a, b),
+        other => panic!("overlap across connections: expected two errors, got {other:?}"),
+    };
+    assert!(ma.contains(overlap) || mb.contains(overlap), "{ma} / {mb}");
+    assert!(entries(&dst).is_empty(), "{:?}", entries(&dst));
+
+    let run_id: [u8; 16] = rand::random();
+    let a = conn_of_two(&token, run_id, 0, &records(6, b"ghij"));
+    let b = conn_of_two(&token, run_id, 1, &records(0, b"abcdef"));
+    let (ga, gb) = tokio::join!(session(&rx.addr, &id, &a), session(&rx.addr, &id, &b));
+    for got in [ga, gb] {
+        match got {
+            Some(codec::Reply::Completion(c)) => {
+                assert_eq!((c.files, c.bytes, c.errors.len()), (1, 10, 0), "{c:?}")
+            }
+            other => panic!("split across connections: {other:?}"),
+        }
+    }
+    assert_eq!(std::fs::read(dst.join("f")).unwrap(), b"abcdefghij");
+    no_temporaries(&dst);
+    clear(&dst);
+    good_after(&rx, t.path(), "after-two-connections");
+}
