@@ -178,63 +178,70 @@ async fn hostile_blocks_are_refused_and_leave_no_complete_looking_file() {
     let dst = t.path().join("box").join("dst");
     let rx = ReceiverProc::start(&id, &dst, &[]);
     let (_, token) = Identity::read_credentials(&id).unwrap();
-    let end = |s: &mut BytesMut, files, bytes| codec::encode_end(&EndMarker { files, bytes }, s);
-
-    // Two blocks of one file that overlap (bytes 4..6 twice).
-    let mut s = hello(&token, 1, 10);
-    block(&mut s, "f", 10, 0, b"abcdef");
-    block(&mut s, "f", 10, 4, b"EFGHIJ");
-    end(&mut s, 2, 12);
-    let got = session(&rx.addr, &id, &s).await;
-    expect_error(
-        "overlap",
-        got,
-        "block of \"f\" at bytes 4..10 overlaps bytes 0..6",
-    );
-    good_after(&rx, t.path(), "after-overlap");
-
-    // A block past the file's end.
-    let mut s = hello(&token, 1, 10);
-    block(&mut s, "f", 10, 0, b"abcdef");
-    block(&mut s, "f", 10, 6, b"ghijk");
-    end(&mut s, 2, 11);
-    let got = session(&rx.addr, &id, &s).await;
-    expect_error("past the end", got, "is outside the file's 10 bytes");
-    good_after(&rx, t.path(), "after-past-the-end");
-
-    // A missing block (bytes 4..8), then a clean end of the run: the end marker counts what
-    // was sent, so only the blocks' coverage can tell.
-    let mut s = hello(&token, 1, 10);
-    block(&mut s, "f", 10, 8, b"ij");
-    block(&mut s, "f", 10, 0, b"abcd");
-    end(&mut s, 2, 6);
-    let got = session(&rx.addr, &id, &s).await;
-    let msg = expect_error(
-        "missing block",
-        got,
-        "\"f\" is missing blocks: 6 of its 10 bytes arrived (nothing from byte 4 on)",
-    );
-    assert!(msg.contains("kept 0 complete file(s)"), "{msg}");
-    good_after(&rx, t.path(), "after-missing-block");
-
-    // A block saying its file has another size than the first block said.
-    let mut s = hello(&token, 1, 20);
-    block(&mut s, "f", 10, 0, b"abcd");
-    block(&mut s, "f", 20, 4, b"efgh");
-    end(&mut s, 2, 8);
-    let got = session(&rx.addr, &id, &s).await;
-    expect_error(
-        "size mismatch",
-        got,
-        "says the file has 20 bytes, an earlier block said 10",
-    );
-    good_after(&rx, t.path(), "after-size-mismatch");
+    // (case, hello's files and bytes, records as (offset, data) blocks of "f" of `size`
+    // bytes, what the refusal names). The end marker counts what was sent.
+    let cases: [(&str, u64, u64, &[(u64, u64, &[u8])], &str); 4] = [
+        (
+            "overlap",
+            1,
+            10,
+            &[(10, 0, b"abcdef"), (10, 4, b"EFGHIJ")],
+            "block of \"f\" at bytes 4..10 overlaps bytes 0..6",
+        ),
+        (
+            "past the end",
+            1,
+            10,
+            &[(10, 0, b"abcdef"), (10, 6, b"ghijk")],
+            "is outside the file's 10 bytes",
+        ),
+        // Bytes 4..8 never sent, then a clean end of the run: only the blocks' coverage can
+        // tell.
+        (
+            "missing block",
+            1,
+            10,
+            &[(10, 8, b"ij"), (10, 0, b"abcd")],
+            "\"f\" is missing blocks: 6 of its 10 bytes arrived (nothing from byte 4 on)",
+        ),
+        (
+            "size mismatch",
+            1,
+            20,
+            &[(10, 0, b"abcd"), (20, 4, b"efgh")],
+            "says the file has 20 bytes, an earlier block said 10",
+        ),
+    ];
+    for (case, files, bytes, blocks, said) in cases {
+        let mut s = hello(&token, files, bytes);
+        for (size, offset, data) in blocks {
+            block(&mut s, "f", *size, *offset, data);
+        }
+        let sent = blocks.iter().map(|b| b.2.len() as u64).sum();
+        codec::encode_end(
+            &EndMarker {
+                files: blocks.len() as u64,
+                bytes: sent,
+            },
+            &mut s,
+        );
+        let got = session(&rx.addr, &id, &s).await;
+        let msg = expect_error(case, got, said);
+        assert!(msg.contains("kept 0 complete file(s)"), "{case}: {msg}");
+        good_after(&rx, t.path(), case);
+    }
 
     // A whole-file record and blocks for the same path.
     let mut s = hello(&token, 2, 20);
     raw_file(&mut s, b"f", 10, b"0123456789");
     block(&mut s, "f", 10, 0, b"abcdefghij");
-    end(&mut s, 2, 20);
+    codec::encode_end(
+        &EndMarker {
+            files: 2,
+            bytes: 20,
+        },
+        &mut s,
+    );
     let got = session(&rx.addr, &id, &s).await;
     expect_error("file and blocks", got, "sent twice");
     clear(&rx.dest);

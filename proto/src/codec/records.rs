@@ -202,13 +202,7 @@ impl RecordDecoder {
                 else {
                     return Ok(None);
                 };
-                if size > self.limits.max_file_size {
-                    return Err(DecodeError::FileTooLarge {
-                        path: path.to_string(),
-                        size,
-                        max: self.limits.max_file_size,
-                    });
-                }
+                self.check_size(&path, size)?;
                 self.state = State::InFile {
                     path: path.clone(),
                     remaining: size,
@@ -232,13 +226,7 @@ impl RecordDecoder {
                 ) else {
                     return Ok(None);
                 };
-                if size > self.limits.max_file_size {
-                    return Err(DecodeError::FileTooLarge {
-                        path: path.to_string(),
-                        size,
-                        max: self.limits.max_file_size,
-                    });
-                }
+                self.check_size(&path, size)?;
                 if len == 0 || offset.checked_add(len).is_none_or(|end| end > size) {
                     return Err(DecodeError::BlockOutside {
                         path: path.to_string(),
@@ -275,6 +263,18 @@ impl RecordDecoder {
             }
             other => Err(DecodeError::UnknownTag(other)),
         }
+    }
+
+    /// Refuses a file larger than the per-file limit.
+    fn check_size(&self, path: &RelPath, size: u64) -> Result<(), DecodeError> {
+        if size > self.limits.max_file_size {
+            return Err(DecodeError::FileTooLarge {
+                path: path.to_string(),
+                size,
+                max: self.limits.max_file_size,
+            });
+        }
+        Ok(())
     }
 
     /// Decodes `tag, u16 length, path bytes`; checks the length before waiting for the bytes.
