@@ -143,6 +143,9 @@ fn rel(s: &str) -> RelPath {
     RelPath::from_bytes(s.as_bytes(), &PathLimits::default()).unwrap()
 }
 
+/// A block of "f": the file's size, the block's offset, its content.
+type Block = (u64, u64, &'static [u8]);
+
 /// A block record with its content.
 fn block(s: &mut BytesMut, path: &str, size: u64, offset: u64, data: &[u8]) {
     codec::encode_block_header(&rel(path), size, offset, data.len() as u64, s);
@@ -180,7 +183,7 @@ async fn hostile_blocks_are_refused_and_leave_no_complete_looking_file() {
     let (_, token) = Identity::read_credentials(&id).unwrap();
     // (case, hello's files and bytes, records as (offset, data) blocks of "f" of `size`
     // bytes, what the refusal names). The end marker counts what was sent.
-    let cases: [(&str, u64, u64, &[(u64, u64, &[u8])], &str); 4] = [
+    let cases: [(&str, u64, u64, &[Block], &str); 4] = [
         (
             "overlap",
             1,
