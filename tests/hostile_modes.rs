@@ -88,6 +88,22 @@ impl Rec {
         }
     }
 
+    /// A block record (protocol 3) with an unchecked raw path.
+    fn block(path: &[u8], size: u64, offset: u64, data: &[u8]) -> Self {
+        let mut bytes = BytesMut::new();
+        bytes.put_u8(0x04);
+        bytes.put_u16(path.len() as u16);
+        bytes.put_slice(path);
+        for v in [size, offset, data.len() as u64, 0] {
+            bytes.put_u64(v);
+        }
+        bytes.put_slice(data);
+        Rec {
+            bytes,
+            landed: None,
+        }
+    }
+
     fn then_wait(mut self, path: &'static str, content: &'static [u8]) -> Self {
         self.landed = Some((path, content));
         self
@@ -378,6 +394,47 @@ async fn hostile_cases(mode: Mode) {
     assert!(msg.contains("removed 1 partial file(s)"), "{mode}: {msg}");
     holds_exactly("truncated file", &dst, &[]);
     good_transfer(&rx, t.path(), mode, "truncated file");
+
+    // Blocks of a file (issue 18; per-file modes: a stream each, handled concurrently, so
+    // either of two overlapping blocks may be the one refused): overlapping, past the end,
+    // one missing at a clean end of the run. Nothing complete-looking is left.
+    for (case, recs, end, said) in [
+        (
+            "overlapping blocks",
+            vec![
+                Rec::block(b"f", 10, 0, b"abcdef"),
+                Rec::block(b"f", 10, 4, b"EFGHIJ"),
+            ],
+            EndMarker {
+                files: 2,
+                bytes: 12,
+            },
+            "overlaps bytes",
+        ),
+        (
+            "a block past the end",
+            vec![Rec::block(b"f", 10, 6, b"ghijk")],
+            EndMarker { files: 1, bytes: 5 },
+            "is outside the file's 10 bytes",
+        ),
+        (
+            "a missing block",
+            vec![
+                Rec::block(b"f", 10, 8, b"ij"),
+                Rec::block(b"f", 10, 0, b"abcd"),
+            ],
+            EndMarker { files: 2, bytes: 6 },
+            "\"f\" is missing blocks: 6 of its 10 bytes arrived (nothing from byte 4 on)",
+        ),
+    ] {
+        let mut c = Crafted::new(mode, &token, 1, 10);
+        c.recs = recs;
+        c.end = Some(end);
+        let got = send_crafted(mode, &rx, c).await;
+        expect_error(&format!("{mode} {case}"), got, said);
+        holds_exactly(case, &dst, &[]);
+        good_transfer(&rx, t.path(), mode, case);
+    }
 
     if per_file {
         // A per-file stream ending inside a second record: the first file is complete, the

@@ -93,6 +93,7 @@ pub async fn run(a: DemoArgs) -> Result<ExitCode> {
         latency_out: None,
         cc: None,
         connections: 1,
+        block_size: shoal_sender::DEFAULT_BLOCK_SIZE,
         stats_interval: None,
         stats_out: None,
         receiver_series_out: None,

@@ -283,6 +283,13 @@ struct SendArgs {
     /// the run and split over them.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
     connections: u16,
+    /// Files larger than this are carried as blocks of this size, spread over the
+    /// connections (every mode but tcp-wait), so one large file uses all of them.
+    #[arg(long, default_value = "16MiB", value_parser = parse_size)]
+    block_size: u64,
+    /// Test hook: send each large file's blocks last first (they arrive out of order).
+    #[arg(long, hide = true)]
+    test_reverse_blocks: bool,
     /// Sample RTT, cwnd, retransmits, goodput… of every connection this often (e.g. 100ms)
     /// into --stats-out, or into --trace-dir's series [default with --trace-dir: 100ms].
     #[arg(long, value_parser = parse_duration, requires = "series_out")]
@@ -548,6 +555,7 @@ async fn send(a: SendArgs) -> Result<ExitCode> {
         latency_out,
         cc: a.cc,
         connections: a.connections,
+        block_size: a.block_size,
         stats_interval,
         stats_out,
         receiver_series_out,
@@ -559,6 +567,7 @@ async fn send(a: SendArgs) -> Result<ExitCode> {
         provenance: provenance(),
         hooks: shoal_sender::TestHooks {
             corrupt_file: a.test_corrupt_file,
+            reverse_blocks: a.test_reverse_blocks,
         },
     };
     let row = shoal_sender::send(&config).await;

@@ -59,6 +59,22 @@ pub struct RunRow {
     pub cc_requested: String,
     pub cc: String,
     pub connections_requested: u64,
+    /// Files larger than this were carried as blocks spread over the connections (0: files
+    /// are never split, as in tcp-wait).
+    #[serde(default)]
+    pub block_size: u64,
+    /// Files carried as blocks.
+    #[serde(default)]
+    pub files_in_blocks: u64,
+    /// Connections that carried content bytes.
+    #[serde(default)]
+    pub connections_used: u64,
+    /// Content bytes each connection carried, in connection order, `/`-separated.
+    #[serde(default)]
+    pub connection_bytes: String,
+    /// Why fewer connections were used than asked for (empty when all were).
+    #[serde(default)]
+    pub connections_note: String,
     /// Transport statistics at the end of the run, over all connections: RTTs and cwnd
     /// averaged, counts summed, min RTT the lowest (see docs/csv-schema.md). `None` for a
     /// failed run, and where the transport does not expose one (TCP: congestion_events;

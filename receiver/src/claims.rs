@@ -30,7 +30,8 @@ impl Claims {
         Ok(())
     }
 
-    /// One connection's end marker against what that connection carried.
+    /// One connection's end marker against what that connection carried (file and block
+    /// records, content bytes).
     pub(crate) fn check_own_end(&self, end: codec::EndMarker) -> anyhow::Result<()> {
         if end.files != self.files || end.bytes != self.bytes {
             return Err(anyhow!(

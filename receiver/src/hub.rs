@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _, Result};
 use futures::future::{BoxFuture, FutureExt, Shared};
-use shoal_common::codec::{Completion, Hello};
+use shoal_common::codec::{BlockLedger, Completion, Hello};
 use shoal_common::metrics;
 use shoal_common::pipeline::writer::{
     open_subfolder, WriteBatch, WriterDest, WriterOptions, WriterThread,
@@ -74,6 +74,8 @@ pub(crate) struct Run {
     pub first_byte: Instant,
     pub budget: Arc<Semaphore>,
     pub claims: Mutex<Claims>,
+    /// The blocks of the run's files carried as blocks, from all its connections.
+    pub blocks: Mutex<BlockLedger>,
     /// Cancelled when the run fails: every connection stops reading.
     pub cancel: CancellationToken,
     /// Writer ids are unique across the run's connections.
@@ -300,6 +302,7 @@ impl Hub {
                     first_byte: ready,
                     budget: Arc::new(Semaphore::new(config.write_budget)),
                     claims: Mutex::new(Claims::default()),
+                    blocks: Mutex::new(BlockLedger::default()),
                     cancel,
                     next_file_id: AtomicU64::new(0),
                     quic_window: SharedWindow::new(
@@ -449,7 +452,7 @@ impl Run {
                 .boxed()
                 .shared()
         });
-        let (errors, peak, joined, facts) = {
+        let (mut errors, peak, joined, facts) = {
             let st = self.state.lock().expect("run lock");
             (
                 st.errors.clone(),
@@ -458,6 +461,15 @@ impl Run {
                 st.facts.clone(),
             )
         };
+        if errors.is_empty() {
+            // Every connection ended cleanly, yet a file's blocks do not cover it: name it
+            // (the writer removed its temporary; no final name was ever written).
+            let missing = self.blocks.lock().expect("blocks").incomplete();
+            errors.extend(missing.iter().take(4).map(ToString::to_string));
+            if missing.len() > 4 {
+                errors.push(format!("{} more file(s) missing blocks", missing.len() - 4));
+            }
+        }
         let mut completion = run::completion(&self.hello, &report, errors, self.first_byte, &facts);
         completion.peak_streams = peak;
         completion.connections = u64::from(joined);

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bytes::{Buf, BytesMut};
-use shoal_common::codec::{self, EndMarker, Record, StreamDecoder, StreamError};
+use shoal_common::codec::{self, BlockError, EndMarker, Record, StreamDecoder, StreamError};
 use shoal_common::pipeline::writer::{WriteBatch, WriteOp};
 use tokio::sync::{mpsc, Semaphore};
 
@@ -34,6 +34,12 @@ impl From<codec::DecodeError> for PumpError {
     }
 }
 
+impl From<BlockError> for PumpError {
+    fn from(e: BlockError) -> Self {
+        PumpError::Other(e.into())
+    }
+}
+
 impl From<StreamError> for PumpError {
     fn from(e: StreamError) -> Self {
         PumpError::Other(e.into())
@@ -54,6 +60,8 @@ pub(crate) struct Intake {
     decoder: StreamDecoder,
     /// Writer id of the file being received.
     id: u64,
+    /// Inside a block: where its next content byte goes in the file.
+    block_at: Option<u64>,
     /// The stop-and-wait arm: the writer signals each file after closing it.
     signal: Option<mpsc::UnboundedSender<()>>,
 }
@@ -63,6 +71,7 @@ impl Intake {
         Self {
             decoder,
             id: 0,
+            block_at: None,
             signal,
         }
     }
@@ -110,13 +119,54 @@ impl Intake {
                         sent_at_us: h.sent_at_us,
                     });
                 }
-                Record::Data(_) => {
-                    batch.bytes += n;
-                    batch.ops.push(WriteOp::Data {
+                Record::Block(b) => {
+                    // Checked against the run's other blocks of the file (whichever connection
+                    // brought them) before any of its bytes are written.
+                    let reserved = run.blocks.lock().expect("blocks").reserve(
+                        &b.path,
+                        b.size,
+                        b.offset,
+                        b.len,
+                        || run.next_file_id.fetch_add(1, Ordering::Relaxed),
+                    )?;
+                    if reserved.first {
+                        run.claims.lock().expect("claims").claim(
+                            &run.hello,
+                            &b.path.to_string(),
+                            b.size,
+                        )?;
+                    }
+                    mine.files += 1;
+                    mine.bytes += b.len;
+                    buf.advance(n);
+                    self.id = reserved.id;
+                    self.block_at = Some(b.offset);
+                    batch.ops.push(WriteOp::Block {
                         id: self.id,
-                        bytes: buf.split_to(n).freeze(),
+                        path: b.path,
+                        size: b.size,
+                        sent_at_us: b.sent_at_us,
                     });
                 }
+                Record::Data(_) => {
+                    batch.bytes += n;
+                    let bytes = buf.split_to(n).freeze();
+                    batch.ops.push(match &mut self.block_at {
+                        Some(at) => {
+                            let offset = *at;
+                            *at += n as u64;
+                            WriteOp::DataAt {
+                                id: self.id,
+                                offset,
+                                bytes,
+                            }
+                        }
+                        None => WriteOp::Data { id: self.id, bytes },
+                    });
+                }
+                // A block's file is closed by the writer with its last byte, whichever
+                // block that is.
+                Record::FileEnd if self.block_at.take().is_some() => {}
                 Record::FileEnd => {
                     batch.ops.push(WriteOp::Close { id: self.id });
                     if let Some(s) = &self.signal {

@@ -54,17 +54,21 @@ where
         counters,
     )
     .await;
-    let result = finish_with_reply(sent, reader.finish(), &mut replies).await;
+    // Content bytes this connection carried (its end marker's count).
+    let bytes = *sent.as_ref().unwrap_or(&0);
+    let result = finish_with_reply(sent.map(drop), reader.finish(), &mut replies).await;
     let _ = wr.shutdown().await;
     result.map(|done| Sent {
         completion: done.completion,
         completed_at: done.decoded_at,
         fsync: done.fsync,
         peak_streams: 0,
+        bytes,
         waits,
     })
 }
 
+/// Sends the hello, every record and the end marker; returns the content bytes sent.
 // The run's state travels as arguments, as in the receiver's loops.
 #[allow(clippy::too_many_arguments)]
 async fn send_records<W: AsyncWrite + Unpin>(
@@ -77,7 +81,7 @@ async fn send_records<W: AsyncWrite + Unpin>(
     waits: &mut Waits,
     ready: &Ready,
     counters: Arc<Counters>,
-) -> Result<()> {
+) -> Result<u64> {
     let mut staging = BytesMut::with_capacity(STAGING);
     codec::encode_hello(hello, &mut staging);
     let mut tally = Tally::new(counters);
@@ -132,10 +136,11 @@ async fn send_records<W: AsyncWrite + Unpin>(
         .await
         .context("sending records failed")?;
     wr.flush().await.context("sending records failed")?;
-    Ok(())
+    Ok(tally.bytes)
 }
 
-/// Files and bytes sent so far, for the end marker (and the run's progress).
+/// Records (files and blocks) and content bytes sent so far, for the end marker (and the
+/// run's progress).
 #[derive(Debug)]
 pub(crate) struct Tally {
     pub files: u64,
@@ -157,11 +162,17 @@ impl Tally {
         let last = matches!(chunk.kind, ChunkKind::File { last: true, .. });
         self.progress.sent(chunk.bytes.len(), last);
         if let ChunkKind::File {
-            index, first: true, ..
+            index,
+            first: true,
+            block,
+            ..
         } = chunk.kind
         {
             self.files += 1;
-            self.bytes += reader.tree().files[index].size;
+            self.bytes += match block {
+                Some((_, len)) => len,
+                None => reader.tree().files[index].size,
+            };
         }
     }
 

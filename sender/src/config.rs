@@ -7,6 +7,10 @@ use shoal_common::config::{Cc, FlowConfig, Mode};
 use shoal_common::identity::Pin;
 use shoal_common::pipeline::reader::{Chunk, ChunkKind, ReaderConfig};
 
+/// `--block-size`'s default: files larger than this are carried as blocks spread over the
+/// run's connections (docs/transports.md says how it was chosen).
+pub const DEFAULT_BLOCK_SIZE: u64 = 16 << 20;
+
 /// Sender settings.
 #[derive(Debug, Clone)]
 pub struct SendConfig {
@@ -29,6 +33,9 @@ pub struct SendConfig {
     pub cc: Option<Cc>,
     /// Independent connections sharing the files (1..=64).
     pub connections: u16,
+    /// Files larger than this are carried as blocks of this size spread over the connections
+    /// (every mode but tcp-wait).
+    pub block_size: u64,
     /// Sample every connection's statistics this often into `stats_out`, and what the
     /// receiver reported ready into `receiver_series_out`.
     pub stats_interval: Option<Duration>,
@@ -52,6 +59,8 @@ pub struct SendConfig {
 pub struct TestHooks {
     /// Corrupt the record tag of this file (0-based index in walk order).
     pub corrupt_file: Option<usize>,
+    /// Hand each large file's blocks out last first (blocks arrive out of order).
+    pub reverse_blocks: bool,
 }
 
 impl TestHooks {

@@ -20,6 +20,8 @@ pub(crate) struct Sent {
     pub fsync: Option<Duration>,
     /// Most per-file streams outstanding at once (0 in bundle modes).
     pub peak_streams: u64,
+    /// Content bytes this connection carried (its end marker's count).
+    pub bytes: u64,
     pub waits: Waits,
 }
 

@@ -18,6 +18,6 @@ mod sniff;
 mod streams;
 mod waits;
 
-pub use config::{SendConfig, TestHooks};
+pub use config::{SendConfig, TestHooks, DEFAULT_BLOCK_SIZE};
 pub use progress::ProgressConfig;
 pub use run::{send, INTERRUPTED};

@@ -36,6 +36,8 @@ struct Measured {
     seconds: f64,
     fsync: Option<Duration>,
     connections: u64,
+    /// Content bytes each connection carried, in connection order.
+    connection_bytes: Vec<u64>,
     sndbuf: u64,
     peak_streams: u64,
     /// Summed over connections.
@@ -77,6 +79,41 @@ fn put_transport_stats(row: &mut RunRow, mode: Mode, s: &ConnStats) {
     row.sndbuf_limited_ms = tcp.then_some(s.sndbuf_limited_ms);
 }
 
+/// The block size in effect: `None` when files are never split (tcp-wait acknowledges each
+/// file whole).
+fn block_size_for(config: &SendConfig) -> Option<u64> {
+    (config.mode != Mode::TcpWait).then_some(config.block_size.max(1))
+}
+
+/// The row's account of how the connections were used: how many carried content, the bytes
+/// each carried, and why fewer than asked for carried any.
+fn put_connection_use(row: &mut RunRow, config: &SendConfig, bytes: &[u64]) {
+    row.connection_bytes = bytes
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join("/");
+    row.connections_used = bytes.iter().filter(|&&b| b > 0).count() as u64;
+    let asked = row.connections_requested;
+    if row.connections_used < asked {
+        let why = if row.bytes == 0 {
+            "the run has no content bytes".to_string()
+        } else if config.mode == Mode::TcpWait {
+            "tcp-wait never splits a file into blocks, and there were fewer files than connections"
+                .to_string()
+        } else {
+            format!(
+                "the run had fewer files and blocks (files over --block-size {} are split) than connections",
+                shoal_common::units::human_bytes(row.block_size)
+            )
+        };
+        row.connections_note = format!(
+            "{} of {asked} connections carried content: {why}",
+            row.connections_used
+        );
+    }
+}
+
 /// Runs one transfer and returns its row (status `ok` only if the receiver reported every
 /// file ready).
 pub async fn send(config: &SendConfig) -> RunRow {
@@ -109,11 +146,15 @@ pub async fn send(config: &SendConfig) -> RunRow {
     };
     let run_id: [u8; 16] = config.run_id.unwrap_or_else(rand::random);
     row.run_id = hex::encode(run_id);
+    row.block_size = block_size_for(config).unwrap_or(0);
     let started = Instant::now();
     let result = match SourceTree::walk(&config.src) {
         Ok(tree) => {
             let tree = Arc::new(tree);
             row.files = tree.files.len() as u64;
+            if let Some(b) = block_size_for(config) {
+                row.files_in_blocks = tree.files.iter().filter(|f| f.size > b).count() as u64;
+            }
             row.bytes = tree.total_bytes;
             row.skipped_symlinks = tree.skipped_symlinks;
             row.skipped_special = tree.skipped_special;
@@ -153,6 +194,7 @@ pub async fn send(config: &SendConfig) -> RunRow {
             row.mb_per_s = row.bytes as f64 / 1e6 / m.seconds;
             row.files_per_s = row.files as f64 / m.seconds;
             row.connections = m.connections;
+            put_connection_use(&mut row, config, &m.connection_bytes);
             row.receiver_connections = c.connections;
             row.sndbuf_bytes = m.sndbuf;
             row.receiver_rcvbuf_bytes = c.rcvbuf;
@@ -245,7 +287,13 @@ async fn transfer(
     let n = config.connections.clamp(1, 64);
     let file_count = tree.files.len() as u64;
     let total_bytes = tree.total_bytes;
-    let queue = Arc::new(WorkQueue::new(tree));
+    // tcp-wait waits for each file's acknowledgement: its files are never split.
+    let block_size = block_size_for(config);
+    let queue = Arc::new(WorkQueue::with_blocks(
+        tree,
+        block_size.unwrap_or(u64::MAX),
+        config.hooks.reverse_blocks,
+    ));
     // Each connection reads ahead for itself; together they stay within the budget.
     let reader = ReaderConfig {
         budget: (config.reader.budget / n as usize).max(1 << 20),
@@ -312,6 +360,7 @@ async fn transfer(
         seconds: clock.seconds(outcomes.iter().map(|o| o.sent.completed_at)),
         fsync: first.sent.fsync,
         connections: outcomes.len() as u64,
+        connection_bytes: outcomes.iter().map(|o| o.sent.bytes).collect(),
         sndbuf: outcomes.iter().map(|o| o.sndbuf).max().unwrap_or(0),
         peak_streams: outcomes
             .iter()

@@ -145,7 +145,9 @@ where
         counters,
     )
     .await;
-    let done = finish_with_reply(sent, reader.finish(), &mut replies).await;
+    // Content bytes this connection carried (its end marker's count).
+    let bytes = *sent.as_ref().unwrap_or(&0);
+    let done = finish_with_reply(sent.map(drop), reader.finish(), &mut replies).await;
     let _ = control_wr.shutdown().await;
     let done = done?;
     Ok(Sent {
@@ -153,10 +155,13 @@ where
         completed_at: done.decoded_at,
         fsync: done.fsync,
         peak_streams: peak,
+        bytes,
         waits,
     })
 }
 
+/// Sends the hello, every file and block on a stream of its own, folders and the end marker;
+/// returns the content bytes sent.
 // The run's state travels as arguments, as in the receiver's loops.
 #[allow(clippy::too_many_arguments)]
 async fn send_files<W: AsyncWrite + Unpin>(
@@ -169,7 +174,7 @@ async fn send_files<W: AsyncWrite + Unpin>(
     waits: &mut Waits,
     ready: &Ready,
     counters: Arc<Counters>,
-) -> Result<()> {
+) -> Result<u64> {
     // The hello opens the control stream, so it is the first stream the receiver sees (yamux
     // announces a stream only with its first frame).
     let mut head = BytesMut::new();
@@ -260,7 +265,7 @@ async fn send_files<W: AsyncWrite + Unpin>(
     while let Some(tail) = tails.next().await {
         done(tail)?;
     }
-    Ok(())
+    Ok(tally.bytes)
 }
 
 /// Runs `work` with a yamux client connection over `io` (see [`mux::with_yamux_client`]),

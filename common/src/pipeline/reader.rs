@@ -7,7 +7,7 @@
 //! the bottleneck.
 
 use std::fs::File;
-use std::io::Read;
+use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::OpenOptionsExt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -22,18 +22,75 @@ use crate::codec;
 use crate::relpath::RelPath;
 use crate::tree::SourceTree;
 
-/// Hands out the items of a tree (files, then empty folders) to whichever reader asks next.
+/// Hands out the items of a tree (files, then empty folders) to whichever reader asks next. A
+/// file larger than the block size is handed out as its blocks, one item each, so the run's
+/// connections carry one large file together.
 #[derive(Debug)]
 pub struct WorkQueue {
     tree: Arc<SourceTree>,
     next: AtomicUsize,
+    /// Files carried as blocks, in walk order; the items between them are whole files.
+    big: Vec<BigFile>,
+    block_size: u64,
+    /// Test hook: hand each file's blocks out last first.
+    reverse_blocks: bool,
+    /// Items for files (whole files and blocks); empty folders follow.
+    file_items: usize,
+}
+
+/// A file carried as blocks: its index and the item its first block is.
+#[derive(Debug, Clone, Copy)]
+struct BigFile {
+    file: usize,
+    first_item: usize,
+    blocks: usize,
+}
+
+/// One item of the queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Item {
+    File(usize),
+    /// Bytes `offset..offset + len` of file `file`.
+    Block {
+        file: usize,
+        offset: u64,
+        len: u64,
+    },
+    Dir(usize),
 }
 
 impl WorkQueue {
+    /// Every file whole.
     pub fn new(tree: Arc<SourceTree>) -> Self {
+        Self::with_blocks(tree, u64::MAX, false)
+    }
+
+    /// Files larger than `block_size` are handed out as blocks of `block_size` bytes (the last
+    /// one shorter); `reverse_blocks` (a test hook) hands each file's blocks out last first.
+    pub fn with_blocks(tree: Arc<SourceTree>, block_size: u64, reverse_blocks: bool) -> Self {
+        let block_size = block_size.max(1);
+        let mut big = Vec::new();
+        let mut item = 0usize;
+        for (file, entry) in tree.files.iter().enumerate() {
+            if entry.size > block_size {
+                let blocks = entry.size.div_ceil(block_size) as usize;
+                big.push(BigFile {
+                    file,
+                    first_item: item,
+                    blocks,
+                });
+                item += blocks;
+            } else {
+                item += 1;
+            }
+        }
         Self {
             tree,
             next: AtomicUsize::new(0),
+            big,
+            block_size,
+            reverse_blocks,
+            file_items: item,
         }
     }
 
@@ -41,18 +98,48 @@ impl WorkQueue {
         &self.tree
     }
 
-    /// Files plus empty folders.
+    /// Items: files (or their blocks) plus empty folders.
     pub fn len(&self) -> usize {
-        self.tree.files.len() + self.tree.empty_dirs.len()
+        self.file_items + self.tree.empty_dirs.len()
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    fn take(&self) -> Option<usize> {
+    /// Files carried as blocks.
+    pub fn files_in_blocks(&self) -> usize {
+        self.big.len()
+    }
+
+    fn take(&self) -> Option<Item> {
         let i = self.next.fetch_add(1, Ordering::Relaxed);
-        (i < self.len()).then_some(i)
+        (i < self.len()).then(|| self.item(i))
+    }
+
+    /// Item `i` (< `len()`).
+    fn item(&self, i: usize) -> Item {
+        if i >= self.file_items {
+            return Item::Dir(i - self.file_items);
+        }
+        let k = self.big.partition_point(|b| b.first_item <= i);
+        let Some(b) = k.checked_sub(1).map(|k| self.big[k]) else {
+            return Item::File(i);
+        };
+        if i < b.first_item + b.blocks {
+            let mut j = (i - b.first_item) as u64;
+            if self.reverse_blocks {
+                j = b.blocks as u64 - 1 - j;
+            }
+            let size = self.tree.files[b.file].size;
+            let offset = j * self.block_size;
+            return Item::Block {
+                file: b.file,
+                offset,
+                len: (size - offset).min(self.block_size),
+            };
+        }
+        Item::File(b.file + 1 + (i - b.first_item - b.blocks))
     }
 }
 
@@ -77,11 +164,14 @@ impl Default for ReaderConfig {
 /// What a chunk belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChunkKind {
-    /// Part of file `index`; `first` chunks begin with the record header, `last` ends the file.
+    /// Part of file `index` (or of one of its blocks: `block`); `first` chunks begin with the
+    /// record header, `last` ends the record.
     File {
         index: usize,
         first: bool,
         last: bool,
+        /// The record is a block of the file: its offset and length.
+        block: Option<(u64, u64)>,
     },
     /// A whole folder record.
     Dir,
@@ -196,15 +286,19 @@ fn read_loop(
 ) -> Result<()> {
     let tree = queue.tree();
     while let Some(item) = queue.take() {
-        let sent = if item < tree.files.len() {
-            read_file(tree, item, config, budget, tx)?
-        } else {
-            let dir = &tree.empty_dirs[item - tree.files.len()];
-            let mut bytes = BytesMut::with_capacity(3 + dir.as_bytes().len());
-            codec::encode_dir(dir, &mut bytes);
-            match budget.acquire(bytes.len()) {
-                Some(permit) => deliver(tx, ChunkKind::Dir, bytes, permit),
-                None => false,
+        let sent = match item {
+            Item::File(index) => read_file(tree, index, None, config, budget, tx)?,
+            Item::Block { file, offset, len } => {
+                read_file(tree, file, Some((offset, len)), config, budget, tx)?
+            }
+            Item::Dir(index) => {
+                let dir = &tree.empty_dirs[index];
+                let mut bytes = BytesMut::with_capacity(3 + dir.as_bytes().len());
+                codec::encode_dir(dir, &mut bytes);
+                match budget.acquire(bytes.len()) {
+                    Some(permit) => deliver(tx, ChunkKind::Dir, bytes, permit),
+                    None => false,
+                }
             }
         };
         if !sent {
@@ -246,10 +340,12 @@ impl SourceFileError {
     }
 }
 
-/// Reads file `index` into chunks; `Ok(false)` if the consumer went away.
+/// Reads file `index` (or its block `offset, len`) into chunks; `Ok(false)` if the consumer
+/// went away.
 fn read_file(
     tree: &SourceTree,
     index: usize,
+    block: Option<(u64, u64)>,
     config: ReaderConfig,
     budget: &ByteBudget,
     tx: &mpsc::Sender<Chunk>,
@@ -264,17 +360,33 @@ fn read_file(
         .map_err(|e| fail("open", e))?;
     let size = file.metadata().map_err(|e| fail("stat", e))?.len();
     if size != entry.size {
-        return Err(fail(
-            "read",
-            std::io::Error::other(format!(
-                "it changed size since the walk ({} → {} bytes)",
-                entry.size, size
-            )),
-        )
-        .into());
+        // A block opens the file again while other blocks of it are read: the file changed
+        // while being read, as for a file read whole.
+        let change = match block {
+            Some(_) if size > entry.size => format!(
+                "it grew while being read (more than the {} bytes it had at the walk)",
+                entry.size
+            ),
+            Some(_) => format!(
+                "it shrank while being read (it has {size} of the {} bytes it had at the walk)",
+                entry.size
+            ),
+            None => format!(
+                "it changed size since the walk ({} → {size} bytes)",
+                entry.size
+            ),
+        };
+        return Err(fail("read", std::io::Error::other(change)).into());
     }
-    let header_len = codec::file_header_len(&entry.rel);
-    let mut left = size;
+    let (start, mut left) = block.unwrap_or((0, size));
+    if start > 0 {
+        file.seek(SeekFrom::Start(start))
+            .map_err(|e| fail("read", e))?;
+    }
+    let header_len = match block {
+        Some(_) => codec::block_header_len(&entry.rel),
+        None => codec::file_header_len(&entry.rel),
+    };
     let mut first = true;
     loop {
         let n = left.min(config.chunk_size as u64) as usize;
@@ -283,19 +395,24 @@ fn read_file(
         let Some(permit) = budget.acquire(head + n) else {
             return Ok(false);
         };
-        let last = left == n as u64;
+        // Only the file's own last chunk can see it grew (a block's end is not the file's).
+        let last = left == n as u64 && start + left == size;
         // The last chunk asks for one byte more than is due: a file that grew since the walk
         // fills it, and one that shrank ends early. Either fails the run, naming the change
         // (a grown file used to be sent cut to its walk-time size and reported ok).
         let room = n + usize::from(last);
         let mut bytes = BytesMut::with_capacity(head + room);
-        if first {
-            codec::encode_file_header(&entry.rel, size, &mut bytes);
+        match (first, block) {
+            (true, None) => codec::encode_file_header(&entry.rel, size, &mut bytes),
+            (true, Some((offset, len))) => {
+                codec::encode_block_header(&entry.rel, size, offset, len, &mut bytes)
+            }
+            (false, _) => {}
         }
         bytes.put_bytes(0, room);
         let got = read_up_to(&mut file, &mut bytes[head..], n).map_err(|e| fail("read", e))?;
         if got != n {
-            let at = size - left + got as u64;
+            let at = start + (block.map_or(size, |b| b.1) - left) + got as u64;
             let change = if got > n {
                 format!("it grew while being read (more than the {size} bytes it had at the walk)")
             } else {
@@ -309,6 +426,7 @@ fn read_file(
             index,
             first,
             last: left == 0,
+            block,
         };
         if !deliver(tx, kind, bytes, permit) {
             return Ok(false);
@@ -353,4 +471,56 @@ fn deliver(
         _permit: permit,
     };
     tx.blocking_send(chunk).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::relpath::PathLimits;
+    use crate::tree::SourceFile;
+
+    #[test]
+    fn large_files_are_handed_out_as_blocks_between_whole_files() {
+        let rel = |s: &str| RelPath::from_bytes(s.as_bytes(), &PathLimits::default()).unwrap();
+        let sizes = [5u64, 25, 10, 11, 0];
+        let tree = Arc::new(SourceTree {
+            root: "/nowhere".into(),
+            files: (0..sizes.len())
+                .map(|i| SourceFile {
+                    rel: rel(&format!("f{i}")),
+                    size: sizes[i],
+                })
+                .collect(),
+            empty_dirs: vec![rel("d")],
+            total_bytes: sizes.iter().sum(),
+            skipped_symlinks: 0,
+            skipped_special: 0,
+        });
+        let block = |file, offset, len| Item::Block { file, offset, len };
+        let q = WorkQueue::with_blocks(tree.clone(), 10, false);
+        let items: Vec<Item> = std::iter::from_fn(|| q.take()).collect();
+        assert_eq!(
+            items,
+            vec![
+                Item::File(0),
+                block(1, 0, 10),
+                block(1, 10, 10),
+                block(1, 20, 5),
+                Item::File(2),
+                block(3, 0, 10),
+                block(3, 10, 1),
+                Item::File(4),
+                Item::Dir(0),
+            ]
+        );
+        assert_eq!(q.files_in_blocks(), 2);
+        let q = WorkQueue::with_blocks(tree.clone(), 10, true);
+        let items: Vec<Item> = std::iter::from_fn(|| q.take()).collect();
+        assert_eq!(
+            &items[1..4],
+            &[block(1, 20, 5), block(1, 10, 10), block(1, 0, 10)]
+        );
+        let q = WorkQueue::new(tree);
+        assert_eq!(q.len(), 6);
+    }
 }

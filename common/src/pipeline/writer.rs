@@ -21,6 +21,7 @@ use std::fs::File;
 use std::hash::{BuildHasher, RandomState};
 use std::io::{self, Write};
 use std::os::fd::OwnedFd;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -76,8 +77,11 @@ struct OpenFile {
     path: RelPath,
     expected: u64,
     written: u64,
-    /// Sender's wall clock when it started sending the file (0: unknown).
+    /// Sender's wall clock when it started sending the file (0: unknown); for a file carried
+    /// as blocks, the earliest of its blocks'.
     sent_at_us: u64,
+    /// Carried as blocks: written at offsets, closed once every byte is in.
+    blocks: bool,
 }
 
 impl DestWriter {
@@ -189,6 +193,7 @@ impl DestWriter {
                 expected: size,
                 written: 0,
                 sent_at_us,
+                blocks: false,
             },
         );
         Ok(())
@@ -212,6 +217,65 @@ impl DestWriter {
             .with_context(|| format!("cannot write \"{}\"", f.path))?;
         f.written += data.len() as u64;
         self.bytes_written += data.len() as u64;
+        Ok(())
+    }
+
+    /// A block of file `id` (`path`, `size` bytes) is coming: the file's first block starts it
+    /// as a new temporary file (as [`DestWriter::open_file`]); a later one (from any
+    /// connection) only moves its send time earlier. Its bytes come with
+    /// [`DestWriter::write_at`].
+    pub fn open_block(
+        &mut self,
+        id: FileId,
+        path: &RelPath,
+        size: u64,
+        sent_at_us: u64,
+    ) -> Result<()> {
+        if let Some(f) = self.open.get_mut(&id) {
+            if !f.blocks || f.path != *path || f.expected != size {
+                bail!(
+                    "a block of \"{path}\" under file id {id}, which is \"{}\"",
+                    f.path
+                );
+            }
+            if sent_at_us != 0 && (f.sent_at_us == 0 || sent_at_us < f.sent_at_us) {
+                f.sent_at_us = sent_at_us;
+            }
+            return Ok(());
+        }
+        self.open_file(id, path, size, sent_at_us)?;
+        if let Some(f) = self.open.get_mut(&id) {
+            f.blocks = true;
+        }
+        Ok(())
+    }
+
+    /// Writes `data` at `offset` of block file `id` (`pwrite`); once all its announced bytes
+    /// are in, closes it and renames it into place. The run's block ledger has refused
+    /// overlapping blocks, so all bytes written means every byte written once; this refuses
+    /// bytes outside the file or past its size all the same.
+    pub fn write_at(&mut self, id: FileId, offset: u64, data: &[u8]) -> Result<()> {
+        let f = self
+            .open
+            .get_mut(&id)
+            .ok_or_else(|| anyhow!("block data for file id {id}, which is not open"))?;
+        let len = data.len() as u64;
+        let end = offset.checked_add(len);
+        if !f.blocks || end.is_none_or(|e| e > f.expected) || f.written + len > f.expected {
+            bail!(
+                "\"{}\": block bytes at {offset} (+{len}) are outside its announced {} bytes",
+                f.path,
+                f.expected
+            );
+        }
+        f.file
+            .write_all_at(data, offset)
+            .with_context(|| format!("cannot write \"{}\"", f.path))?;
+        f.written += len;
+        self.bytes_written += len;
+        if f.written == f.expected {
+            self.close_file(id)?;
+        }
         Ok(())
     }
 
@@ -470,6 +534,19 @@ pub enum WriteOp {
     Close {
         id: FileId,
     },
+    /// A block of a file carried as blocks (see [`DestWriter::open_block`]).
+    Block {
+        id: FileId,
+        path: RelPath,
+        size: u64,
+        sent_at_us: u64,
+    },
+    /// Bytes of a block at `offset` of file `id`; the file completes with its last byte.
+    DataAt {
+        id: FileId,
+        offset: u64,
+        bytes: Bytes,
+    },
     Dir(RelPath),
     /// Signals the sender once every op before it is done (the stop-and-wait arm acknowledges
     /// each file this way).
@@ -650,6 +727,13 @@ fn apply(writer: &mut DestWriter, op: WriteOp) -> Result<()> {
         } => writer.open_file(id, &path, size, sent_at_us),
         WriteOp::Data { id, bytes } => writer.write(id, &bytes),
         WriteOp::Close { id } => writer.close_file(id),
+        WriteOp::Block {
+            id,
+            path,
+            size,
+            sent_at_us,
+        } => writer.open_block(id, &path, size, sent_at_us),
+        WriteOp::DataAt { id, offset, bytes } => writer.write_at(id, offset, &bytes),
         WriteOp::Dir(path) => writer.make_dir(&path),
         WriteOp::Signal(tx) => {
             let _ = tx.send(());
@@ -659,128 +743,4 @@ fn apply(writer: &mut DestWriter, op: WriteOp) -> Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::relpath::PathLimits;
-
-    fn rel(s: &str) -> RelPath {
-        RelPath::from_bytes(s.as_bytes(), &PathLimits::default()).unwrap()
-    }
-
-    #[test]
-    fn writes_files_and_folders() {
-        let t = tempfile::tempdir().unwrap();
-        let mut w = DestWriter::open(t.path(), "t").unwrap();
-        w.open_file(1, &rel("a/b/c"), 3, 0).unwrap();
-        w.write(1, b"abc").unwrap();
-        w.close_file(1).unwrap();
-        w.make_dir(&rel("x/y")).unwrap();
-        assert_eq!(std::fs::read(t.path().join("a/b/c")).unwrap(), b"abc");
-        assert!(t.path().join("x/y").is_dir());
-        assert_eq!(w.files_ready(), 1);
-    }
-
-    #[test]
-    fn never_follows_destination_symlinks() {
-        let outside = tempfile::tempdir().unwrap();
-        let t = tempfile::tempdir().unwrap();
-        std::os::unix::fs::symlink(outside.path(), t.path().join("d")).unwrap();
-        std::os::unix::fs::symlink(outside.path().join("f"), t.path().join("leaf")).unwrap();
-        let mut w = DestWriter::open(t.path(), "t").unwrap();
-        let err = w.open_file(1, &rel("d/f"), 1, 0).unwrap_err().to_string();
-        assert!(err.contains("\"d\""), "{err}");
-        // A symbolic link under a file's final name is replaced, not followed.
-        w.open_file(2, &rel("leaf"), 1, 0).unwrap();
-        w.write(2, b"x").unwrap();
-        w.close_file(2).unwrap();
-        assert!(t.path().join("leaf").symlink_metadata().unwrap().is_file());
-        assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
-    }
-
-    #[test]
-    fn replaces_hard_links_and_keeps_final_names_complete() {
-        let outside = tempfile::tempdir().unwrap();
-        let t = tempfile::tempdir().unwrap();
-        let victim = outside.path().join("victim");
-        std::fs::write(&victim, b"outside").unwrap();
-        std::fs::hard_link(&victim, t.path().join("hl")).unwrap();
-        std::fs::write(t.path().join("old"), b"previous run").unwrap();
-        let mut w = DestWriter::open(t.path(), "t").unwrap();
-        w.open_file(1, &rel("hl"), 3, 0).unwrap();
-        w.write(1, b"new").unwrap();
-        w.close_file(1).unwrap();
-        assert_eq!(
-            std::fs::read(&victim).unwrap(),
-            b"outside",
-            "written through"
-        );
-        assert_eq!(std::fs::read(t.path().join("hl")).unwrap(), b"new");
-        // While a file is written, its final name holds what it held before; a partial file
-        // never reaches it.
-        w.open_file(2, &rel("old"), 10, 0).unwrap();
-        w.write(2, b"half").unwrap();
-        assert_eq!(
-            std::fs::read(t.path().join("old")).unwrap(),
-            b"previous run"
-        );
-        w.open_file(3, &rel("d/new"), 10, 0).unwrap();
-        w.write(3, b"half").unwrap();
-        assert!(!t.path().join("d/new").exists());
-        assert_eq!(w.abort().len(), 2);
-        assert_eq!(
-            std::fs::read(t.path().join("old")).unwrap(),
-            b"previous run"
-        );
-        let mut left: Vec<_> = std::fs::read_dir(t.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        left.sort();
-        assert_eq!(left, ["d", "hl", "old"]);
-        assert_eq!(std::fs::read_dir(t.path().join("d")).unwrap().count(), 0);
-        // A name reserved for temporary files is refused.
-        let err = w
-            .open_file(4, &rel("x/.shoal-tmp.1.a.0"), 0, 0)
-            .unwrap_err();
-        assert!(err.to_string().contains("reserved"), "{err}");
-    }
-
-    #[test]
-    fn stale_temporary_files_of_dead_receivers_are_removed() {
-        let t = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(t.path().join("a/b")).unwrap();
-        // pid 4294967295 is above any pid_max: that receiver is not running.
-        let dead = ".shoal-tmp.4294967295.00ff.7";
-        let live = format!(".shoal-tmp.{}.00ff.8", std::process::id());
-        for p in [dead.to_string(), format!("a/b/{dead}"), live.clone()] {
-            std::fs::write(t.path().join(p), b"partial").unwrap();
-        }
-        std::fs::write(t.path().join("a/.shoal-tmpx"), b"not ours").unwrap();
-        std::os::unix::fs::symlink("/", t.path().join("a/root")).unwrap();
-        assert_eq!(remove_stale_temps(t.path()).unwrap(), 2);
-        assert!(!t.path().join(dead).exists());
-        assert!(!t.path().join("a/b").join(dead).exists());
-        assert!(
-            t.path().join(live).exists(),
-            "this process's own file stays"
-        );
-        assert!(t.path().join("a/.shoal-tmpx").exists());
-    }
-
-    #[test]
-    fn refuses_overruns_duplicates_and_collisions() {
-        let t = tempfile::tempdir().unwrap();
-        let mut w = DestWriter::open(t.path(), "t").unwrap();
-        w.open_file(1, &rel("f"), 2, 0).unwrap();
-        assert!(w.write(1, b"abc").is_err());
-        w.write(1, b"ab").unwrap();
-        w.close_file(1).unwrap();
-        assert!(w.open_file(2, &rel("f"), 1, 0).is_err(), "duplicate");
-        let err = w.open_file(3, &rel("f/g"), 1, 0).unwrap_err().to_string();
-        assert!(err.contains("not a folder"), "{err}");
-        w.open_file(4, &rel("short"), 10, 0).unwrap();
-        w.write(4, b"x").unwrap();
-        assert!(w.close_file(4).is_err());
-        assert!(!t.path().join("short").exists(), "partial file removed");
-    }
-}
+mod tests;

@@ -12,6 +12,7 @@ use crate::relpath::fuzzing::assert_confined;
 pub enum Owned {
     Hello(Hello),
     File(FileHeader),
+    Block(BlockHeader),
     Data(Vec<u8>),
     FileEnd,
     Dir(RelPath),
@@ -86,6 +87,20 @@ pub fn decode_split(
                         assert_eq!(&again[..], used, "file header does not round-trip");
                         due = Some(f.size);
                         Owned::File(f)
+                    }
+                    Record::Block(b) => {
+                        assert_confined(&b.path, &limits.path);
+                        assert!(b.size <= limits.max_file_size);
+                        assert!(
+                            b.len > 0 && b.offset.checked_add(b.len).is_some_and(|e| e <= b.size)
+                        );
+                        assert!(due.is_none(), "a block header inside a file");
+                        let mut again = BytesMut::new();
+                        encode_block_header(&b.path, b.size, b.offset, b.len, &mut again);
+                        assert!(stamp_sent_at(&mut again, b.sent_at_us));
+                        assert_eq!(&again[..], used, "block header does not round-trip");
+                        due = Some(b.len);
+                        Owned::Block(b)
                     }
                     Record::Data(b) => {
                         assert!(n > 0 && b == used, "data is not the input's first bytes");
@@ -250,6 +265,15 @@ fn decode_by_rules(stream: &[u8], kind: u8, limits: DecodeLimits, pieces: &[usiz
                         files += 1;
                         assert!(!file_stream || files == 1, "a second file on a file stream");
                         Owned::File(f)
+                    }
+                    Record::Block(b) => {
+                        assert!(!control, "a block record on the control stream");
+                        files += 1;
+                        assert!(
+                            !file_stream || files == 1,
+                            "a second record on a file stream"
+                        );
+                        Owned::Block(b)
                     }
                     Record::Data(b) => {
                         assert!(!control, "data on the control stream");
@@ -479,6 +503,33 @@ pub fn record_seeds() -> Vec<(&'static str, Vec<u8>)> {
         with_head([0x40, 3, 2, 1], &good),
     ));
 
+    let mut blocks = hello(1, 10);
+    let at = blocks.len();
+    encode_block_header(&p(b"big"), 10, 6, 4, &mut blocks);
+    stamp_sent_at(&mut blocks[at..], 1_700_000_000_000_000);
+    blocks.put_slice(b"6789");
+    encode_block_header(&p(b"big"), 10, 0, 6, &mut blocks);
+    blocks.put_slice(b"012345");
+    encode_end(
+        &EndMarker {
+            files: 2,
+            bytes: 10,
+        },
+        &mut blocks,
+    );
+    seeds.push(("valid-blocks", with_head([0, 5, 40, 3], &blocks)));
+    let mut outside = hello(1, 10);
+    encode_block_header(&p(b"big"), 10, 8, 4, &mut outside);
+    outside.put_slice(b"89ab");
+    seeds.push(("block-past-the-end", with_head([0, 1, 2, 3], &outside)));
+    let mut block_stream = BytesMut::new();
+    encode_block_header(&p(b"dir/big"), 1 << 30, 1 << 29, 3, &mut block_stream);
+    block_stream.put_slice(b"abc");
+    seeds.push((
+        "valid-block-stream",
+        with_head([0x80, 2, 2, 2], &block_stream),
+    ));
+
     let mut one = BytesMut::new();
     encode_file_header(&p(b"dir/file.bin"), 4, &mut one);
     one.put_slice(b"\x00\x01\x02\x03");
@@ -593,5 +644,77 @@ pub fn relpath_seeds() -> Vec<(&'static str, Vec<u8>)> {
         ("long-component", with(0, &[b'x'; 256])),
         ("deep", with(3, b"a/b/c/d/e/f/g/h")),
         ("newline-dash", with(0, b"-rf/new\nline")),
+    ]
+}
+
+/// Fuzz body for [`BlockLedger`]: the input is a list of 4-byte blocks (file 0–3 from byte 0's
+/// low bits and its size 1–64 from byte 1, offset and length from bytes 2 and 3) against a
+/// byte-by-byte model: a block is accepted exactly when it lies inside its file, agrees on its
+/// size and covers no byte already covered; a file is complete exactly when every byte is
+/// covered once, and [`BlockLedger::incomplete`] lists exactly the others.
+pub fn blocks(data: &[u8]) {
+    let limits = PathLimits::default();
+    let names: Vec<RelPath> = (0..4)
+        .map(|i| RelPath::from_bytes(format!("f{i}").as_bytes(), &limits).expect("name"))
+        .collect();
+    let mut ledger = BlockLedger::default();
+    // Per file: its size (from its first accepted block) and which bytes are covered.
+    let mut model: Vec<Option<(u64, Vec<bool>)>> = vec![None; 4];
+    let mut next_id = 0u64;
+    for op in data.chunks_exact(4) {
+        let f = (op[0] & 3) as usize;
+        let size = u64::from(op[1] % 64) + 1;
+        let (offset, len) = (u64::from(op[2]), u64::from(op[3]));
+        let got = ledger.reserve(&names[f], size, offset, len, || {
+            next_id += 1;
+            next_id
+        });
+        let inside = len > 0 && offset + len <= size;
+        let fits = match &model[f] {
+            Some((s, covered)) => {
+                *s == size
+                    && inside
+                    && !covered[offset as usize..(offset + len) as usize]
+                        .iter()
+                        .any(|&c| c)
+            }
+            None => inside,
+        };
+        match got {
+            Ok(r) => {
+                assert!(fits, "accepted {f} {size} {offset}+{len}");
+                let (_, covered) =
+                    model[f].get_or_insert_with(|| (size, vec![false; size as usize]));
+                assert_eq!(r.first, covered.iter().all(|&c| !c));
+                covered[offset as usize..(offset + len) as usize].fill(true);
+                assert_eq!(r.complete, covered.iter().all(|&c| c));
+            }
+            Err(e) => {
+                let _ = e.to_string();
+                assert!(
+                    !fits || matches!(e, BlockError::Fragmented { .. }),
+                    "refused {f} {size} {offset}+{len}: {e}"
+                );
+            }
+        }
+    }
+    let incomplete: Vec<RelPath> = ledger.incomplete().into_iter().map(|m| m.path).collect();
+    let expected: Vec<RelPath> = (0..4)
+        .filter(|&f| matches!(&model[f], Some((_, c)) if !c.iter().all(|&b| b)))
+        .map(|f| names[f].clone())
+        .collect();
+    assert_eq!(incomplete, expected);
+}
+
+/// Seeds for [`blocks`]: a file in three blocks out of order, an overlap, a block past the end.
+pub fn block_seeds() -> Vec<(&'static str, Vec<u8>)> {
+    vec![
+        (
+            "three-out-of-order",
+            vec![0, 29, 20, 10, 0, 29, 0, 10, 0, 29, 10, 10],
+        ),
+        ("overlap", vec![1, 9, 0, 6, 1, 9, 5, 5]),
+        ("past-the-end", vec![2, 9, 8, 4, 2, 9, 0, 8]),
+        ("size-mismatch", vec![3, 9, 0, 4, 3, 19, 4, 6]),
     ]
 }

@@ -5,6 +5,7 @@
 //! more. They never allocate more than a record header's worth (bounded by the limits) and never
 //! trust a length before checking it against a limit.
 
+mod blocks;
 mod hello;
 mod records;
 mod replies;
@@ -17,6 +18,7 @@ mod tests;
 #[cfg(test)]
 pub(crate) use tests::run_body as run_fuzz_body;
 
+pub use blocks::*;
 pub use hello::*;
 pub use records::*;
 pub use replies::*;
@@ -29,7 +31,8 @@ pub(crate) use crate::wire::Mode;
 pub const MAGIC: [u8; 4] = *b"SHOL";
 /// The protocol version this build speaks.
 /// 2: the completion says whether a sync report follows it (`Reply::Synced`).
-pub const PROTOCOL_VERSION: u16 = 2;
+/// 3: block records (`TAG_BLOCK`): a large file carried as blocks over the run's connections.
+pub const PROTOCOL_VERSION: u16 = 3;
 /// Largest hello body accepted.
 pub const MAX_HELLO_BODY: usize = 64 * 1024;
 /// Longest token accepted.
@@ -46,6 +49,7 @@ const HELLO_PREFIX: usize = 4 + 2 + 4;
 const TAG_FILE: u8 = 0x01;
 const TAG_DIR: u8 = 0x02;
 const TAG_END: u8 = 0x03;
+const TAG_BLOCK: u8 = 0x04;
 const TAG_ACK: u8 = 0x81;
 const TAG_COMPLETION: u8 = 0x82;
 const TAG_ERROR: u8 = 0x83;
@@ -66,6 +70,13 @@ pub enum DecodeError {
     BadPath { path: String, reason: PathError },
     #[error("file \"{path}\" claims {size} bytes, more than the limit of {max}")]
     FileTooLarge { path: String, size: u64, max: u64 },
+    #[error("block of \"{path}\" at offset {offset}, {len} bytes, is outside the file's {size} bytes (or empty)")]
+    BlockOutside {
+        path: String,
+        offset: u64,
+        len: u64,
+        size: u64,
+    },
     #[error("unknown record type 0x{0:02x}")]
     UnknownTag(u8),
     #[error("data after the end marker")]

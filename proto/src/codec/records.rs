@@ -15,6 +15,21 @@ pub struct FileHeader {
     pub sent_at_us: u64,
 }
 
+/// Announces one block of a file larger than the sender's block size: exactly `len` bytes
+/// of content follow it, to be written at `offset` of the file `path` whose whole size is
+/// `size`. The decoder checks `1 <= len` and `offset + len <= size` (a block never outside its
+/// file); that blocks of one file never overlap and cover it exactly once is the run's
+/// [`BlockLedger`]'s to check, since they arrive on any connection of the run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockHeader {
+    pub path: RelPath,
+    pub size: u64,
+    pub offset: u64,
+    pub len: u64,
+    /// Sender's wall clock (µs since the Unix epoch) when it started sending this block.
+    pub sent_at_us: u64,
+}
+
 /// The sender's last record: what it sent, for the receiver to cross-check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EndMarker {
@@ -27,9 +42,11 @@ pub struct EndMarker {
 pub enum Record<'a> {
     Hello(Hello),
     File(FileHeader),
-    /// Content of the current file: the first bytes of the input, borrowed.
+    /// One block of a file; its `len` content bytes follow as `Data`, then `FileEnd`.
+    Block(BlockHeader),
+    /// Content of the current file or block: the first bytes of the input, borrowed.
     Data(&'a [u8]),
-    /// The current file's content is complete.
+    /// The current file's (or block's) content is complete.
     FileEnd,
     /// An (empty) folder to create.
     Dir(RelPath),
@@ -185,13 +202,7 @@ impl RecordDecoder {
                 else {
                     return Ok(None);
                 };
-                if size > self.limits.max_file_size {
-                    return Err(DecodeError::FileTooLarge {
-                        path: path.to_string(),
-                        size,
-                        max: self.limits.max_file_size,
-                    });
-                }
+                self.check_size(&path, size)?;
                 self.state = State::InFile {
                     path: path.clone(),
                     remaining: size,
@@ -202,6 +213,40 @@ impl RecordDecoder {
                     sent_at_us,
                 };
                 Ok(Some((Record::File(header), after_path + 16)))
+            }
+            TAG_BLOCK => {
+                let Some((path, at)) = self.decode_path(input)? else {
+                    return Ok(None);
+                };
+                let (Some(size), Some(offset), Some(len), Some(sent_at_us)) = (
+                    read_u64(input, at),
+                    read_u64(input, at + 8),
+                    read_u64(input, at + 16),
+                    read_u64(input, at + 24),
+                ) else {
+                    return Ok(None);
+                };
+                self.check_size(&path, size)?;
+                if len == 0 || offset.checked_add(len).is_none_or(|end| end > size) {
+                    return Err(DecodeError::BlockOutside {
+                        path: path.to_string(),
+                        offset,
+                        len,
+                        size,
+                    });
+                }
+                self.state = State::InFile {
+                    path: path.clone(),
+                    remaining: len,
+                };
+                let header = BlockHeader {
+                    path,
+                    size,
+                    offset,
+                    len,
+                    sent_at_us,
+                };
+                Ok(Some((Record::Block(header), at + 32)))
             }
             TAG_DIR => {
                 let Some((path, n)) = self.decode_path(input)? else {
@@ -218,6 +263,18 @@ impl RecordDecoder {
             }
             other => Err(DecodeError::UnknownTag(other)),
         }
+    }
+
+    /// Refuses a file larger than the per-file limit.
+    fn check_size(&self, path: &RelPath, size: u64) -> Result<(), DecodeError> {
+        if size > self.limits.max_file_size {
+            return Err(DecodeError::FileTooLarge {
+                path: path.to_string(),
+                size,
+                max: self.limits.max_file_size,
+            });
+        }
+        Ok(())
     }
 
     /// Decodes `tag, u16 length, path bytes`; checks the length before waiting for the bytes.
@@ -262,16 +319,40 @@ pub fn encode_file_header(path: &RelPath, size: u64, out: &mut impl BufMut) {
     out.put_u64(0);
 }
 
-/// Writes the send time into an encoded file header at the start of `buf`, at the moment the
-/// transport starts sending it. Returns false if `buf` does not start with a file header.
+/// Bytes [`encode_block_header`] appends for `path`.
+pub fn block_header_len(path: &RelPath) -> usize {
+    1 + 2 + path.as_bytes().len() + 8 * 4
+}
+
+/// Appends a block header with a zero send time (see [`stamp_sent_at`]); the caller appends
+/// exactly `len` content bytes after it.
+pub fn encode_block_header(
+    path: &RelPath,
+    size: u64,
+    offset: u64,
+    len: u64,
+    out: &mut impl BufMut,
+) {
+    out.put_u8(TAG_BLOCK);
+    put_path(path, out);
+    out.put_u64(size);
+    out.put_u64(offset);
+    out.put_u64(len);
+    out.put_u64(0);
+}
+
+/// Writes the send time into an encoded file or block header at the start of `buf`, at the
+/// moment the transport starts sending it. Returns false if `buf` does not start with one.
 pub fn stamp_sent_at(buf: &mut [u8], sent_at_us: u64) -> bool {
-    if buf.first() != Some(&TAG_FILE) {
-        return false;
-    }
+    let skip = match buf.first() {
+        Some(&TAG_FILE) => 8,
+        Some(&TAG_BLOCK) => 24,
+        _ => return false,
+    };
     let Some(len) = read_u16(buf, 1) else {
         return false;
     };
-    let at = 3 + len as usize + 8;
+    let at = 3 + len as usize + skip;
     match buf.get_mut(at..at + 8) {
         Some(slot) => {
             slot.copy_from_slice(&sent_at_us.to_be_bytes());

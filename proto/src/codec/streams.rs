@@ -1,7 +1,8 @@
 //! The rules of each kind of sender stream, as decoder states over [`RecordDecoder`]:
 //! - a bundle stream (TLS/TCP, plain TCP, one QUIC stream) carries, after its hello, files,
 //!   folders and the end marker; a second hello is refused;
-//! - a per-file stream (yamux, QUIC) carries exactly one file record and nothing else;
+//! - a per-file stream (yamux, QUIC) carries exactly one file or block record and nothing
+//!   else;
 //! - the control stream of the per-file modes carries, after its hello, folders and the end
 //!   marker, never a file record;
 //! - [`FileStreamCount`]: a connection's file streams against its end marker's count.
@@ -89,7 +90,7 @@ impl StreamDecoder {
         match (&mut self.kind, &record) {
             (Kind::Bundle, Record::Hello(_)) => return Err(StreamError::SecondHello),
             (Kind::Bundle, _) => {}
-            (Kind::File { seen_file }, Record::File(_)) => {
+            (Kind::File { seen_file }, Record::File(_) | Record::Block(_)) => {
                 if *seen_file {
                     return Err(StreamError::SecondFile);
                 }
@@ -203,6 +204,7 @@ mod tests {
             seen.push(match record {
                 Record::Hello(_) => "hello",
                 Record::File(_) => "file",
+                Record::Block(_) => "block",
                 Record::Data(_) => "data",
                 Record::FileEnd => "file-end",
                 Record::Dir(_) => "dir",
@@ -273,6 +275,30 @@ mod tests {
         assert_eq!(
             StreamError::SecondFile.to_string(),
             "a second file record on one file stream"
+        );
+    }
+
+    #[test]
+    fn a_file_stream_may_carry_one_block_and_the_control_stream_none() {
+        let limits = DecodeLimits::default();
+        let mut one = BytesMut::new();
+        encode_block_header(&path("big"), 9, 3, 2, &mut one);
+        one.put_slice(b"hi");
+        assert_eq!(
+            run(StreamDecoder::file_stream(limits), &one),
+            Ok(vec!["block", "data", "file-end"])
+        );
+        let mut two = one.clone();
+        two.extend_from_slice(&one);
+        assert_eq!(
+            run(StreamDecoder::file_stream(limits), &two),
+            Err(StreamError::SecondFile)
+        );
+        let (d, mut s) = after_hello(Mode::QuicStreams);
+        s.extend_from_slice(&one);
+        assert_eq!(
+            run(StreamDecoder::control_stream(d), &s),
+            Err(StreamError::FileOnControl)
         );
     }
 

@@ -28,6 +28,7 @@ fn hello() -> Hello {
 enum Owned {
     Hello(Hello),
     File(FileHeader),
+    Block(BlockHeader),
     Data(Vec<u8>),
     FileEnd,
     Dir(RelPath),
@@ -46,6 +47,7 @@ fn decode_all(stream: &[u8], step: usize) -> Result<Vec<Owned>, DecodeError> {
                 out.push(match rec {
                     Record::Hello(h) => Owned::Hello(h),
                     Record::File(f) => Owned::File(f),
+                    Record::Block(b) => Owned::Block(b),
                     Record::Data(b) => Owned::Data(b.to_vec()),
                     Record::FileEnd => Owned::FileEnd,
                     Record::Dir(p) => Owned::Dir(p),
@@ -336,6 +338,11 @@ fn fuzz_record_stream_on_corpus_and_mutations() {
 }
 
 #[test]
+fn fuzz_blocks_on_corpus_and_mutations() {
+    run_body("blocks", fuzzing::block_seeds(), fuzzing::blocks, 20_000);
+}
+
+#[test]
 fn fuzz_replies_on_corpus_and_mutations() {
     run_body("replies", fuzzing::reply_seeds(), fuzzing::replies, 10_000);
 }
@@ -370,6 +377,7 @@ fn write_seed_corpus() {
         ("replies", fuzzing::reply_seeds()),
         ("relpath", fuzzing::relpath_seeds()),
         ("stream_rules", fuzzing::stream_rule_seeds()),
+        ("blocks", fuzzing::block_seeds()),
         ("control", crate::control::fuzzing::control_seeds()),
     ] {
         let dir = root.join(target);
@@ -444,4 +452,70 @@ fn replies_round_trip() {
             Reply::Error("no such token".into())
         ]
     );
+}
+
+#[test]
+fn block_records_round_trip_and_stay_inside_their_file() {
+    let mut s = BytesMut::new();
+    encode_hello(&hello(), &mut s);
+    let p = RelPath::from_bytes(b"big", &PathLimits::default()).unwrap();
+    encode_block_header(&p, 10, 6, 4, &mut s);
+    let at = s.len() - block_header_len(&p);
+    assert!(stamp_sent_at(&mut s[at..], 77));
+    s.put_slice(b"wxyz");
+    encode_end(&EndMarker { files: 1, bytes: 4 }, &mut s);
+    for step in [1, 3, 1000] {
+        let out = decode_all(&s, step).unwrap();
+        assert_eq!(
+            out[1],
+            Owned::Block(BlockHeader {
+                path: p.clone(),
+                size: 10,
+                offset: 6,
+                len: 4,
+                sent_at_us: 77
+            })
+        );
+        assert_eq!(out[2], Owned::Data(b"wxyz".to_vec()));
+        assert_eq!(out[3], Owned::FileEnd);
+    }
+    // Outside the file, empty, overflowing, or of a file over the size limit: refused at the
+    // header, before any content is awaited.
+    for (size, offset, len) in [
+        (10, 7, 4),
+        (10, 10, 1),
+        (10, 0, 0),
+        (10, u64::MAX, 2),
+        (1 << 41, 0, 1),
+    ] {
+        let mut s = BytesMut::new();
+        encode_hello(&hello(), &mut s);
+        encode_block_header(&p, size, offset, len, &mut s);
+        let e = decode_all(&s, 1).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                DecodeError::BlockOutside { .. } | DecodeError::FileTooLarge { .. }
+            ),
+            "{size} {offset} {len}: {e}"
+        );
+    }
+    let mut s = BytesMut::new();
+    encode_block_header(&p, 10, 7, 4, &mut s);
+    let mut d = RecordDecoder::records_only(DecodeLimits::default());
+    assert_eq!(
+        d.decode(&s).unwrap_err().to_string(),
+        "block of \"big\" at offset 7, 4 bytes, is outside the file's 10 bytes (or empty)"
+    );
+    // A stream that ends inside a block is truncated.
+    let mut s = BytesMut::new();
+    encode_block_header(&p, 10, 0, 4, &mut s);
+    s.put_slice(b"ab");
+    let mut d = RecordDecoder::records_only(DecodeLimits::default());
+    let (_, n) = d.decode(&s).unwrap().unwrap();
+    let _ = d.decode(&s[n..]).unwrap().unwrap();
+    assert!(matches!(
+        d.finish_file_stream(&[]),
+        Err(DecodeError::Truncated(_))
+    ));
 }
