@@ -30,7 +30,7 @@ trap cleanup EXIT
 "$SHOAL" gen --out "$WORK/big" --files 1 --size "$SIZE" --seed 1 >/dev/null
 "$SHOAL" gen --out "$WORK/small" --files "$FILES" --size 4KiB --seed 2 >/dev/null
 tar -C "$WORK" -cf - big small >/dev/null
-"$SHOAL" link exec rcv --name "$NAME" -- "$SHOAL" recv --listen 198.18.0.2:7474 --dest "$WORK/dst" \
+"$SHOAL" link exec rcv --name "$NAME" -- "$SHOAL" recv --listen 198.18.0.2:7474 --flat --dest "$WORK/dst" \
   --identity "$WORK/identity" >"$WORK/recv.log" 2>&1 &
 RPID=$!
 for _ in $(seq 100); do grep -q '^listening on' "$WORK/recv.log" 2>/dev/null && break; sleep 0.1; done

@@ -24,8 +24,13 @@ MODES=${MODES:-${MODE:-tcp-bundle}}
 WORK=${WORK:-$(mktemp -d /var/tmp/shoal-bench.XXXXXX)}
 KEEP=${KEEP:-0}
 
-cargo build --release -q -p shoal
-SHOAL=$PWD/target/release/shoal
+# SHOAL_BIN=/path/to/shoal measures that binary instead of this tree's build.
+if [ -n "${SHOAL_BIN:-}" ]; then
+  SHOAL=$SHOAL_BIN
+else
+  cargo build --release -q -p shoal
+  SHOAL=$PWD/target/release/shoal
+fi
 
 mkdir -p "$WORK"
 # FS=tmpfs|ext4|xfs|btrfs (root): put source and destinations on a fresh loop-mounted volume of that
