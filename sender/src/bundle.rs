@@ -14,7 +14,6 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use crate::config::TestHooks;
 use crate::finish::{finish_with_reply, Sent};
 use crate::progress::Counters;
-use crate::ready::Ready;
 use crate::replies::Replies;
 use crate::waits::Waits;
 
@@ -23,9 +22,6 @@ const STAGING: usize = 256 << 10;
 
 /// Sends the whole run and returns the receiver's completion report and where sending
 /// waited.
-// `ready` (the receiver series) and `counters` (progress lines) count the same events
-// for two readers; one shared tally would take an argument less (left for later).
-#[allow(clippy::too_many_arguments)]
 pub(crate) async fn run<R, W>(
     rd: R,
     mut wr: W,
@@ -33,7 +29,6 @@ pub(crate) async fn run<R, W>(
     mut reader: Reader,
     wait_per_file: bool,
     hooks: TestHooks,
-    ready: &Ready,
     counters: Arc<Counters>,
 ) -> Result<Sent>
 where
@@ -50,7 +45,6 @@ where
         wait_per_file,
         hooks,
         &mut waits,
-        ready,
         counters,
     )
     .await;
@@ -79,7 +73,6 @@ async fn send_records<W: AsyncWrite + Unpin>(
     wait_per_file: bool,
     hooks: TestHooks,
     waits: &mut Waits,
-    ready: &Ready,
     counters: Arc<Counters>,
 ) -> Result<u64> {
     let mut staging = BytesMut::with_capacity(STAGING);
@@ -123,9 +116,11 @@ async fn send_records<W: AsyncWrite + Unpin>(
                     tally.files
                 );
             }
-            ready.add(tally.files - acked.0, tally.bytes - acked.1);
+            tally
+                .progress
+                .ready
+                .add(tally.files - acked.0, tally.bytes - acked.1);
             acked = (tally.files, tally.bytes);
-            tally.progress.ready();
         }
     }
     // The reader's channel closed: it read everything, or it failed (and then no end
@@ -159,7 +154,22 @@ impl Tally {
 
     /// Counts `chunk`, about to be handed to the transport.
     pub(crate) fn count(&mut self, reader: &Reader, chunk: &Chunk) {
-        let last = matches!(chunk.kind, ChunkKind::File { last: true, .. });
+        // A file counts as sent with its last chunk; a file in blocks, with the last chunk of
+        // the block that ends it (its other blocks may still be on their way).
+        let last = match chunk.kind {
+            ChunkKind::File {
+                last: true,
+                block: None,
+                ..
+            } => true,
+            ChunkKind::File {
+                last: true,
+                block: Some((offset, len)),
+                index,
+                ..
+            } => offset + len == reader.tree().files[index].size,
+            _ => false,
+        };
         self.progress.sent(chunk.bytes.len(), last);
         if let ChunkKind::File {
             index,

@@ -2,6 +2,7 @@
 //! that prints one line per interval on stderr (text, or one JSON object per line), plus the
 //! "so far" line of an interrupted run.
 
+use crate::ready::Ready;
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -31,9 +32,10 @@ pub(crate) struct Counters {
     /// Record bytes handed to the transport (file contents plus a few bytes of framing per
     /// file and folder; shown capped at the run's content bytes).
     bytes_sent: AtomicU64,
-    /// Files the receiver confirmed it closed (tcp-wait acknowledgements; per-file streams
-    /// the receiver finished). The bundled modes have no per-file reply.
-    files_ready: AtomicU64,
+    /// What the receiver reported ready (tcp-wait acknowledgements; per-file streams the
+    /// receiver finished; the completion report): read by the progress lines and sampled into
+    /// the receiver's series. The bundled modes have no per-file reply.
+    pub ready: Arc<Ready>,
 }
 
 impl Counters {
@@ -42,10 +44,6 @@ impl Counters {
         if file_done {
             self.files_sent.fetch_add(1, Ordering::Relaxed);
         }
-    }
-
-    pub(crate) fn ready(&self) {
-        self.files_ready.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -125,9 +123,7 @@ impl Line {
             event: "interval",
             t_s,
             files_sent: counters.files_sent.load(Ordering::Relaxed),
-            files_ready: totals
-                .ready_known
-                .then(|| counters.files_ready.load(Ordering::Relaxed)),
+            files_ready: totals.ready_known.then(|| counters.ready.get().0),
             files_total: totals.files,
             bytes_sent,
             bytes_total: totals.bytes,

@@ -23,7 +23,6 @@ use crate::config::SendConfig;
 use crate::finish::Sent;
 use crate::probe::Probe;
 use crate::progress::{Counters, Progress, Totals};
-use crate::ready::Ready;
 use crate::waits::Waits;
 use crate::{bundle, clock, net, replies, sampler, sniff, streams};
 
@@ -299,7 +298,6 @@ async fn transfer(
         budget: (config.reader.budget / n as usize).max(1 << 20),
         ..config.reader
     };
-    let ready = Arc::new(Ready::default());
     let clock = clock::RunClock::start();
     let sampler = match config.stats_interval {
         Some(every) if config.stats_out.is_some() || config.receiver_series_out.is_some() => {
@@ -308,7 +306,7 @@ async fn transfer(
                 every,
                 t0: clock.started_at(),
                 probes: probes.clone(),
-                ready: ready.clone(),
+                ready: counters.ready.clone(),
                 connections: n,
                 sender_out: config.stats_out.as_deref(),
                 receiver_out: config.receiver_series_out.as_deref(),
@@ -342,7 +340,6 @@ async fn transfer(
             reader,
             probes.clone(),
             &send_window,
-            &ready,
             counters.clone(),
         )
     });
@@ -375,9 +372,6 @@ async fn transfer(
 
 /// One connection's share of the run: its own reader over the shared queue, its own
 /// TLS/QUIC session, the same completion report at the end.
-// `ready` (the receiver series) and `counters` (progress lines) count the same events
-// for two readers; one shared tally would take an argument less (left for later).
-#[allow(clippy::too_many_arguments)]
 async fn one_connection(
     config: &SendConfig,
     hello: Hello,
@@ -385,7 +379,6 @@ async fn one_connection(
     reader: ReaderConfig,
     probes: Arc<Mutex<Vec<(u16, Probe)>>>,
     send_window: &Arc<SharedWindow>,
-    ready: &Ready,
     counters: Arc<Counters>,
 ) -> Result<ConnOutcome> {
     let mut reader = Reader::spawn(queue, reader)?;
@@ -418,7 +411,7 @@ async fn one_connection(
                     streams::with_yamux_client(Box::new(io), hello.max_streams, |opener| async {
                         let control = opener.open_control().await?;
                         let (rd, wr) = tokio::io::split(control);
-                        streams::run(rd, wr, opener, &hello, reader, hooks, ready, counters).await
+                        streams::run(rd, wr, opener, &hello, reader, hooks, counters.clone()).await
                     })
                     .await;
                 // Refused before the receiver knew the mode: its reason came as a plain reply.
@@ -429,9 +422,11 @@ async fn one_connection(
             } else {
                 let (rd, wr) = tokio::io::split(io);
                 let wait = config.mode == Mode::TcpWait;
-                bundle::run(rd, wr, &hello, reader, wait, hooks, ready, counters).await?
+                bundle::run(rd, wr, &hello, reader, wait, hooks, counters.clone()).await?
             };
-            ready.complete(sent.completion.files, sent.completion.bytes);
+            counters
+                .ready
+                .complete(sent.completion.files, sent.completion.bytes);
             Ok(ConnOutcome {
                 sent,
                 sndbuf: probe.sndbuf(),
@@ -455,13 +450,15 @@ async fn one_connection(
                 .await
                 .context("cannot open the QUIC control stream")?;
             let result = if config.mode == Mode::QuicBundle {
-                bundle::run(recv, send, &hello, reader, false, hooks, ready, counters).await
+                bundle::run(recv, send, &hello, reader, false, hooks, counters.clone()).await
             } else {
                 let opener = streams::Opener::Quic(quic.conn.clone());
-                streams::run(recv, send, opener, &hello, reader, hooks, ready, counters).await
+                streams::run(recv, send, opener, &hello, reader, hooks, counters.clone()).await
             };
             if let Ok(sent) = &result {
-                ready.complete(sent.completion.files, sent.completion.bytes);
+                counters
+                    .ready
+                    .complete(sent.completion.files, sent.completion.bytes);
             }
             let stats = quic_stats(&quic.conn, Some(&quic.acked));
             // The receiver logs the reason: a failed run must not look like a finished one.

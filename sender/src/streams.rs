@@ -25,7 +25,6 @@ use crate::config::TestHooks;
 use crate::finish::{finish_with_reply, Sent};
 use crate::net::BoxIo;
 use crate::progress::Counters;
-use crate::ready::Ready;
 use crate::replies::Replies;
 use crate::waits::Waits;
 
@@ -113,9 +112,6 @@ impl FileStream {
 }
 
 /// Sends the whole run over per-file streams.
-// `ready` (the receiver series) and `counters` (progress lines) count the same events
-// for two readers; one shared tally would take an argument less (left for later).
-#[allow(clippy::too_many_arguments)]
 pub(crate) async fn run<R, W>(
     control_rd: R,
     mut control_wr: W,
@@ -123,7 +119,6 @@ pub(crate) async fn run<R, W>(
     hello: &Hello,
     mut reader: Reader,
     hooks: TestHooks,
-    ready: &Ready,
     counters: Arc<Counters>,
 ) -> Result<Sent>
 where
@@ -141,7 +136,6 @@ where
         hooks,
         &mut peak,
         &mut waits,
-        ready,
         counters,
     )
     .await;
@@ -172,7 +166,6 @@ async fn send_files<W: AsyncWrite + Unpin>(
     hooks: TestHooks,
     peak: &mut u64,
     waits: &mut Waits,
-    ready: &Ready,
     counters: Arc<Counters>,
 ) -> Result<u64> {
     // The hello opens the control stream, so it is the first stream the receiver sees (yamux
@@ -193,6 +186,7 @@ async fn send_files<W: AsyncWrite + Unpin>(
     // file cost two cross-thread wake-ups per file.
     let mut tails = FuturesUnordered::new();
     let mut current: Option<(FileStream, u64)> = None;
+    let ready = counters.ready.clone();
     let done = |size: Result<u64>| size.map(|size| ready.add(1, size));
     let mut tally = Tally::new(counters);
     loop {
@@ -237,14 +231,7 @@ async fn send_files<W: AsyncWrite + Unpin>(
                 stream.write_all(&chunk.bytes).await?;
                 if last {
                     let (stream, size) = current.take().expect("open stream");
-                    let progress = tally.progress.clone();
-                    tails.push(stream.finish().map(move |r| {
-                        r.map(|()| {
-                            // The receiver has the whole file.
-                            progress.ready();
-                            size
-                        })
-                    }));
+                    tails.push(stream.finish().map(move |r| r.map(|()| size)));
                 }
             }
         }
