@@ -103,18 +103,27 @@ fn write_both(
     Ok(vec![svg, png])
 }
 
+/// Every payload's panel of `read` traces (payloads without any left out).
+fn panels_of<T>(
+    rep: &Report,
+    dir: &Path,
+    read: impl Fn(&Path) -> Result<Vec<T>> + Copy,
+) -> Vec<Panel<T>> {
+    payloads(rep)
+        .into_iter()
+        .map(|p| {
+            let l = lines(rep, dir, &p, read);
+            (p, l)
+        })
+        .filter(|(_, l)| !l.is_empty())
+        .collect()
+}
+
 /// Writes `latency-cdf.svg|png` and `timeseries.svg|png` when the sweep kept traces.
 pub fn write_trace_charts(rep: &Report, dir: &Path) -> Result<Vec<PathBuf>> {
     register_font();
     let mut files = Vec::new();
-    let cdfs: Vec<Panel<CdfPoint>> = payloads(rep)
-        .into_iter()
-        .map(|p| {
-            let l = lines(rep, dir, &p, traces::read_latency);
-            (p, l)
-        })
-        .filter(|(_, l)| !l.is_empty())
-        .collect();
+    let cdfs = panels_of(rep, dir, traces::read_latency);
     if !cdfs.is_empty() {
         let h = CDF_PANEL_PX * cdfs.len() as u32;
         files.extend(write_both(
@@ -125,14 +134,7 @@ pub fn write_trace_charts(rep: &Report, dir: &Path) -> Result<Vec<PathBuf>> {
             |root| draw_cdfs(root, &cdfs),
         )?);
     }
-    let series: Vec<Panel<SeriesPoint>> = payloads(rep)
-        .into_iter()
-        .map(|p| {
-            let l = lines(rep, dir, &p, traces::read_series);
-            (p, l)
-        })
-        .filter(|(_, l)| !l.is_empty())
-        .collect();
+    let series = panels_of(rep, dir, traces::read_series);
     if !series.is_empty() {
         let h = SERIES_PANEL_PX * series.len() as u32;
         files.extend(write_both(
