@@ -49,7 +49,7 @@ pub enum Request {
     Hash { run_id: String },
     /// Remove the run's folder.
     Cleanup { run_id: String },
-    /// The receiving host's wall clock (`realtime_ns`), for the sender's estimate of the
+    /// The receiving host's wall clock (`wall_clock_us`), for the sender's estimate of the
     /// offset between the two hosts' clocks.
     Clock,
 }
@@ -69,9 +69,10 @@ pub struct Reply {
     /// Info: free facts, e.g. `version`, `kernel`, `host`, `dest_fs`, `free_bytes`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub facts: BTreeMap<String, String>,
-    /// Clock: the receiving host's wall clock when it answered, ns since the Unix epoch.
+    /// Clock: the receiving host's wall clock when it answered, µs since the Unix epoch — the
+    /// clock the per-file latency stamps are read from.
     #[serde(default, skip_serializing_if = "is_zero")]
-    pub realtime_ns: u64,
+    pub wall_clock_us: u64,
 }
 
 fn is_zero(x: &u64) -> bool {

@@ -162,10 +162,7 @@ async fn handle(
             Ok((reply, None))
         }
         Request::Clock => {
-            reply.realtime_ns = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(0);
+            reply.wall_clock_us = metrics::wall_clock_us();
             Ok((reply, None))
         }
         Request::Counters => {

@@ -13,6 +13,7 @@ use anyhow::{bail, Context, Result};
 use bytes::{Buf, BytesMut};
 use shoal_common::control::{self, Reply, Request, KIND_JSON, KIND_MANIFEST, MAX_REPLY};
 use shoal_common::identity::{self, Identity, Pin};
+use shoal_common::metrics;
 use shoal_common::verify::Manifest;
 
 /// How to reach and authenticate to a remote receiver.
@@ -145,18 +146,19 @@ impl Remote {
         let (mut tls, mut buf) = self.connect().with_context(|| what.clone())?;
         let mut best: Option<ClockOffset> = None;
         for _ in 0..probes.max(1) {
-            let t0 = realtime_ns();
+            let t0 = metrics::wall_clock_us();
             let (reply, _) = exchange(&mut tls, &mut buf, &Request::Clock, false)
                 .with_context(|| what.clone())?;
-            let t1 = realtime_ns();
-            if reply.realtime_ns == 0 {
+            let t1 = metrics::wall_clock_us();
+            if reply.wall_clock_us == 0 {
                 bail!("{what}: the receiver does not report its clock (an older shoal?)");
             }
             let rtt = t1.saturating_sub(t0);
-            let offset = reply.realtime_ns as i128 - ((t0 as i128 + t1 as i128) / 2);
+            // Microseconds: the clock and unit the per-file latency stamps use.
+            let offset = reply.wall_clock_us as i128 - ((t0 as i128 + t1 as i128) / 2);
             let probe = ClockOffset {
-                offset_ms: offset as f64 / 1e6,
-                rtt_ms: rtt as f64 / 1e6,
+                offset_ms: offset as f64 / 1e3,
+                rtt_ms: rtt as f64 / 1e3,
                 probes,
             };
             if best.as_ref().is_none_or(|b| probe.rtt_ms < b.rtt_ms) {
@@ -202,13 +204,6 @@ fn exchange(
         None
     };
     Ok((reply, m))
-}
-
-fn realtime_ns() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0)
 }
 
 /// The receiving host's clock minus this host's, as one clock probe measured it.
