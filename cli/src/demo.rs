@@ -38,13 +38,10 @@ pub struct DemoArgs {
 
 pub async fn run(a: DemoArgs) -> Result<ExitCode> {
     let dir = a.dir.unwrap_or_else(|| {
-        // 2026-11-30T235912Z: no colons, which some tools and file systems refuse in names.
-        let stamp: String = shoal_common::metrics::utc_timestamp()
-            .split('.')
-            .next()
-            .unwrap_or_default()
-            .replace(':', "");
-        PathBuf::from("results").join(format!("demo-{stamp}Z"))
+        PathBuf::from("results").join(format!(
+            "demo-{}",
+            shoal_common::metrics::utc_timestamp_for_names()
+        ))
     });
     println!(
         "demo: sender and receiver in this process over loopback (127.0.0.1), no added delay or \

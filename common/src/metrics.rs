@@ -63,6 +63,13 @@ pub fn utc_timestamp() -> String {
     format_utc(d.as_secs(), d.subsec_millis())
 }
 
+/// Current UTC time for a file or folder name: `2026-11-30T05-01-02Z` (no colons, which some
+/// tools and file systems refuse; no fraction).
+pub fn utc_timestamp_for_names() -> String {
+    let ts = utc_timestamp();
+    ts.split('.').next().unwrap_or(&ts).replace(':', "-") + "Z"
+}
+
 fn format_utc(secs: u64, millis: u32) -> String {
     let days = (secs / 86_400) as i64;
     let rem = secs % 86_400;

@@ -106,10 +106,7 @@ pub struct CompareArgs {
 }
 
 fn default_out() -> PathBuf {
-    let ts = shoal_common::metrics::utc_timestamp();
-    // 2026-11-30T05:01:02.345Z → 2026-11-30T05-01-02Z
-    let ts: String = ts.split('.').next().unwrap_or(&ts).replace(':', "-") + "Z";
-    PathBuf::from("results").join(ts)
+    PathBuf::from("results").join(shoal_common::metrics::utc_timestamp_for_names())
 }
 
 /// The exit status of a finished sweep: 130 when interrupted; 1 when every run failed, or
