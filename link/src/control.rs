@@ -361,8 +361,13 @@ pub fn is_forwarder(pid: u32, name: &str) -> bool {
     if !(has("forward") && has(name)) {
         return false;
     }
+    is_running(pid)
+}
+
+/// Whether `pid` exists and has not exited: field 3 of `/proc/PID/stat` (after the
+/// parenthesised command name) is its state, and Z/X mean it has exited.
+fn is_running(pid: u32) -> bool {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // Field 3 (after the parenthesised command name) is the state; Z/X mean it has exited.
     let state = stat
         .rsplit(')')
         .next()
@@ -395,12 +400,7 @@ fn stop_processes(procs: &[netns::NsProcess], ns: &str) -> Result<()> {
         std::fs::read_to_string(format!("/proc/{}/comm", p.pid))
             .map(|c| c.trim() == p.comm)
             .unwrap_or(false)
-            && !std::fs::read_to_string(format!("/proc/{}/stat", p.pid))
-                .unwrap_or_default()
-                .rsplit(')')
-                .next()
-                .and_then(|r| r.split_whitespace().next())
-                .is_some_and(|st| st == "Z" || st == "X")
+            && is_running(p.pid)
     };
     for (sig, wait) in [
         (Signal::TERM, Duration::from_secs(3)),

@@ -117,16 +117,12 @@ pub fn bdp_bytes(rate_bps: u64, rtt: Duration) -> u64 {
 
 /// Splits `"0.1%"` into `(0.1, "%")`.
 fn split_number(s: &str) -> Result<(f64, String)> {
-    let s = s.trim();
-    let end = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
-    let (num, unit) = s.split_at(end);
+    let (num, unit) = shoal_proto::units::split_number(s);
     if num.is_empty() {
         bail!("{s:?}: expected a number first");
     }
     let value: f64 = num.parse().with_context(|| format!("{s:?}: bad number"))?;
-    Ok((value, unit.trim().to_ascii_lowercase()))
+    Ok((value, unit.to_ascii_lowercase()))
 }
 
 /// A link time span: any duration [`parse_duration`] reads, up to an hour.

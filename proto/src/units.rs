@@ -19,8 +19,8 @@ fn err<T>(message: String) -> Result<T, UnitError> {
     Err(UnitError(message))
 }
 
-/// Splits `"141.5 ms"` into `("141.5", "ms")`.
-fn split_number(text: &str) -> (&str, &str) {
+/// Splits `"141.5 ms"` into `("141.5", "ms")`: the leading number and the unit after it.
+pub fn split_number(text: &str) -> (&str, &str) {
     let t = text.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
