@@ -12,7 +12,13 @@ pub(crate) struct Claims {
 }
 
 impl Claims {
-    pub(crate) fn claim(&mut self, hello: &Hello, path: &str, size: u64) -> anyhow::Result<()> {
+    /// `path` is only formatted when the claim is refused (no allocation per record).
+    pub(crate) fn claim(
+        &mut self,
+        hello: &Hello,
+        path: impl std::fmt::Display,
+        size: u64,
+    ) -> anyhow::Result<()> {
         self.files += 1;
         if self.files > hello.file_count {
             return Err(anyhow!(

@@ -103,11 +103,10 @@ impl Intake {
         while let Some((record, n)) = self.decoder.decode(buf)? {
             match record {
                 Record::File(h) => {
-                    run.claims.lock().expect("claims").claim(
-                        &run.hello,
-                        &h.path.to_string(),
-                        h.size,
-                    )?;
+                    run.claims
+                        .lock()
+                        .expect("claims")
+                        .claim(&run.hello, &h.path, h.size)?;
                     mine.files += 1;
                     mine.bytes += h.size;
                     buf.advance(n);
@@ -130,11 +129,10 @@ impl Intake {
                         || run.next_file_id.fetch_add(1, Ordering::Relaxed),
                     )?;
                     if reserved.first {
-                        run.claims.lock().expect("claims").claim(
-                            &run.hello,
-                            &b.path.to_string(),
-                            b.size,
-                        )?;
+                        run.claims
+                            .lock()
+                            .expect("claims")
+                            .claim(&run.hello, &b.path, b.size)?;
                     }
                     mine.files += 1;
                     mine.bytes += b.len;
