@@ -181,13 +181,13 @@ async fn send_files<W: AsyncWrite + Unpin>(
         .await
         .context("control stream write failed")?;
     let limit = hello.max_streams.max(1) as usize;
-    // Files whose bytes are all sent, waiting for the receiver to have them (each yields its
-    // size, for the receiver's series). They are polled in this task, not spawned: a task per
+    // Files (or blocks) whose bytes are all sent, waiting for the receiver to have them (each
+    // yields the files and bytes it completes, for the receiver's series). They are polled in this task, not spawned: a task per
     // file cost two cross-thread wake-ups per file.
     let mut tails = FuturesUnordered::new();
-    let mut current: Option<(FileStream, u64)> = None;
+    let mut current: Option<(FileStream, (u64, u64))> = None;
     let ready = counters.ready.clone();
-    let done = |size: Result<u64>| size.map(|size| ready.add(1, size));
+    let done = |brought: Result<(u64, u64)>| brought.map(|(files, bytes)| ready.add(files, bytes));
     let mut tally = Tally::new(counters);
     loop {
         // Time in here is waiting for the reader (reaping a finished tail takes no time).
@@ -210,7 +210,11 @@ async fn send_files<W: AsyncWrite + Unpin>(
                 .await
                 .context("control stream write failed")?,
             ChunkKind::File {
-                index, first, last, ..
+                index,
+                first,
+                last,
+                block,
+                ..
             } => {
                 if first {
                     // At most `limit` files outstanding, this one included.
@@ -222,7 +226,14 @@ async fn send_files<W: AsyncWrite + Unpin>(
                     let stream = opener.open().await?;
                     waits.stream += waiting.elapsed();
                     chunk.stamp_sent_at();
-                    current = Some((stream, reader.tree().files[index].size));
+                    // What this stream brings the receiver, for the receiver's series: a whole
+                    // file, or a block's bytes (the file counts with the block that ends it).
+                    let size = reader.tree().files[index].size;
+                    let brings = match block {
+                        None => (1, size),
+                        Some((offset, len)) => (u64::from(offset + len == size), len),
+                    };
+                    current = Some((stream, brings));
                 }
                 hooks.apply(&mut chunk);
                 let (stream, _) = current
@@ -230,8 +241,8 @@ async fn send_files<W: AsyncWrite + Unpin>(
                     .expect("a file's first chunk opens its stream");
                 stream.write_all(&chunk.bytes).await?;
                 if last {
-                    let (stream, size) = current.take().expect("open stream");
-                    tails.push(stream.finish().map(move |r| r.map(|()| size)));
+                    let (stream, brings) = current.take().expect("open stream");
+                    tails.push(stream.finish().map(move |r| r.map(|()| brings)));
                 }
             }
         }
