@@ -57,6 +57,10 @@ pub fn compare(dir_a: &Path, dir_b: &Path) -> Result<CompareResult> {
         };
         let (va, vb) = (ok_mb(ca), ok_mb(cb));
         let (ma, mb) = (spread::median(&va), spread::median(&vb));
+        let ratio = match (ma, mb) {
+            (Some(x), Some(y)) if x > 0.0 => Some(y / x),
+            _ => None,
+        };
         rows.push(Comparison {
             payload: key.0.clone(),
             config: key.1.clone(),
@@ -64,11 +68,9 @@ pub fn compare(dir_a: &Path, dir_b: &Path) -> Result<CompareResult> {
             runs_b: vb.len(),
             median_a: ma,
             median_b: mb,
-            ratio: match (ma, mb) {
-                (Some(x), Some(y)) if x > 0.0 => Some(y / x),
-                _ => None,
-            },
-            ratio_ci: spread::ratio_of_medians_interval(&vb, &va),
+            ratio,
+            // An interval only where there is a ratio (as medians.csv's speedup interval).
+            ratio_ci: ratio.and_then(|_| spread::ratio_of_medians_interval(&vb, &va)),
             rank_test: spread::mann_whitney(&vb, &va),
         });
     }
