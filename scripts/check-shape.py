@@ -69,6 +69,15 @@ for crate in CRATES:
             if a < b and a in imports.get(b, set()):
                 problems.append(f"{crate}: modules {a} and {b} import each other")
 
+# The end-to-end tests' unsafe code lives in tests/support/sys.rs too.
+for dirpath, _, names in os.walk(os.path.join(ROOT, "tests")):
+    for name in names:
+        if name.endswith(".rs") and name != "sys.rs":
+            path = os.path.join(dirpath, name)
+            files += 1
+            if re.search(r"\bunsafe\s*(\{|fn|impl)", open(path, encoding="utf-8").read()):
+                problems.append(f"{os.path.relpath(path, ROOT)}: unsafe outside tests/support/sys.rs")
+
 tree = subprocess.run(
     ["cargo", "tree", "-p", "shoal-proto", "-e", "normal", "--prefix", "none", "--offline"],
     cwd=ROOT,
