@@ -52,6 +52,7 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
     // A remote receiver must take control connections: that is how every run gets a fresh
     // folder and is verified. Contacted before payloads are generated, its problems named as
     // what they are (address, pin, token, no --control).
+    let mut path_start = None;
     let remote_ctx = match &matrix.link {
         LinkSpec::Remote(r) => {
             let control = Remote::new(&r.receiver, r.pin.as_deref(), r.token_file.as_deref())?;
@@ -61,6 +62,9 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
                 "receiver clock: {:+.3} ms from this host's (probe round trip {:.3} ms; per-file latency is corrected by it)",
                 clock.offset_ms, clock.rtt_ms
             );
+            if opts.probe {
+                path_start = Some(crate::pathcheck::measure(&control, "before the first run"));
+            }
             Some(RemoteCtx {
                 control,
                 runs: Default::default(),
@@ -300,6 +304,10 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
             "start": start,
             "end": end.ok(),
         });
+    }
+    if let (Some(r), Some(start)) = (&sw.remote, &path_start) {
+        let end = crate::pathcheck::measure(&r.control, "after the last run");
+        meta["path_probe"] = crate::pathcheck::to_meta(start, &end);
     }
     meta["finished"] = serde_json::json!(metrics::utc_timestamp());
     meta["runs_done"] = serde_json::json!(done);
