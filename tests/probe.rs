@@ -190,3 +190,53 @@ fn two_host_sweep(dir: &Path, ns: &str, addr: &str, pin: &str, token: &Path) -> 
     assert_eq!(rows[0]["status"], "ok", "{:?}", rows[0]);
     out
 }
+
+/// Without the right token, or against a receiver without `--control`, the probe stops
+/// before any flow and says why (loopback; no root needed).
+#[test]
+fn a_probe_names_a_wrong_token_and_a_receiver_without_control() {
+    let t = tempfile::tempdir().unwrap();
+    let dst = t.path().join("dst");
+    let id = t.path().join("id");
+    let rx = ReceiverProc::start(&id, &dst, &["--control"]);
+    let (pin, _token) = credentials(&rx);
+    let bad = t.path().join("bad-token");
+    std::fs::write(&bad, "not-the-token\n").unwrap();
+    let out = run(&[
+        "probe",
+        &rx.addr,
+        "--pin",
+        &pin,
+        "--token-file",
+        bad.to_str().unwrap(),
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("refused the token in") && err.contains("wrong token"),
+        "{err}"
+    );
+    drop(rx);
+
+    let plain = ReceiverProc::start(&id, &dst, &[]);
+    let (pin, token) = credentials(&plain);
+    let out = run(&[
+        "probe",
+        &plain.addr,
+        "--pin",
+        &pin,
+        "--token-file",
+        token.to_str().unwrap(),
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("must run `shoal recv --control`"), "{err}");
+
+    let out = run(&["probe", &plain.addr, "--duration", "31s"]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("over the receiver's limit of 30 s"),
+        "{}",
+        text(&out)
+    );
+}

@@ -118,7 +118,7 @@ where
                 None,
             ),
             Request::ProbeSource { duration_ms } => (
-                probe::source(wr, duration_ms, conn.socket.as_ref()).await?,
+                probe::source(wr, duration_ms, conn.socket.as_ref(), config.idle_timeout).await?,
                 None,
             ),
             request => match handle(ctx, request, peer).await {

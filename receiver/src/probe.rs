@@ -56,11 +56,13 @@ pub(crate) async fn sink<R: AsyncRead + Unpin>(
 }
 
 /// `probe-source`: sends probe frames for `duration_ms` (capped), the empty one, and reports
-/// this end's TCP_INFO once every byte was acknowledged.
+/// this end's TCP_INFO once every byte was acknowledged. A peer that stops reading for
+/// `idle` ends the flow.
 pub(crate) async fn source<W: AsyncWrite + Unpin>(
     wr: &mut W,
     duration_ms: u64,
     socket: Option<&OwnedFd>,
+    idle: Duration,
 ) -> Result<Reply> {
     let duration =
         Duration::from_millis(duration_ms).min(Duration::from_secs_f64(MAX_PROBE_SECONDS));
@@ -69,8 +71,9 @@ pub(crate) async fn source<W: AsyncWrite + Unpin>(
     let start = Instant::now();
     let mut sent = 0u64;
     while start.elapsed() < duration && sent < MAX_PROBE_BYTES {
-        wr.write_all(&frame)
+        tokio::time::timeout(idle, wr.write_all(&frame))
             .await
+            .map_err(|_| anyhow::anyhow!("probe source: peer not reading for {idle:?}"))?
             .context("probe source: sending")?;
         sent += PROBE_FRAME as u64;
     }
@@ -111,5 +114,65 @@ fn bulk_reply(report: BulkReport) -> Reply {
         ok: true,
         bulk: Some(report),
         ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shoal_common::control::KIND_JSON;
+    use tokio::io::AsyncWriteExt;
+
+    fn frame(kind: u8, body: &[u8]) -> BytesMut {
+        let mut out = BytesMut::new();
+        control::encode_frame(kind, body, &mut out);
+        out
+    }
+
+    /// Feeds `bytes` to a sink (then closes the writing side) and returns its outcome.
+    async fn sink_of(bytes: Vec<u8>) -> Result<Reply> {
+        let (mut a, mut b) = tokio::io::duplex(1 << 20);
+        let writer = tokio::spawn(async move {
+            let _ = a.write_all(&bytes).await;
+            let _ = a.shutdown().await;
+        });
+        let mut buf = BytesMut::new();
+        let out = sink(&mut b, &mut buf, 0, Duration::from_secs(5)).await;
+        writer.await.unwrap();
+        out
+    }
+
+    #[tokio::test]
+    async fn a_sink_counts_filler_until_the_empty_frame() {
+        let mut bytes = Vec::new();
+        for _ in 0..3 {
+            bytes.extend_from_slice(&frame(KIND_PROBE_DATA, &[7u8; 1000]));
+        }
+        bytes.extend_from_slice(&frame(KIND_PROBE_DATA, &[]));
+        let reply = sink_of(bytes).await.unwrap();
+        assert!(reply.ok);
+        assert_eq!(reply.bulk.unwrap().bytes, 3000);
+    }
+
+    #[tokio::test]
+    async fn a_sink_refuses_other_frames_oversized_frames_and_a_cut_flow() {
+        let mut json_inside = frame(KIND_PROBE_DATA, &[1u8; 10]).to_vec();
+        json_inside.extend_from_slice(&frame(KIND_JSON, b"{\"op\":\"info\"}"));
+        let e = sink_of(json_inside).await.unwrap_err();
+        assert!(
+            format!("{e:#}").contains("unexpected frame kind 1"),
+            "{e:#}"
+        );
+
+        // Refused as soon as the length is in, before its bytes arrive.
+        let e = sink_of((MAX_PROBE_FRAME + 1).to_be_bytes().to_vec())
+            .await
+            .unwrap_err();
+        assert!(format!("{e:#}").contains("larger than the limit"), "{e:#}");
+
+        let e = sink_of(frame(KIND_PROBE_DATA, &[1u8; 10]).to_vec())
+            .await
+            .unwrap_err();
+        assert!(format!("{e:#}").contains("closed inside the flow"), "{e:#}");
     }
 }

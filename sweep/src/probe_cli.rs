@@ -8,6 +8,8 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 use clap::Args;
 
+use shoal_common::probe::MAX_PROBE_SECONDS;
+
 use crate::probe::{probe, ProbeOptions};
 use crate::remote::{first_contact, Remote};
 
@@ -25,7 +27,8 @@ pub struct ProbeArgs {
     /// File holding the receiver's token [default: the default identity's].
     #[arg(long, requires = "pin")]
     pub token_file: Option<PathBuf>,
-    /// Length of each bulk flow (one each way), warm-up included.
+    /// Length of each bulk flow (one each way), warm-up included; at most 30s (the receiver
+    /// ends longer flows).
     #[arg(long, default_value = "4s", value_parser = shoal_common::units::parse_duration)]
     pub duration: Duration,
     /// Start of each bulk flow left out of its goodput and loaded RTT (slow start); reported
@@ -41,6 +44,12 @@ pub struct ProbeArgs {
 }
 
 pub fn run_probe(a: ProbeArgs) -> Result<ExitCode> {
+    if a.duration.as_secs_f64() > MAX_PROBE_SECONDS {
+        bail!(
+            "--duration {:?} is over the receiver's limit of {MAX_PROBE_SECONDS} s per flow",
+            a.duration
+        );
+    }
     if a.warmup >= a.duration {
         bail!(
             "--warmup ({:?}) must be shorter than --duration ({:?})",
