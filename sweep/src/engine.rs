@@ -146,6 +146,11 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
         });
         flush_metrics = guard_tcp_metrics(&r.facts, &mut meta)?;
     }
+    if let Some(start) = &path_start {
+        // Kept from the start: a sweep that never reaches its end still says what path it began on.
+        let end = Err("not measured: the sweep did not reach its end".to_string());
+        meta["path_probe"] = crate::pathcheck::to_meta(start, &end);
+    }
 
     // The link (local) or the remote receiver.
     let mut guard = None;

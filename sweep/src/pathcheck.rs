@@ -87,3 +87,34 @@ pub fn summary_lines(out: &Path) -> Vec<String> {
     }
     lines
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_names_both_probes_and_warns_of_a_changed_path() {
+        let mut a = PathProbe::default();
+        a.idle_rtt.min_ms = 40.0;
+        a.up.goodput_mbps = 100.0;
+        a.down.goodput_mbps = 100.0;
+        let mut b = a.clone();
+        b.idle_rtt.min_ms = 50.0;
+        let dir = tempfile::tempdir().unwrap();
+        let meta = serde_json::json!({ "path_probe": to_meta(&Ok(a.clone()), &Ok(b)) });
+        std::fs::write(dir.path().join("meta.json"), meta.to_string()).unwrap();
+        let lines = summary_lines(dir.path());
+        assert_eq!(lines.len(), 3, "{lines:?}");
+        assert!(lines[0].starts_with("path at the start: idle RTT 40.00 ms, goodput 100.0"));
+        assert!(lines[2].starts_with("warning: the path changed during the sweep: idle RTT"));
+
+        let meta = serde_json::json!({ "path_probe": to_meta(&Ok(a), &Err("refused".into())) });
+        std::fs::write(dir.path().join("meta.json"), meta.to_string()).unwrap();
+        let lines = summary_lines(dir.path());
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert_eq!(lines[1], "path at the end: not measured (refused)");
+        // No probe (a local sweep, or probe = false): nothing said.
+        std::fs::write(dir.path().join("meta.json"), "{}").unwrap();
+        assert!(summary_lines(dir.path()).is_empty());
+    }
+}
