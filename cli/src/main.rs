@@ -51,6 +51,9 @@ enum Command {
     /// Compare two sweeps: per shared configuration, the ratio of median MB/s with its
     /// interval and a rank test.
     Compare(shoal_sweep::cli::CompareArgs),
+    /// Measure the path to a remote `shoal recv --control`: idle RTT, bulk TCP goodput each
+    /// way, RTT under load, loss (what a two-host sweep records before and after its runs).
+    Probe(shoal_sweep::probe_cli::ProbeArgs),
     /// Emulated long link between two network namespaces (needs root).
     Link {
         #[command(subcommand)]
@@ -384,6 +387,7 @@ fn run(command: Command) -> Result<ExitCode> {
         Command::Sweep(a) => shoal_sweep::cli::run_sweep(a, &parses),
         Command::Report(a) => shoal_sweep::cli::run_report(a),
         Command::Compare(a) => shoal_sweep::cli::run_compare(a),
+        Command::Probe(a) => shoal_sweep::probe_cli::run_probe(a),
         Command::HostFacts { peer, dest } => {
             let facts = shoal_common::hostfacts::HostFacts::collect(peer, dest.as_deref());
             println!("{}", serde_json::to_string(&facts)?);

@@ -25,4 +25,4 @@ pub mod verify;
 pub mod window_share;
 
 // The protocol's pure parts live in `shoal-proto`; re-exported under their old paths.
-pub use shoal_proto::{codec, relpath, units};
+pub use shoal_proto::{codec, probe, relpath, units};

@@ -61,6 +61,13 @@ pub fn tcp_stats(socket: &impl AsFd) -> io::Result<ConnStats> {
     })
 }
 
+/// Whether every byte written to a TCP socket was sent and acknowledged (nothing unsent, no
+/// segment in flight): the path probe reads the sender's figures only then.
+pub fn tcp_all_acked(socket: &impl AsFd) -> io::Result<bool> {
+    let info = crate::sys::tcp_info(socket)?;
+    Ok(info.tcpi_unacked == 0 && info.tcpi_notsent_bytes == 0)
+}
+
 /// Reads quinn's statistics of a QUIC connection; `acked` is its acknowledged-bytes count
 /// (`quic_cc::Counting`), which quinn's statistics do not have.
 pub fn quic_stats(conn: &quinn::Connection, acked: Option<&AckedBytes>) -> ConnStats {

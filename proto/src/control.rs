@@ -52,6 +52,13 @@ pub enum Request {
     /// The receiving host's wall clock (`wall_clock_us`), for the sender's estimate of the
     /// offset between the two hosts' clocks.
     Clock,
+    /// Path probe: read probe data frames from this connection until the empty one that ends
+    /// them, discarding them (bounded in time and bytes), and reply with what arrived
+    /// (`bulk`), the first `warmup_ms` counted apart.
+    ProbeSink { warmup_ms: u64 },
+    /// Path probe: send probe data frames for `duration_ms` (capped), then the empty one, then
+    /// the reply with this end's TCP_INFO once every byte was acknowledged (`bulk`).
+    ProbeSource { duration_ms: u64 },
 }
 
 /// The receiver's answer to one request.
@@ -73,6 +80,9 @@ pub struct Reply {
     /// clock the per-file latency stamps are read from.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub wall_clock_us: u64,
+    /// ProbeSink / ProbeSource: the bulk flow's figures (see `crate::probe`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bulk: Option<crate::probe::BulkReport>,
 }
 
 fn is_zero(x: &u64) -> bool {

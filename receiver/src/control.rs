@@ -15,16 +15,25 @@ use shoal_common::identity::tokens_match;
 use shoal_common::metrics;
 use shoal_common::pipeline::writer::open_subfolder;
 use shoal_common::verify::Manifest;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
 use crate::hub::Hub;
+use crate::probe;
 use crate::read::{hello_late, read_some};
 use crate::shared::Shared;
 
 /// Whether the bytes a connection opened with are (the start of) a control opening.
 pub(crate) fn looks_like_control(buf: &[u8]) -> bool {
     buf.len() >= 3 && control::CONTROL_MAGIC.starts_with(&buf[..buf.len().min(4)])
+}
+
+/// One control connection: its peer, its opening's deadline, and (TCP) a handle on its
+/// socket for the path probe's TCP_INFO.
+struct Conn {
+    peer: SocketAddr,
+    deadline: tokio::time::Instant,
+    socket: Option<OwnedFd>,
 }
 
 /// Serves one control connection until the peer closes it or goes idle. `buf` holds what was
@@ -36,11 +45,17 @@ pub(crate) async fn serve<R, W>(
     mut buf: BytesMut,
     peer: SocketAddr,
     deadline: tokio::time::Instant,
+    socket: Option<OwnedFd>,
 ) where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
-    if let Err(e) = session(&ctx, &mut rd, &mut wr, &mut buf, peer, deadline).await {
+    let conn = Conn {
+        peer,
+        deadline,
+        socket,
+    };
+    if let Err(e) = session(&ctx, &mut rd, &mut wr, &mut buf, &conn).await {
         eprintln!("{peer}: control: {e:#}");
         let _ = send_json(&mut wr, &Reply::failed(format!("{e:#}"))).await;
     }
@@ -52,13 +67,13 @@ async fn session<R, W>(
     rd: &mut R,
     wr: &mut W,
     buf: &mut BytesMut,
-    peer: SocketAddr,
-    deadline: tokio::time::Instant,
+    conn: &Conn,
 ) -> Result<()>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
+    let (peer, deadline) = (conn.peer, conn.deadline);
     let config = &ctx.config;
     if !config.control {
         bail!("this receiver does not take control connections (start it with --control)");
@@ -95,9 +110,21 @@ where
                 return Ok(()); // the sweep is done with us
             }
         };
-        let (reply, manifest) = match handle(ctx, request, peer).await {
-            Ok(r) => r,
-            Err(e) => (Reply::failed(format!("{e:#}")), None),
+        let (reply, manifest) = match request {
+            // The path probe's bulk flows use the connection itself; a failure inside one
+            // ends the connection.
+            Request::ProbeSink { warmup_ms } => (
+                probe::sink(rd, buf, warmup_ms, config.idle_timeout).await?,
+                None,
+            ),
+            Request::ProbeSource { duration_ms } => (
+                probe::source(wr, duration_ms, conn.socket.as_ref(), config.idle_timeout).await?,
+                None,
+            ),
+            request => match handle(ctx, request, peer).await {
+                Ok(r) => r,
+                Err(e) => (Reply::failed(format!("{e:#}")), None),
+            },
         };
         send_json(wr, &reply).await?;
         if let Some(m) = manifest {
@@ -221,6 +248,9 @@ async fn handle(
             .with_context(|| format!("cannot hash run {run_id}"))?;
             reply.seconds = t0.elapsed().as_secs_f64();
             Ok((reply, Some(control::encode_manifest(&manifest))))
+        }
+        Request::ProbeSink { .. } | Request::ProbeSource { .. } => {
+            bail!("a probe flow is served by the session, not here")
         }
         Request::Cleanup { run_id } => {
             let id = run_id_of(&run_id)?;

@@ -13,6 +13,7 @@ mod config;
 mod control;
 mod hub;
 mod prefixed;
+mod probe;
 mod quic;
 mod read;
 mod run;

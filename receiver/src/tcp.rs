@@ -143,7 +143,7 @@ async fn serve<S>(
         Ok(h) => h,
         // A sweep's control connection opens with its own magic (TLS only: it carries the token).
         Err(_) if wire == (Wire::Tcp { plain: false }) && control::looks_like_control(&buf) => {
-            control::serve(ctx.clone(), rd, wr, buf, peer, deadline).await;
+            control::serve(ctx.clone(), rd, wr, buf, peer, deadline, probe).await;
             return;
         }
         Err(e) => {

@@ -63,6 +63,11 @@ pub struct SweepArgs {
     /// For very large sweeps; the same as [sweep] traces = false.
     #[arg(long)]
     pub no_traces: bool,
+    /// Two hosts: skip the path probes (idle RTT, RTT under load, goodput and loss each way,
+    /// about 10 s each) before the first run and after the last; the same as [sweep] probe =
+    /// false.
+    #[arg(long)]
+    pub no_probe: bool,
     /// Exit 1 when any run failed (by default failures are results: exit 0 once every run is
     /// recorded, unless every run failed).
     #[arg(long)]
@@ -154,6 +159,7 @@ pub fn run_sweep(a: SweepArgs, parse: ArgCheck) -> Result<ExitCode> {
         check: a.no_check.then_some(false),
         settle: a.settle,
         traces: !a.no_traces && matrix.traces != Some(false),
+        probe: !a.no_probe && matrix.probe != Some(false),
     };
     // Before the link, a payload or a receiver is touched: every configuration must parse.
     preflight::check(&matrix, opts.runs, opts.timeout, opts.traces, parse)?;
@@ -180,6 +186,9 @@ pub fn run_sweep(a: SweepArgs, parse: ArgCheck) -> Result<ExitCode> {
         println!("\nmedians of the verified runs (MB = 10^6 bytes; × ref = reference median seconds / this one's):\n{t}");
     }
     print_spread_warnings(&summary.out);
+    for line in crate::pathcheck::summary_lines(&summary.out) {
+        println!("{line}");
+    }
     println!(
         "{} of {} runs done, {} ok{}{}",
         summary.done,

@@ -52,6 +52,7 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
     // A remote receiver must take control connections: that is how every run gets a fresh
     // folder and is verified. Contacted before payloads are generated, its problems named as
     // what they are (address, pin, token, no --control).
+    let mut path_start = None;
     let remote_ctx = match &matrix.link {
         LinkSpec::Remote(r) => {
             let control = Remote::new(&r.receiver, r.pin.as_deref(), r.token_file.as_deref())?;
@@ -61,6 +62,9 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
                 "receiver clock: {:+.3} ms from this host's (probe round trip {:.3} ms; per-file latency is corrected by it)",
                 clock.offset_ms, clock.rtt_ms
             );
+            if opts.probe {
+                path_start = Some(crate::pathcheck::measure(&control, "before the first run"));
+            }
             Some(RemoteCtx {
                 control,
                 runs: Default::default(),
@@ -141,6 +145,11 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
             "receiver": r.facts,
         });
         flush_metrics = guard_tcp_metrics(&r.facts, &mut meta)?;
+    }
+    if let Some(start) = &path_start {
+        // Kept from the start: a sweep that never reaches its end still says what path it began on.
+        let end = Err("not measured: the sweep did not reach its end".to_string());
+        meta["path_probe"] = crate::pathcheck::to_meta(start, &end);
     }
 
     // The link (local) or the remote receiver.
@@ -300,6 +309,10 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
             "start": start,
             "end": end.ok(),
         });
+    }
+    if let (Some(r), Some(start)) = (&sw.remote, &path_start) {
+        let end = crate::pathcheck::measure(&r.control, "after the last run");
+        meta["path_probe"] = crate::pathcheck::to_meta(start, &end);
     }
     meta["finished"] = serde_json::json!(metrics::utc_timestamp());
     meta["runs_done"] = serde_json::json!(done);

@@ -178,6 +178,8 @@ pub struct Matrix {
     pub quiet_load: Option<f64>,
     /// `[sweep] traces`: keep every Shoal run's traces (`None`: yes).
     pub traces: Option<bool>,
+    /// `[sweep] probe`: two hosts, probe the path before and after (`None`: yes).
+    pub probe: Option<bool>,
     pub reference: Vec<(String, AxisValue)>,
     pub link: LinkSpec,
     pub payloads: Vec<PayloadSpec>,
@@ -316,6 +318,7 @@ impl Matrix {
             timeout: sweep.timeout.map(|t| t.value),
             quiet_load: sweep.quiet_load,
             traces: sweep.traces,
+            probe: sweep.probe,
             reference,
             link,
             payloads,

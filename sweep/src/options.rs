@@ -34,6 +34,9 @@ pub struct Options {
     /// Keep every Shoal run's traces in `OUT/traces/<config_id>-r<run>/` (`shoal send
     /// --trace-dir`).
     pub traces: bool,
+    /// Two hosts: probe the path through the receiver before the first run and after the
+    /// last (`crate::pathcheck`).
+    pub probe: bool,
 }
 
 /// How the sweep went.

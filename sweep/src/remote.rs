@@ -81,6 +81,11 @@ impl Remote {
         Ok((m.expect("asked for a manifest"), r.seconds))
     }
 
+    /// The receiver's address, as given.
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
     pub fn cleanup(&self, run_id: &str) -> Result<()> {
         self.call(
             &Request::Cleanup {
@@ -105,7 +110,7 @@ impl Remote {
     }
 
     /// A TLS connection to the control channel, its opening (with the token) sent.
-    fn connect(&self) -> Result<(TlsStream, BytesMut)> {
+    pub(crate) fn connect(&self) -> Result<(TlsStream, BytesMut)> {
         let unreachable = |msg: String| Failure {
             stage: Stage::Unreachable,
             msg,
@@ -171,10 +176,10 @@ impl Remote {
     }
 }
 
-type TlsStream = rustls::StreamOwned<rustls::ClientConnection, TcpStream>;
+pub(crate) type TlsStream = rustls::StreamOwned<rustls::ClientConnection, TcpStream>;
 
 /// One request and its reply (and manifest) on an open control connection.
-fn exchange(
+pub(crate) fn exchange(
     tls: &mut TlsStream,
     buf: &mut BytesMut,
     req: &Request,
@@ -285,10 +290,12 @@ fn op_name(req: &Request) -> &'static str {
         Request::Hash { .. } => "hash",
         Request::Cleanup { .. } => "cleanup",
         Request::Clock => "clock",
+        Request::ProbeSink { .. } => "probe-sink",
+        Request::ProbeSource { .. } => "probe-source",
     }
 }
 
-fn next_frame<R: Read>(rd: &mut R, buf: &mut BytesMut) -> Result<(u8, Vec<u8>)> {
+pub(crate) fn next_frame<R: Read>(rd: &mut R, buf: &mut BytesMut) -> Result<(u8, Vec<u8>)> {
     loop {
         if let Some((kind, body, n)) = control::decode_frame(buf, MAX_REPLY)? {
             let out = (kind, buf[body].to_vec());

@@ -39,6 +39,8 @@ pub struct SweepSection {
     pub quiet_load: Option<f64>,
     /// Keep every Shoal run's traces under `OUT/traces/` (default true).
     pub traces: Option<bool>,
+    /// Two hosts: probe the path before the first run and after the last (default true).
+    pub probe: Option<bool>,
 }
 
 /// `[link]`: an emulated link's settings, or a remote receiver's (`receiver` set).

@@ -1,0 +1,213 @@
+//! What a path probe measured (`shoal probe`, the `probe` module), as meta.json stores it
+//! and as people read it, and the comparison of the probes before the first run and after
+//! the last (a path that changed during a sweep is flagged). Pure: no I/O.
+
+use serde::{Deserialize, Serialize};
+use shoal_common::probe::BulkReport;
+
+/// Idle RTT may move this much (fraction) between start and end before the path counts as
+/// changed.
+pub const RTT_TOLERANCE: f64 = 0.10;
+/// Goodput (each way) may move this much.
+pub const GOODPUT_TOLERANCE: f64 = 0.20;
+
+/// Round trips of small control requests on one established TLS connection (each one
+/// request and its reply: one network round trip plus the receiver's answer time).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RttSummary {
+    pub probes: usize,
+    pub min_ms: f64,
+    pub median_ms: f64,
+    pub max_ms: f64,
+}
+
+impl RttSummary {
+    /// Summary of round trips in ms (all zero for none).
+    pub fn of(samples: &[f64]) -> RttSummary {
+        let mut v: Vec<f64> = samples.iter().copied().filter(|x| x.is_finite()).collect();
+        if v.is_empty() {
+            return RttSummary::default();
+        }
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let median = if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        };
+        RttSummary {
+            probes: n,
+            min_ms: v[0],
+            median_ms: median,
+            max_ms: v[n - 1],
+        }
+    }
+}
+
+/// One direction's bulk TCP flow.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Direction {
+    /// Goodput after the warm-up (Mbit/s = 10^6 bit/s), counted where the bytes arrived.
+    pub goodput_mbps: f64,
+    /// Goodput over the whole flow, slow start included.
+    pub whole_goodput_mbps: f64,
+    /// Retransmitted over sent segments at the sending end (TCP_INFO), when it could be read.
+    pub loss: Option<f64>,
+    /// Control round trips on a second connection while the flow ran (after its warm-up).
+    pub loaded_rtt: RttSummary,
+    /// The receiving end's counts and the sending end's TCP_INFO.
+    pub bulk: BulkReport,
+}
+
+impl Direction {
+    pub fn new(bulk: BulkReport, loaded: &[f64]) -> Direction {
+        Direction {
+            goodput_mbps: bulk.goodput_bps() / 1e6,
+            whole_goodput_mbps: bulk.whole_goodput_bps() / 1e6,
+            loss: bulk.sender_tcp.as_ref().map(|t| t.loss()),
+            loaded_rtt: RttSummary::of(loaded),
+            bulk,
+        }
+    }
+}
+
+/// One probe of the path through the receiving host.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PathProbe {
+    /// The receiver probed (`HOST:PORT`).
+    pub receiver: String,
+    /// UTC time the probe started.
+    pub at: String,
+    pub idle_rtt: RttSummary,
+    /// The control connection's own smoothed-RTT floor as this host's kernel saw it
+    /// (`tcpi_min_rtt`), a cross-check on `idle_rtt`.
+    pub kernel_min_rtt_ms: f64,
+    /// This host → the receiving host.
+    pub up: Direction,
+    /// The receiving host → this host.
+    pub down: Direction,
+}
+
+impl PathProbe {
+    /// A few lines for people.
+    pub fn text(&self) -> String {
+        let r = &self.idle_rtt;
+        let mut s = format!(
+            "path to {} ({}):\n  idle RTT        {:.2} ms min, {:.2} ms median, {:.2} ms max ({} control round trips; kernel min_rtt {:.2} ms)\n",
+            self.receiver, self.at, r.min_ms, r.median_ms, r.max_ms, r.probes, self.kernel_min_rtt_ms
+        );
+        for (name, d) in [
+            ("this → receiver", &self.up),
+            ("receiver → this", &self.down),
+        ] {
+            let loss = match (&d.loss, &d.bulk.sender_tcp) {
+                (Some(l), Some(t)) => format!(
+                    "loss {:.3}% ({} of {} segments retransmitted)",
+                    l * 100.0,
+                    t.retransmits,
+                    t.segments_out
+                ),
+                _ => "loss not read (no TCP_INFO at the sending end)".into(),
+            };
+            let l = &d.loaded_rtt;
+            s += &format!(
+                "  {name} {:.2} Mbit/s after a {:.1} s warm-up ({:.2} Mbit/s over all {:.1} s), {loss}, RTT under load {:.2} ms median ({:.2}–{:.2} ms, {} round trips)\n",
+                d.goodput_mbps,
+                d.bulk.warmup,
+                d.whole_goodput_mbps,
+                d.bulk.seconds,
+                l.median_ms,
+                l.min_ms,
+                l.max_ms,
+                l.probes
+            );
+        }
+        s
+    }
+}
+
+/// How the path changed from `start` to `end`: one line per figure outside its tolerance
+/// (idle RTT ±10 %, goodput each way ±20 %); empty when it held.
+pub fn changes(start: &PathProbe, end: &PathProbe) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut check = |what: &str, unit: &str, a: f64, b: f64, tol: f64| {
+        if a > 0.0 && ((b - a) / a).abs() > tol {
+            out.push(format!(
+                "{what} changed from {a:.2} {unit} to {b:.2} {unit} ({:+.0}%, more than ±{:.0}%)",
+                (b - a) / a * 100.0,
+                tol * 100.0
+            ));
+        }
+    };
+    check(
+        "idle RTT (min)",
+        "ms",
+        start.idle_rtt.min_ms,
+        end.idle_rtt.min_ms,
+        RTT_TOLERANCE,
+    );
+    check(
+        "goodput this → receiver",
+        "Mbit/s",
+        start.up.goodput_mbps,
+        end.up.goodput_mbps,
+        GOODPUT_TOLERANCE,
+    );
+    check(
+        "goodput receiver → this",
+        "Mbit/s",
+        start.down.goodput_mbps,
+        end.down.goodput_mbps,
+        GOODPUT_TOLERANCE,
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn probe(rtt: f64, up: f64, down: f64) -> PathProbe {
+        let mut p = PathProbe {
+            idle_rtt: RttSummary::of(&[rtt, rtt + 1.0]),
+            ..Default::default()
+        };
+        p.up.goodput_mbps = up;
+        p.down.goodput_mbps = down;
+        p
+    }
+
+    #[test]
+    fn rtt_summary_takes_min_median_max() {
+        let r = RttSummary::of(&[3.0, 1.0, 2.0, 10.0]);
+        assert_eq!(
+            (r.probes, r.min_ms, r.median_ms, r.max_ms),
+            (4, 1.0, 2.5, 10.0)
+        );
+        let odd = RttSummary::of(&[5.0, 1.0, 2.0]);
+        assert_eq!(odd.median_ms, 2.0);
+        assert_eq!(RttSummary::of(&[]), RttSummary::default());
+    }
+
+    #[test]
+    fn a_path_within_tolerance_is_not_flagged() {
+        let a = probe(40.0, 100.0, 90.0);
+        let b = probe(43.9, 81.0, 107.0);
+        assert!(changes(&a, &b).is_empty(), "{:?}", changes(&a, &b));
+    }
+
+    #[test]
+    fn rtt_over_10_and_goodput_over_20_percent_are_flagged() {
+        let a = probe(40.0, 100.0, 90.0);
+        let b = probe(44.5, 79.0, 90.0);
+        let c = changes(&a, &b);
+        assert_eq!(c.len(), 2, "{c:?}");
+        assert!(c[0].starts_with("idle RTT (min) changed from 40.00 ms to 44.50 ms (+11%"));
+        assert!(
+            c[1].contains("this → receiver") && c[1].contains("-21%"),
+            "{c:?}"
+        );
+        // A start that measured nothing cannot say what changed.
+        assert!(changes(&PathProbe::default(), &b).is_empty());
+    }
+}
