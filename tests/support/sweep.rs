@@ -42,11 +42,12 @@ pub fn sweep_any(
     extra: &[&str],
     env: &[(&str, &str)],
 ) -> Sweep {
-    sweep_any_in(None, dir, name, matrix, link, extra, env)
+    sweep_in(None, dir, name, matrix, link, extra, env)
 }
 
-/// [`sweep_any`] inside network namespace `netns` if given (host A of a two-host test).
-pub fn sweep_any_in(
+/// [`sweep_any`], the sweep started inside network namespace `netns` if given (a sender
+/// host of its own, for a two-host sweep across two namespaces).
+pub fn sweep_in(
     netns: Option<&str>,
     dir: &Path,
     name: &str,

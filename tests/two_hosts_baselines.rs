@@ -13,7 +13,7 @@ use shoal_common::control::Request;
 use shoal_common::identity::Identity;
 use shoal_common::verify::Manifest;
 use shoal_sweep::remote::Remote;
-use support::sweep::sweep_any_in;
+use support::sweep::sweep_in;
 use support::*;
 
 /// The address B has on the link between the two namespaces.
@@ -90,7 +90,7 @@ fn two_namespaces_as_two_hosts_run_every_baseline_verified_on_b() {
     );
     // Host A: the sweep, in A's namespace. Run 2 has its destination changed on B between
     // the transfer and the hashing: verification on B must catch it, whatever the arm.
-    let s = sweep_any_in(
+    let s = sweep_in(
         Some(&a_ns),
         t.path(),
         "two",
@@ -286,7 +286,7 @@ fn without_allow_baselines_a_tar_tcp_arm_is_refused_before_any_run() {
         "",
         "[axes]\nkind = [\"tar-tcp\", \"shoal\"]\nmode = [\"tcp-bundle\"]",
     );
-    let s = sweep_any_in(None, t.path(), "refused", &m, "unused", &[], &[]);
+    let s = sweep_in(None, t.path(), "refused", &m, "unused", &[], &[]);
     assert!(!s.ok);
     assert!(s.stderr.contains("--allow-baselines"), "{}", s.stderr);
     assert!(!s.out.join("runs.csv").exists() || rows(&s.out.join("runs.csv")).is_empty());
@@ -298,7 +298,7 @@ fn without_allow_baselines_a_tar_tcp_arm_is_refused_before_any_run() {
     // The ssh arms need a login to copy through; tar-local has no place across hosts.
     for (kind, says) in [("sftp", "[link] ssh"), ("tar-local", "one host")] {
         let m = matrix(&rx, "", &format!("[axes]\nkind = [\"{kind}\"]"));
-        let s = sweep_any_in(None, t.path(), kind, &m, "unused", &["--dry-run"], &[]);
+        let s = sweep_in(None, t.path(), kind, &m, "unused", &["--dry-run"], &[]);
         assert!(!s.ok && s.stderr.contains(says), "{kind}: {}", s.stderr);
     }
     let m = matrix(
@@ -306,7 +306,7 @@ fn without_allow_baselines_a_tar_tcp_arm_is_refused_before_any_run() {
         "ssh = \"-oProxyCommand=x\"",
         "[axes]\nkind = [\"sftp\"]",
     );
-    let s = sweep_any_in(None, t.path(), "badssh", &m, "unused", &["--dry-run"], &[]);
+    let s = sweep_in(None, t.path(), "badssh", &m, "unused", &["--dry-run"], &[]);
     assert!(
         !s.ok && s.stderr.contains("expected user@host"),
         "{}",
