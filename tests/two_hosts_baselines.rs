@@ -261,6 +261,9 @@ fn the_tar_tcp_port_takes_one_connection_from_the_sweeps_host_and_stays_inside_t
     let id = run_id(4);
     c.prepare(&id).unwrap();
     let port = c.tar_tcp_start(&id, Duration::from_secs(30)).unwrap().port;
+    // Its folder cannot be hashed while its tar may still write.
+    let e = c.hash(&id).unwrap_err();
+    assert!(format!("{e:#}").contains("in progress"), "{e:#}");
     let e = wait(&id, true).unwrap_err();
     assert!(
         format!("{e:#}").contains("stopped before any connection"),
