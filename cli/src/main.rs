@@ -211,6 +211,15 @@ struct RecvArgs {
     /// --dest is touched. docs/two-hosts.md
     #[arg(long)]
     control: bool,
+    /// With --control [default: off]: let the sweep run the tar-tcp baseline here. For a run
+    /// it prepared, this host then listens on an ephemeral port (on its address towards the
+    /// sweep's host) for one connection from that host, and runs `tar -x --no-same-owner
+    /// --no-same-permissions -f - -C DEST/<run id>` on what arrives: the peer chooses no
+    /// command, argument or path, only the archive's bytes (GNU tar refuses absolute names and
+    /// `..`). tar is killed past the run's time limit or when the sweep stops the run.
+    /// Without it a sweep with a tar-tcp arm stops before its first run. docs/two-hosts.md
+    #[arg(long, requires = "control")]
+    allow_baselines: bool,
     #[command(flatten)]
     flow: FlowArgs,
 }
@@ -461,6 +470,7 @@ async fn recv(a: RecvArgs) -> Result<ExitCode> {
         max_bytes: a.max_bytes,
         hello_timeout: a.hello_timeout,
         control: a.control,
+        allow_baselines: a.allow_baselines,
         limits: shoal_common::codec::DecodeLimits {
             path: shoal_common::relpath::PathLimits {
                 max_len: usize::from(a.max_path_len),

@@ -59,6 +59,14 @@ pub enum Request {
     /// Path probe: send probe data frames for `duration_ms` (capped), then the empty one, then
     /// the reply with this end's TCP_INFO once every byte was acknowledged (`bulk`).
     ProbeSource { duration_ms: u64 },
+    /// Baseline `tar-tcp` (receiver started with `--allow-baselines`): listen on an ephemeral
+    /// port for one connection from the asking host and unpack it with `tar -x` into the run's
+    /// prepared folder; the reply's `port` names the port. `limit_s` bounds the whole run on
+    /// the receiving host (tar is killed and reaped past it).
+    TarTcpStart { run_id: String, limit_s: u64 },
+    /// Wait for that `tar -x` to exit (or, with `stop`, kill it first) and report how it
+    /// ended; the run's folder can be hashed only after this.
+    TarTcpWait { run_id: String, stop: bool },
 }
 
 /// The receiver's answer to one request.
@@ -83,9 +91,16 @@ pub struct Reply {
     /// ProbeSink / ProbeSource: the bulk flow's figures (see `crate::probe`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bulk: Option<crate::probe::BulkReport>,
+    /// TarTcpStart: the port the receiving `tar -x` listens on.
+    #[serde(default, skip_serializing_if = "is_zero_port")]
+    pub port: u16,
 }
 
 fn is_zero(x: &u64) -> bool {
+    *x == 0
+}
+
+fn is_zero_port(x: &u16) -> bool {
     *x == 0
 }
 
@@ -427,6 +442,29 @@ mod tests {
             decode_frame(&[0, 0, 0, 0], MAX_REQUEST),
             Err(ControlError::EmptyFrame)
         );
+    }
+
+    #[test]
+    fn baseline_requests_read_as_json() {
+        let start: Request =
+            serde_json::from_str(r#"{"op":"tar-tcp-start","run_id":"00","limit_s":60}"#).unwrap();
+        assert_eq!(
+            start,
+            Request::TarTcpStart {
+                run_id: "00".into(),
+                limit_s: 60
+            }
+        );
+        let wait = Request::TarTcpWait {
+            run_id: "00".into(),
+            stop: true,
+        };
+        let text = serde_json::to_string(&wait).unwrap();
+        assert_eq!(serde_json::from_str::<Request>(&text).unwrap(), wait);
+        // The port travels only in the reply that names one.
+        assert!(!serde_json::to_string(&Reply::default())
+            .unwrap()
+            .contains("port"));
     }
 
     #[test]

@@ -39,6 +39,9 @@ pub struct ReceiverConfig {
     /// Serve control connections (authenticated sweeps on another host: a fresh folder per
     /// run under `dest`, hashing it from disk, removing it).
     pub control: bool,
+    /// With `control`: let the sweep's host run the `tar-tcp` baseline into a prepared run's
+    /// folder (a fixed `tar -x` fed by one connection from that host; docs/two-hosts.md).
+    pub allow_baselines: bool,
     /// Print each run's line as one JSON object (`recv --json`).
     pub json: bool,
 }
@@ -69,6 +72,7 @@ impl Default for ReceiverConfig {
             max_bytes: DEFAULT_MAX_BYTES,
             hello_timeout: DEFAULT_HELLO_TIMEOUT,
             control: false,
+            allow_baselines: false,
             json: false,
         }
     }

@@ -6,7 +6,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use bytes::{Buf, BytesMut};
@@ -18,6 +18,7 @@ use shoal_common::verify::Manifest;
 use std::os::fd::{AsRawFd, OwnedFd};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
+use crate::baseline as tar_tcp;
 use crate::hub::Hub;
 use crate::probe;
 use crate::read::{hello_late, read_some};
@@ -164,6 +165,10 @@ async fn handle(
                 }
             }
             f.insert("load_1m".into(), format!("{:.2}", metrics::load_avg_1m()));
+            f.insert(
+                "allow_baselines".into(),
+                ctx.config.allow_baselines.to_string(),
+            );
             // What this end has in effect (buffers, controller, metrics saving, the interface
             // towards the sweep's host with its qdisc and offloads, file system), for the
             // sweep's meta.json and its kernel-state guard. It runs `ip`, `tc` and `ethtool`.
@@ -228,7 +233,7 @@ async fn handle(
         Request::Hash { run_id } => {
             let id = run_id_of(&run_id)?;
             let folder = prepared(hub, &id, &run_id)?;
-            if hub.in_progress(&id) {
+            if hub.in_progress(&id) || ctx.baselines.running(&id) {
                 bail!("run {run_id} is still in progress");
             }
             let t0 = Instant::now();
@@ -254,12 +259,38 @@ async fn handle(
         }
         Request::Cleanup { run_id } => {
             let id = run_id_of(&run_id)?;
+            ctx.baselines.stop(&id).await;
             let folder = hub.forget(&id)?;
             tokio::task::spawn_blocking(move || {
                 std::fs::remove_dir_all(&folder)
                     .with_context(|| format!("cannot remove {}", folder.display()))
             })
             .await??;
+            Ok((reply, None))
+        }
+        Request::TarTcpStart { run_id, limit_s } => {
+            let id = run_id_of(&run_id)?;
+            let folder = prepared(hub, &id, &run_id)?;
+            if !ctx.config.allow_baselines {
+                bail!("{}", tar_tcp::NOT_ALLOWED);
+            }
+            if hub.in_progress(&id) {
+                bail!("run {run_id} is in progress");
+            }
+            let command = tar_tcp::tar_command(&folder).join(" ");
+            let limit = Duration::from_secs(limit_s);
+            let addr = ctx.baselines.start(id, folder, peer.ip(), limit).await?;
+            reply.port = addr.port();
+            reply.facts.insert("listen".into(), addr.to_string());
+            reply.facts.insert("command".into(), command);
+            Ok((reply, None))
+        }
+        Request::TarTcpWait { run_id, stop } => {
+            let report = ctx.baselines.wait(&run_id_of(&run_id)?, stop).await?;
+            if !report.ok {
+                bail!("tar-tcp: {}", report.summary);
+            }
+            reply.facts.insert("report".into(), report.summary);
             Ok((reply, None))
         }
     }

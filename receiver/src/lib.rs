@@ -7,6 +7,7 @@
 
 #![forbid(unsafe_code)]
 
+mod baseline;
 mod bundle;
 mod claims;
 mod config;

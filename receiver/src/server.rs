@@ -79,6 +79,7 @@ impl Receiver {
                 config,
                 tls,
                 hub: hub::Hub::default(),
+                baselines: Default::default(),
                 done,
                 slots: Arc::new(Semaphore::new(config_slots)),
                 refusals: Arc::new(Semaphore::new(MAX_REFUSALS)),

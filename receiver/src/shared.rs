@@ -77,6 +77,8 @@ pub(crate) struct Shared {
     pub config: ReceiverConfig,
     pub tls: tokio_rustls::TlsAcceptor,
     pub hub: hub::Hub,
+    /// `tar-tcp` baseline runs under way (`--allow-baselines`).
+    pub baselines: crate::baseline::Baselines,
     pub done: mpsc::UnboundedSender<RunOutcome>,
     /// One permit per connection being served (`max_connections`).
     pub slots: Arc<Semaphore>,

@@ -92,6 +92,9 @@ pub fn put_outcome(row: &mut Row, out: &Outcome) {
         row.set(col::RECEIVER_CPU_SECONDS, f3(cpu));
     }
     row.set(col::COMMAND, out.command.clone());
+    for (c, v) in &out.cols {
+        row.set(*c, v.clone());
+    }
 }
 
 /// Verification's columns, and the run's verdict: ok only when the transfer reported no error

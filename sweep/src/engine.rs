@@ -57,6 +57,14 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
         LinkSpec::Remote(r) => {
             let control = Remote::new(&r.receiver, r.pin.as_deref(), r.token_file.as_deref())?;
             let info = crate::remote::first_contact(&control, r.token_file.as_deref())?;
+            crate::remote_arms::check_receiver(
+                matrix.configs.iter().map(|c| c.arm),
+                &r.receiver,
+                &info.facts,
+            )?;
+            if matrix.configs.iter().any(|c| c.arm.over_ssh()) {
+                crate::remote_baseline::probe_ssh(r)?;
+            }
             let clock = control.clock_offset(CLOCK_PROBES)?;
             println!(
                 "receiver clock: {:+.3} ms from this host's (probe round trip {:.3} ms; per-file latency is corrected by it)",

@@ -35,6 +35,8 @@ mod product;
 pub mod progress;
 pub mod quantity;
 pub mod remote;
+mod remote_arms;
+mod remote_baseline;
 pub mod report;
 mod run;
 mod schema;

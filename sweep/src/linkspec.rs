@@ -45,6 +45,27 @@ pub struct RemoteReceiver {
     pub receiver: String,
     pub pin: Option<String>,
     pub token_file: Option<PathBuf>,
+    /// The ssh baselines' login on the receiving host (`[link] ssh`), checked by
+    /// [`check_ssh_target`].
+    pub ssh: Option<String>,
+    /// `[link] ssh_opts`, given to ssh and sftp before the target.
+    pub ssh_opts: Vec<String>,
+}
+
+/// `[link] ssh`: `user@host` or `host`, never an option (a leading `-`) or more than one word.
+pub fn check_ssh_target(t: &str) -> Result<()> {
+    let (user, host) = t.rsplit_once('@').unwrap_or(("", t));
+    if host.is_empty()
+        || t.starts_with('-')
+        || t.chars().any(|c| c.is_whitespace() || c.is_control())
+        || user.contains('@')
+        || host.contains(':')
+    {
+        bail!(
+            "[link] ssh {t:?}: expected user@host (one word, no port: give a port with ssh_opts = [\"-o\", \"Port=2222\"])"
+        );
+    }
+    Ok(())
 }
 
 impl EmulatedLink {
@@ -69,19 +90,35 @@ impl TryFrom<LinkSection> for LinkSpec {
             let extra = t.emulated_keys();
             if !extra.is_empty() {
                 bail!(
-                    "[link] (remote): {} is a setting of an emulated link; a remote receiver's [link] takes receiver, pin and token_file",
+                    "[link] (remote): {} is a setting of an emulated link; a remote receiver's [link] takes receiver, pin, token_file, ssh and ssh_opts",
                     extra.join(", ")
                 );
+            }
+            if let Some(s) = &t.ssh {
+                check_ssh_target(s)?;
+            }
+            let ssh_opts = t.ssh_opts.unwrap_or_default();
+            if !ssh_opts.is_empty() && t.ssh.is_none() {
+                bail!(
+                    "[link] ssh_opts needs ssh = \"user@host\" (the login the ssh baselines use)"
+                );
+            }
+            if let Some(o) = ssh_opts.iter().find(|o| o.is_empty()) {
+                bail!("[link] ssh_opts: an empty option {o:?}");
             }
             return Ok(LinkSpec::Remote(RemoteReceiver {
                 receiver,
                 pin: t.pin,
                 token_file: t.token_file,
+                ssh: t.ssh,
+                ssh_opts,
             }));
         }
         if let Some(k) = [
             ("pin", t.pin.is_some()),
             ("token_file", t.token_file.is_some()),
+            ("ssh", t.ssh.is_some()),
+            ("ssh_opts", t.ssh_opts.is_some()),
         ]
         .into_iter()
         .find_map(|(k, given)| given.then_some(k))

@@ -304,13 +304,8 @@ impl Matrix {
             c.id = format!("c{:0width$}", i + 1);
         }
         check_reference(&configs, &reference)?;
-        if matches!(link, LinkSpec::Remote(_)) {
-            if let Some(c) = configs.iter().find(|c| c.arm.is_baseline()) {
-                bail!(
-                    "{}: baseline arms need the local emulated link (their receiving end runs in the receiver namespace)",
-                    c.label()
-                );
-            }
+        if let LinkSpec::Remote(r) = &link {
+            crate::remote_arms::check_arms(configs.iter().map(|c| (c.arm, c.label())), r)?;
         }
         Ok(Matrix {
             runs: sweep.runs,

@@ -96,6 +96,31 @@ impl Remote {
         .map(|_| ())
     }
 
+    /// Starts the receiving `tar -x` of a `tar-tcp` run (receiver with `--allow-baselines`);
+    /// the reply's `port` is where it listens, `facts` its address and command.
+    pub fn tar_tcp_start(&self, run_id: &str, limit: Duration) -> Result<Reply> {
+        let req = Request::TarTcpStart {
+            run_id: run_id.into(),
+            limit_s: limit.as_secs().max(1),
+        };
+        Ok(self.call(&req, false)?.0)
+    }
+
+    /// Opens a connection and sends `req` now; its reply is read later with
+    /// [`Posted::reply`]. Used to ask for the end of a `tar-tcp` run before it starts, so that
+    /// the reply arrives half a round trip after the receiving tar exits, as an ssh client
+    /// learns a remote command's exit (no connection set-up is timed). `wait` bounds the read.
+    pub fn post(&self, req: &Request, wait: Duration) -> Result<Posted> {
+        let what = format!("control {} at {}", op_name(req), self.addr);
+        let (mut tls, buf) = self.connect().with_context(|| what.clone())?;
+        tls.sock.set_read_timeout(Some(wait))?;
+        let mut out = BytesMut::new();
+        control::encode_frame(KIND_JSON, &serde_json::to_vec(req)?, &mut out);
+        tls.write_all(&out).with_context(|| what.clone())?;
+        tls.flush()?;
+        Ok(Posted { tls, buf, what })
+    }
+
     fn call(&self, req: &Request, manifest: bool) -> Result<(Reply, Option<Manifest>)> {
         let what = format!("control {} at {}", op_name(req), self.addr);
         self.call_inner(req, manifest).with_context(|| what)
@@ -177,6 +202,30 @@ impl Remote {
 }
 
 pub(crate) type TlsStream = rustls::StreamOwned<rustls::ClientConnection, TcpStream>;
+
+/// A request sent on its own connection whose reply is still to be read.
+pub struct Posted {
+    tls: TlsStream,
+    buf: BytesMut,
+    what: String,
+}
+
+impl Posted {
+    /// Blocks until the reply arrives (or the read limit given to [`Remote::post`] passes).
+    pub fn reply(mut self) -> Result<Reply> {
+        let reply: Reply =
+            match next_frame(&mut self.tls, &mut self.buf).with_context(|| self.what.clone())? {
+                (KIND_JSON, body) => serde_json::from_slice(&body).context("bad control reply")?,
+                (k, _) => bail!("{}: unexpected frame kind {k}", self.what),
+            };
+        self.tls.conn.send_close_notify();
+        let _ = self.tls.flush();
+        if !reply.ok {
+            bail!("{}: the receiver says: {}", self.what, reply.error);
+        }
+        Ok(reply)
+    }
+}
 
 /// One request and its reply (and manifest) on an open control connection.
 pub(crate) fn exchange(
@@ -292,6 +341,8 @@ fn op_name(req: &Request) -> &'static str {
         Request::Clock => "clock",
         Request::ProbeSink { .. } => "probe-sink",
         Request::ProbeSource { .. } => "probe-source",
+        Request::TarTcpStart { .. } => "tar-tcp-start",
+        Request::TarTcpWait { .. } => "tar-tcp-wait",
     }
 }
 

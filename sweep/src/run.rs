@@ -190,6 +190,8 @@ impl Sweep<'_> {
                 trace_dir.as_deref(),
                 timeout,
             )
+        } else if let Some((run_id, folder)) = &remote_run {
+            self.remote_baseline_transfer(order, cfg, payload, run_id, folder, timeout)
         } else {
             self.baseline_transfer(order, cfg, payload, &dest, timeout)
         };

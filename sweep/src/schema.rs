@@ -60,6 +60,10 @@ pub struct LinkSection {
     pub receiver: Option<String>,
     pub pin: Option<String>,
     pub token_file: Option<PathBuf>,
+    /// Remote receiver: the `user@host` the ssh baselines log in to (docs/two-hosts.md).
+    pub ssh: Option<String>,
+    /// Options given to ssh and sftp before the target (e.g. `["-i", "KEY"]`).
+    pub ssh_opts: Option<Vec<String>>,
 }
 
 impl LinkSection {

@@ -34,6 +34,8 @@ pub struct Outcome {
     /// of its one run, tar-tcp's `socat | tar`), from wait4.
     pub receiver_cpu_seconds: Option<f64>,
     pub command: String,
+    /// Columns the transfer knows best (a remote baseline's receiver and controller).
+    pub cols: Vec<(crate::columns::Col, String)>,
 }
 
 impl Sweep<'_> {
