@@ -8,6 +8,7 @@
 
 pub mod codec;
 pub mod control;
+pub mod recvsettings;
 pub mod relpath;
 pub mod units;
 pub mod wire;

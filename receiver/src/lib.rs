@@ -16,6 +16,7 @@ mod prefixed;
 mod quic;
 mod read;
 mod run;
+mod runconfig;
 mod server;
 mod shared;
 mod stage;

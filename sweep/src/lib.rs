@@ -30,6 +30,7 @@ pub mod proc;
 mod product;
 pub mod progress;
 pub mod quantity;
+pub mod recvaxes;
 pub mod remote;
 pub mod report;
 mod run;

@@ -110,9 +110,18 @@ impl Sweep<'_> {
             Some(r) => {
                 r.make_room(payload.bytes, self.opts.settle, progress)?;
                 let run_id = run_id();
-                let folder = r.control.prepare(&run_id)?;
+                // The configuration's receiver axes, for this run alone on the receiving
+                // host (checked before the first run); the row records what it has in effect.
+                let settings = crate::recvaxes::settings(cfg, &self.matrix.receiver_flags)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", cfg.id))?;
+                let prepared = r.control.prepare_run(&run_id, settings)?;
+                let folder = prepared.dest;
                 r.runs.borrow_mut().push(run_id.clone());
                 row.set(col::DEST, folder.clone());
+                if let Some(s) = prepared.in_effect {
+                    row.set(col::RECEIVER_SETTINGS, s.describe());
+                }
+                row.set(col::RECEIVER_TCP_METRICS, prepared.tcp_metrics);
                 row.set(
                     col::DEST_FS,
                     r.facts.get("dest_fs").cloned().unwrap_or_default(),

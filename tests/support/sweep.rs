@@ -42,6 +42,20 @@ pub fn sweep_any(
     extra: &[&str],
     env: &[(&str, &str)],
 ) -> Sweep {
+    sweep_in(None, dir, name, matrix, link, extra, env)
+}
+
+/// [`sweep_any`], the sweep started inside network namespace `netns` if given (a sender
+/// host of its own, for a two-host sweep across two namespaces).
+pub fn sweep_in(
+    netns: Option<&str>,
+    dir: &Path,
+    name: &str,
+    matrix: &str,
+    link: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> Sweep {
     let mpath = dir.join(format!("{name}.toml"));
     std::fs::write(&mpath, matrix).unwrap();
     let out = dir.join(name);
@@ -59,7 +73,11 @@ pub fn sweep_any(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let child = cmd.spawn().expect("starting shoal sweep");
+    let child = match netns {
+        Some(ns) => shoal_link::spawn_in_netns(ns, &mut cmd),
+        None => cmd.spawn(),
+    }
+    .expect("starting shoal sweep");
     let pid = child.id();
     // A watchdog ends the sweep (by its PID) if it hangs; the sweep cleans up on SIGTERM.
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
