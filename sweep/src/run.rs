@@ -153,6 +153,11 @@ impl Sweep<'_> {
         row.set(
             col::DEST_PREPARED,
             match self.last_bulk_delete.get() {
+                // This host's deletes say nothing about the receiving host's file system.
+                _ if remote_run.is_some() => {
+                    "new folder, created by the receiving host for this run (its control channel)"
+                        .into()
+                }
                 None => "new folder; no bulk delete recorded in the work folder".into(),
                 Some(t) => format!(
                     "new folder; last bulk delete in the work folder {:.0} s before this run",
