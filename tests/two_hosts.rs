@@ -96,6 +96,30 @@ fn receiver_axes_take_effect_on_host_b_per_run_and_b_s_facts_are_recorded() {
         );
     }
 
+    // A QUIC run's window on B is the run's own: B runs with 20 MiB unless told.
+    let quic = "[axes]\nmode = [\"quic-bundle\"]\nconn-window = [\"8MiB\"]\n\
+                \"recv.write-budget\" = [\"1MiB\"]\n";
+    let q = sweep_in(
+        Some(&snd),
+        t.path(),
+        "quic",
+        &format!("{head}{quic}"),
+        "unused",
+        &["--runs", "1"],
+        &[],
+    );
+    assert!(q.ok, "stdout:\n{}\nstderr:\n{}", q.stdout, q.stderr);
+    let qr = rows(&q.out.join("runs.csv"));
+    assert_eq!(qr.len(), 1, "{}", q.stdout);
+    assert_eq!(qr[0]["status"], "ok", "{:?}", qr[0]);
+    // Reported by B in its completion: the window it gave the run's one connection.
+    assert_eq!(qr[0]["conn_window"], "8388608", "{:?}", qr[0]);
+    let settings = &qr[0]["receiver_settings"];
+    assert!(
+        settings.contains("conn-window=8388608") && settings.contains("write-budget=1048576"),
+        "{settings}"
+    );
+
     // B's facts, read on B and fetched through its control channel, in meta.json.
     let meta: serde_json::Value =
         serde_json::from_slice(&std::fs::read(s.out.join("meta.json")).unwrap()).unwrap();
