@@ -208,7 +208,9 @@ struct RecvArgs {
     /// Take control connections from a sweep on another host (same token, TLS only): each run
     /// gets a fresh folder under --dest (DEST/<run id>, with or without --flat), hashed from
     /// disk after the run and removed on request. Folder names are run ids; nothing outside
-    /// --dest is touched. docs/two-hosts.md
+    /// --dest is touched. A prepared run may carry its own --fsync, --max-streams,
+    /// --conn-window, --write-budget and (TCP) --rcvbuf/--sndbuf, which apply to that run's
+    /// connections alone; other runs keep these flags' values. docs/two-hosts.md
     #[arg(long)]
     control: bool,
     /// With --control [default: off]: let the sweep run the tar-tcp baseline here. For a run

@@ -16,6 +16,8 @@ use bytes::{BufMut, BytesMut};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+pub use crate::recvsettings::RecvSettings;
+
 /// First bytes of a control connection (a data connection starts with `SHOL`).
 pub const CONTROL_MAGIC: [u8; 4] = *b"SHCT";
 /// The control protocol version this build speaks.
@@ -43,8 +45,12 @@ pub enum Request {
     /// CPU steal): cheap, unlike `Info`'s facts.
     Counters,
     /// Create a new, empty folder for this run under the destination; the run's data
-    /// connections (same run id) then write there.
-    Prepare { run_id: String },
+    /// connections (same run id) then write there, with `settings` in effect for them alone.
+    Prepare {
+        run_id: String,
+        #[serde(default, skip_serializing_if = "RecvSettings::is_empty")]
+        settings: RecvSettings,
+    },
     /// Hash the run's folder from disk; the reply is followed by a manifest frame.
     Hash { run_id: String },
     /// Remove the run's folder.
@@ -94,6 +100,11 @@ pub struct Reply {
     /// TarTcpStart: the port the receiving `tar -x` listens on.
     #[serde(default, skip_serializing_if = "is_zero_port")]
     pub port: u16,
+    /// Prepare: the receiver settings the run's connections get (the run's own, else the
+    /// receiver's), every per-run setting filled in. Absent from a receiver that cannot set
+    /// them per run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_effect: Option<RecvSettings>,
 }
 
 fn is_zero(x: &u64) -> bool {

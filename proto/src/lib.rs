@@ -9,6 +9,7 @@
 pub mod codec;
 pub mod control;
 pub mod probe;
+pub mod recvsettings;
 pub mod relpath;
 pub mod units;
 pub mod wire;

@@ -22,6 +22,7 @@ use crate::baseline as tar_tcp;
 use crate::hub::Hub;
 use crate::probe;
 use crate::read::{hello_late, read_some};
+use crate::runconfig;
 use crate::shared::Shared;
 
 /// Whether the bytes a connection opened with are (the start of) a control opening.
@@ -209,8 +210,10 @@ async fn handle(
             }
             Ok((reply, None))
         }
-        Request::Prepare { run_id } => {
+        Request::Prepare { run_id, settings } => {
             let id = run_id_of(&run_id)?;
+            // Checked before anything is created: a bad value refuses the run up front.
+            runconfig::check(&settings)?;
             if hub.prepared_dest(&id).is_some() {
                 bail!("run {run_id} is prepared already");
             }
@@ -226,8 +229,12 @@ async fn handle(
             .await??;
             let metrics = tokio::task::spawn_blocking(forget_tcp_metrics).await??;
             reply.facts.insert("tcp_metrics".into(), metrics);
-            hub.prepare(id, folder.clone())?;
+            hub.prepare(id, folder.clone(), settings)?;
             reply.dest = folder.display().to_string();
+            reply.in_effect = Some(runconfig::in_effect(&runconfig::apply(
+                &ctx.config,
+                Some(&settings),
+            )));
             Ok((reply, None))
         }
         Request::Hash { run_id } => {

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context as _, Result};
 use futures::future::{BoxFuture, FutureExt, Shared};
 use shoal_common::codec::{BlockLedger, Completion, Hello};
+use shoal_common::control::RecvSettings;
 use shoal_common::metrics;
 use shoal_common::pipeline::writer::{
     open_subfolder, WriteBatch, WriterDest, WriterOptions, WriterThread,
@@ -34,6 +35,9 @@ pub(crate) struct Hub {
     /// Folders prepared over the control channel (`recv --control`): a run with one of these
     /// ids writes into its own folder instead of `--dest`.
     prepared: Mutex<HashMap<[u8; 16], PathBuf>>,
+    /// The receiver settings a prepared run asked for (`crate::runconfig`): its data
+    /// connections run with them, no other run does.
+    settings: Mutex<HashMap<[u8; 16], RecvSettings>>,
     /// Run ids whose prepared folder was cleaned up (most recent last, bounded): such a run
     /// is refused rather than written into `--dest` itself.
     forgotten: Mutex<std::collections::VecDeque<[u8; 16]>>,
@@ -137,8 +141,14 @@ pub(crate) struct Membership {
 }
 
 impl Hub {
-    /// Registers a prepared run folder; refuses a run id already registered.
-    pub(crate) fn prepare(&self, run_id: [u8; 16], dest: PathBuf) -> Result<()> {
+    /// Registers a prepared run folder and the run's own settings (empty: the receiver's);
+    /// refuses a run id already registered.
+    pub(crate) fn prepare(
+        &self,
+        run_id: [u8; 16],
+        dest: PathBuf,
+        settings: RecvSettings,
+    ) -> Result<()> {
         let mut prepared = self.prepared.lock().expect("prepared lock");
         if prepared.len() >= MAX_PREPARED {
             bail!("{MAX_PREPARED} run folders are prepared already; clean some up first");
@@ -147,7 +157,22 @@ impl Hub {
             bail!("run {} is prepared already", hex::encode(run_id));
         }
         prepared.insert(run_id, dest);
+        if !settings.is_empty() {
+            self.settings
+                .lock()
+                .expect("settings lock")
+                .insert(run_id, settings);
+        }
         Ok(())
+    }
+
+    /// The settings run `run_id` was prepared with, if it asked for any.
+    pub(crate) fn settings_of(&self, run_id: &[u8; 16]) -> Option<RecvSettings> {
+        self.settings
+            .lock()
+            .expect("settings lock")
+            .get(run_id)
+            .copied()
     }
 
     pub(crate) fn prepared_dest(&self, run_id: &[u8; 16]) -> Option<PathBuf> {
@@ -185,6 +210,7 @@ impl Hub {
             .expect("prepared lock")
             .remove(run_id)
             .ok_or_else(|| anyhow::anyhow!("run {} was not prepared here", hex::encode(run_id)))?;
+        self.settings.lock().expect("settings lock").remove(run_id);
         let mut forgotten = self.forgotten.lock().expect("forgotten lock");
         if forgotten.len() >= MAX_PREPARED {
             forgotten.pop_front();

@@ -18,6 +18,7 @@ mod probe;
 mod quic;
 mod read;
 mod run;
+mod runconfig;
 mod server;
 mod shared;
 mod stage;

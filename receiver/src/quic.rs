@@ -18,6 +18,7 @@ use crate::config::ReceiverConfig;
 use crate::hub::ConnEnd;
 use crate::read::{hello_late, read_hello_by, READ_SIZE};
 use crate::run::{self, TransportFacts, Wire};
+use crate::runconfig;
 use crate::shared::Shared;
 use crate::streams::{self, InboundFile};
 
@@ -109,7 +110,13 @@ pub(crate) async fn handle(ctx: Arc<Shared>, incoming: quinn::Incoming, rcvbuf: 
             return;
         }
     };
+    // A run prepared over the control channel runs with its own settings (a QUIC run
+    // cannot have its own socket buffers: refused); any other run with the receiver's flags.
+    let settings = ctx.hub.settings_of(&hello.run_id);
+    let run_config = runconfig::apply(&ctx.config, settings.as_ref());
+    let config: &ReceiverConfig = &run_config;
     let member = match run::admit(config, &ctx.identity.token, &hello, Wire::Quic)
+        .and_then(|()| runconfig::refuse_on_quic(settings.as_ref()))
         .and_then(|()| ctx.hub.join(config, &hello, ready))
     {
         Ok(m) => m,

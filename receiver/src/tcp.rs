@@ -15,10 +15,11 @@ use shoal_common::stats::set_tcp_cc;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
-use crate::config::busy_message;
+use crate::config::{busy_message, ReceiverConfig};
 use crate::prefixed::Prefixed;
 use crate::read::{hello_late, read_hello_by, READ_SIZE};
 use crate::run::{self, TransportFacts, Wire};
+use crate::runconfig;
 use crate::shared::Shared;
 use crate::streams::{self, InboundFile};
 use crate::{bundle, control};
@@ -152,8 +153,17 @@ async fn serve<S>(
             return;
         }
     };
-    let admitted = run::admit(config, &ctx.identity.token, &hello, wire);
+    // A run prepared over the control channel runs with its own settings (its socket
+    // buffers set on each of its connections); any other run with the receiver's flags.
+    let settings = ctx.hub.settings_of(&hello.run_id);
+    let run_config = runconfig::apply(&ctx.config, settings.as_ref());
+    let config: &ReceiverConfig = &run_config;
     let tcp_socket = probe.map(Arc::new);
+    let admitted =
+        run::admit(config, &ctx.identity.token, &hello, wire).and_then(|()| match &tcp_socket {
+            Some(fd) => runconfig::set_tcp_buffers(settings.as_ref(), fd),
+            None => Ok(()),
+        });
     if let (Ok(()), Some(cc), Some(fd)) = (&admitted, hello.cc, &tcp_socket) {
         // The same controller for data in both directions (it matters for replies and ACKs).
         let _ = set_tcp_cc(&**fd, cc);

@@ -86,6 +86,8 @@ pub mod col {
     pub const RECEIVER_HOST: Col = Col("receiver_host");
     pub const RECEIVER_KERNEL: Col = Col("receiver_kernel");
     pub const RECEIVER_VERSION: Col = Col("receiver_version");
+    pub const RECEIVER_SETTINGS: Col = Col("receiver_settings");
+    pub const RECEIVER_TCP_METRICS: Col = Col("receiver_tcp_metrics");
     pub const RECEIVER_CPU_SECONDS: Col = Col("receiver_cpu_seconds");
     pub const RECEIVER_UDP_RCVBUF_ERRORS: Col = Col("receiver_udp_rcvbuf_errors");
     pub const RECEIVER_UDP_IN_ERRORS: Col = Col("receiver_udp_in_errors");
@@ -193,6 +195,8 @@ pub const TAIL: &[Col] = &[
     col::RECEIVER_HOST,
     col::RECEIVER_KERNEL,
     col::RECEIVER_VERSION,
+    col::RECEIVER_SETTINGS,
+    col::RECEIVER_TCP_METRICS,
     col::RECEIVER_CPU_SECONDS,
     col::RECEIVER_UDP_RCVBUF_ERRORS,
     col::RECEIVER_UDP_IN_ERRORS,

@@ -34,6 +34,7 @@ pub mod proc;
 mod product;
 pub mod progress;
 pub mod quantity;
+pub mod recvaxes;
 pub mod remote;
 mod remote_arms;
 mod remote_baseline;

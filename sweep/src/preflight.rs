@@ -12,9 +12,8 @@ use anyhow::{bail, Result};
 
 use crate::argv;
 use crate::arm::Arm;
-use crate::axis;
 use crate::linkspec::{LinkSpec, RemoteReceiver};
-use crate::matrix::{Config, Matrix, PayloadSource};
+use crate::matrix::{Matrix, PayloadSource};
 use crate::progress::fmt_duration;
 
 /// Parses a complete `shoal` command line (without the program name, e.g. `["send", "--to",
@@ -33,20 +32,6 @@ fn tidy(msg: &str) -> String {
         .filter(|l| !l.is_empty())
         .collect::<Vec<_>>()
         .join("; ")
-}
-
-/// Axes of `cfg` whose flags go to `shoal recv` (other than `--allow-plain`, which only lets
-/// the receiver accept `--plain`).
-fn receiver_axes(cfg: &Config, receiver_flags: &[String]) -> Vec<String> {
-    cfg.params
-        .iter()
-        .filter(|(k, _)| {
-            // `recv.allow-plain` only lets the receiver accept what the sender chose.
-            argv::route(k, receiver_flags)
-                .is_some_and(|r| r.to_recv && (r.to_send || r.flag != axis::ALLOW_PLAIN))
-        })
-        .map(|(k, v)| format!("{k}={}", v.text()))
-        .collect()
 }
 
 /// Every check that needs neither the link, nor a payload, nor a receiver. Every problem is
@@ -101,15 +86,12 @@ pub fn check(
                 }
             }
             LinkSpec::Remote(RemoteReceiver { receiver, .. }) => {
-                let axes = receiver_axes(cfg, &matrix.receiver_flags);
-                if !axes.is_empty() {
+                // Receiver axes travel with each run's prepare request; what the remote
+                // receiver cannot set for one run is refused here, before anything runs.
+                if let Err(e) = crate::recvaxes::settings(cfg, &matrix.receiver_flags) {
                     problems.push(format!(
-                        "{name}: {} would go to `shoal recv`, but the receiver at {receiver} \
-                         runs with the flags it was started with, so the configuration would \
-                         not be what its label says. Start the receiver with the setting and \
-                         drop the axis, or take the name out of [flags] receiver to vary it \
-                         at the sender only",
-                        axes.join(" ")
+                        "{name}: the receiver at {receiver} cannot take this run's receiver \
+                         settings: {e}"
                     ));
                 }
             }
@@ -331,23 +313,30 @@ max-streams = [64]
     }
 
     #[test]
-    fn receiver_axes_are_refused_in_a_two_host_sweep() {
+    fn two_host_receiver_axes_are_carried_or_refused_up_front() {
         let ok = |_: &[OsString]| Ok(());
         let t = Duration::from_secs(60);
-        // max-streams goes to both ends by default: refused, naming the axis.
-        let m = Matrix::parse(&remote("max-streams = [64, 128]\n")).unwrap();
+        // Receiver axes the remote receiver can set per run travel with each run.
+        let m = Matrix::parse(&remote(
+            "max-streams = [64, 128]\n\"recv.fsync\" = [true]\n",
+        ))
+        .unwrap();
+        check(&m, 1, t, true, &ok).unwrap();
+        // One it cannot is refused, naming the configuration and the axis.
+        let m = Matrix::parse(&remote("\"recv.max-connections\" = [4, 8]\n")).unwrap();
         let e = format!("{:#}", check(&m, 1, t, true, &ok).unwrap_err());
         assert!(e.contains("2 problems"), "{e}");
-        assert!(e.contains("c01 (payload=p kind=shoal max-streams=64): max-streams=64 would go to `shoal recv`"), "{e}");
-        let m = Matrix::parse(&remote("\"recv.fsync\" = [true]\n")).unwrap();
-        assert!(check(&m, 1, t, true, &ok).is_err());
+        assert!(
+            e.contains("c01 (payload=p kind=shoal recv.max-connections=4): the receiver at hostb:7474 cannot take this run's receiver settings: recv.max-connections=4: recv --max-connections cannot be set per run"),
+            "{e}"
+        );
         // Sender-only axes, plain (the receiver must allow it) and a flag taken out of
         // [flags] receiver are fine.
         let m = Matrix::parse(&remote("cc = [\"bbr\"]\nplain = [true]\n")).unwrap();
         check(&m, 1, t, true, &ok).unwrap();
         let m = Matrix::parse(&format!(
             "{}[flags]\nreceiver = []\n",
-            remote("max-streams = [64]\n")
+            remote("stream-window = [\"1MiB\"]\n")
         ))
         .unwrap();
         check(&m, 1, t, true, &ok).unwrap();

@@ -11,7 +11,9 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use bytes::{Buf, BytesMut};
-use shoal_common::control::{self, Reply, Request, KIND_JSON, KIND_MANIFEST, MAX_REPLY};
+use shoal_common::control::{
+    self, RecvSettings, Reply, Request, KIND_JSON, KIND_MANIFEST, MAX_REPLY,
+};
 use shoal_common::identity::{self, Identity, Pin};
 use shoal_common::metrics;
 use shoal_common::verify::Manifest;
@@ -60,13 +62,33 @@ impl Remote {
 
     /// Creates the run's fresh folder; returns its path on the receiving host.
     pub fn prepare(&self, run_id: &str) -> Result<String> {
+        Ok(self.prepare_run(run_id, RecvSettings::default())?.dest)
+    }
+
+    /// Creates the run's fresh folder, its data connections to run with `settings` on the
+    /// receiving host; returns the folder and what the receiver has in effect for the run.
+    pub fn prepare_run(&self, run_id: &str, settings: RecvSettings) -> Result<Prepared> {
         let (r, _) = self.call(
             &Request::Prepare {
                 run_id: run_id.into(),
+                settings,
             },
             false,
         )?;
-        Ok(r.dest)
+        if r.in_effect.is_none() && !settings.is_empty() {
+            // A receiver that does not know per-run settings ignores them: refuse rather
+            // than record a run whose label is not what ran.
+            bail!(
+                "the receiver at {} does not report per-run settings (an older shoal?), so {} would not take effect there",
+                self.addr,
+                settings.describe()
+            );
+        }
+        Ok(Prepared {
+            dest: r.dest,
+            in_effect: r.in_effect,
+            tcp_metrics: r.facts.get("tcp_metrics").cloned().unwrap_or_default(),
+        })
     }
 
     /// The run folder's manifest, hashed from disk on the receiving host, and the seconds
@@ -199,6 +221,17 @@ impl Remote {
         let _ = tls.flush();
         Ok(best.expect("at least one probe"))
     }
+}
+
+/// A run prepared on the receiving host.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    /// The run's folder, as the receiving host names it.
+    pub dest: String,
+    /// The receiver settings the run's connections get there.
+    pub in_effect: Option<RecvSettings>,
+    /// What the receiving host did about its cached TCP metrics before the run.
+    pub tcp_metrics: String,
 }
 
 pub(crate) type TlsStream = rustls::StreamOwned<rustls::ClientConnection, TcpStream>;

@@ -110,9 +110,18 @@ impl Sweep<'_> {
             Some(r) => {
                 r.make_room(payload.bytes, self.opts.settle, progress)?;
                 let run_id = run_id();
-                let folder = r.control.prepare(&run_id)?;
+                // The configuration's receiver axes, for this run alone on the receiving
+                // host (checked before the first run); the row records what it has in effect.
+                let settings = crate::recvaxes::settings(cfg, &self.matrix.receiver_flags)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", cfg.id))?;
+                let prepared = r.control.prepare_run(&run_id, settings)?;
+                let folder = prepared.dest;
                 r.runs.borrow_mut().push(run_id.clone());
                 row.set(col::DEST, folder.clone());
+                if let Some(s) = prepared.in_effect {
+                    row.set(col::RECEIVER_SETTINGS, s.describe());
+                }
+                row.set(col::RECEIVER_TCP_METRICS, prepared.tcp_metrics);
                 row.set(
                     col::DEST_FS,
                     r.facts.get("dest_fs").cloned().unwrap_or_default(),
@@ -144,6 +153,11 @@ impl Sweep<'_> {
         row.set(
             col::DEST_PREPARED,
             match self.last_bulk_delete.get() {
+                // This host's deletes say nothing about the receiving host's file system.
+                _ if remote_run.is_some() => {
+                    "new folder, created by the receiving host for this run (its control channel)"
+                        .into()
+                }
                 None => "new folder; no bulk delete recorded in the work folder".into(),
                 Some(t) => format!(
                     "new folder; last bulk delete in the work folder {:.0} s before this run",

@@ -1,0 +1,217 @@
+//! Receiver settings one run may carry over the control channel (a two-host sweep's
+//! receiver axes): typed, validated, and limited to the `shoal recv` flags a receiver can
+//! apply to one run's data connections alone. Anything else is refused by name, at the
+//! sweep before its first run and again at the receiver (unknown keys do not decode).
+//!
+//! Pure code: the sweep builds one from its axes with [`RecvSettings::set`]; the receiver
+//! applies it to the run it prepares and answers with what it has in effect.
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::units::parse_size;
+
+/// `shoal recv` flags a run may set for itself, as the sweep's axes name them.
+pub const PER_RUN_FLAGS: &[&str] = &[
+    "fsync",
+    "max-streams",
+    "conn-window",
+    "write-budget",
+    "rcvbuf",
+    "sndbuf",
+];
+
+/// Largest `--max-streams`, as `shoal recv` accepts it.
+pub const MAX_STREAMS: u32 = 65_536;
+/// Largest window a QUIC peer can announce (a QUIC variable-length integer).
+pub const MAX_WINDOW: u64 = (1 << 62) - 1;
+/// Largest socket buffer the kernel's `int` option takes.
+pub const MAX_SOCKET_BUFFER: u64 = i32::MAX as u64;
+/// Largest write budget a run may ask for (bytes held in memory before they are written).
+pub const MAX_WRITE_BUDGET: u64 = 1 << 40;
+
+/// One run's receiver settings; `None` keeps what the receiver was started with.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RecvSettings {
+    /// `--fsync`: sync the run's files at its end (timed separately).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fsync: Option<bool>,
+    /// `--max-streams`: per-file streams one connection may have outstanding.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_streams: Option<u32>,
+    /// `--conn-window`: the run's QUIC receive window (shared by its connections).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conn_window: Option<u64>,
+    /// `--write-budget`: bytes received and not yet written that the run may hold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_budget: Option<u64>,
+    /// `--rcvbuf`: `SO_RCVBUF` of the run's TCP connections (TCP modes only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rcvbuf: Option<u64>,
+    /// `--sndbuf`: `SO_SNDBUF` of the run's TCP connections (TCP modes only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sndbuf: Option<u64>,
+}
+
+/// A setting that cannot be carried or applied; the message names the flag and the cause.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("{0}")]
+pub struct SettingError(String);
+
+fn bounded(flag: &str, v: u64, lo: u64, hi: u64) -> Result<u64, SettingError> {
+    if v < lo || v > hi {
+        return Err(SettingError(format!(
+            "recv --{flag} {v} is outside {lo}..={hi}"
+        )));
+    }
+    Ok(v)
+}
+
+impl RecvSettings {
+    /// Sets `flag` (a `shoal recv` flag name without `--`) from its axis text: `true`/`false`
+    /// for `fsync`, a count for `max-streams`, a size (`4MiB`, `65536`) for the others.
+    pub fn set(&mut self, flag: &str, value: &str) -> Result<(), SettingError> {
+        let size =
+            || parse_size(value).map_err(|e| SettingError(format!("recv --{flag} {value:?}: {e}")));
+        match flag {
+            "fsync" => {
+                self.fsync = Some(match value {
+                    "true" => true,
+                    "false" => false,
+                    _ => {
+                        return Err(SettingError(format!(
+                            "recv --fsync takes true or false, not {value:?}"
+                        )))
+                    }
+                })
+            }
+            "max-streams" => {
+                let n: u64 = value.trim().parse().map_err(|_| {
+                    SettingError(format!("recv --max-streams {value:?} is not a count"))
+                })?;
+                self.max_streams = Some(bounded(flag, n, 1, MAX_STREAMS.into())? as u32);
+            }
+            "conn-window" => self.conn_window = Some(size()?),
+            "write-budget" => self.write_budget = Some(size()?),
+            "rcvbuf" => self.rcvbuf = Some(size()?),
+            "sndbuf" => self.sndbuf = Some(size()?),
+            other => {
+                return Err(SettingError(format!(
+                    "recv --{other} cannot be set per run over the control channel (per-run settings: {})",
+                    PER_RUN_FLAGS.join(", ")
+                )))
+            }
+        }
+        self.validate()
+    }
+
+    /// Every value within what the receiver can apply. The receiver checks again whatever
+    /// arrives: a peer's numbers are never trusted.
+    pub fn validate(&self) -> Result<(), SettingError> {
+        if let Some(n) = self.max_streams {
+            bounded("max-streams", n.into(), 1, MAX_STREAMS.into())?;
+        }
+        if let Some(w) = self.conn_window {
+            bounded("conn-window", w, 1, MAX_WINDOW)?;
+        }
+        if let Some(b) = self.write_budget {
+            bounded("write-budget", b, 1, MAX_WRITE_BUDGET)?;
+        }
+        for (flag, v) in [("rcvbuf", self.rcvbuf), ("sndbuf", self.sndbuf)] {
+            if let Some(v) = v {
+                bounded(flag, v, 1, MAX_SOCKET_BUFFER)?;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        *self == RecvSettings::default()
+    }
+
+    /// Whether a setting applies only to TCP sockets (a QUIC run shares the receiver's one
+    /// UDP socket with every other run, so its buffers cannot be one run's).
+    pub fn tcp_only(&self) -> Option<&'static str> {
+        if self.rcvbuf.is_some() {
+            Some("rcvbuf")
+        } else if self.sndbuf.is_some() {
+            Some("sndbuf")
+        } else {
+            None
+        }
+    }
+
+    /// `fsync=true max-streams=64 …` in flag order; an unset socket buffer reads `auto`
+    /// (kernel autotuning).
+    pub fn describe(&self) -> String {
+        let mut out = Vec::new();
+        let buf = |v: Option<u64>| v.map_or("auto".to_string(), |b| b.to_string());
+        if let Some(f) = self.fsync {
+            out.push(format!("fsync={f}"));
+        }
+        if let Some(n) = self.max_streams {
+            out.push(format!("max-streams={n}"));
+        }
+        if let Some(w) = self.conn_window {
+            out.push(format!("conn-window={w}"));
+        }
+        if let Some(b) = self.write_budget {
+            out.push(format!("write-budget={b}"));
+        }
+        out.push(format!("rcvbuf={}", buf(self.rcvbuf)));
+        out.push(format!("sndbuf={}", buf(self.sndbuf)));
+        out.join(" ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn axes_become_typed_settings() {
+        let mut s = RecvSettings::default();
+        assert!(s.is_empty());
+        s.set("fsync", "true").unwrap();
+        s.set("max-streams", "64").unwrap();
+        s.set("conn-window", "8MiB").unwrap();
+        s.set("rcvbuf", "4MiB").unwrap();
+        assert_eq!(s.fsync, Some(true));
+        assert_eq!(s.max_streams, Some(64));
+        assert_eq!(s.conn_window, Some(8 << 20));
+        assert_eq!(s.tcp_only(), Some("rcvbuf"));
+        assert_eq!(
+            s.describe(),
+            "fsync=true max-streams=64 conn-window=8388608 rcvbuf=4194304 sndbuf=auto"
+        );
+    }
+
+    #[test]
+    fn unknown_flags_and_bad_values_are_refused_by_name() {
+        let mut s = RecvSettings::default();
+        let e = s.set("stream-window", "1MiB").unwrap_err().to_string();
+        assert!(
+            e.contains("recv --stream-window cannot be set per run"),
+            "{e}"
+        );
+        let e = s.set("max-streams", "0").unwrap_err().to_string();
+        assert!(
+            e.contains("recv --max-streams 0 is outside 1..=65536"),
+            "{e}"
+        );
+        let e = s.set("fsync", "yes").unwrap_err().to_string();
+        assert!(e.contains("true or false"), "{e}");
+        let e = s.set("rcvbuf", "4GiB").unwrap_err().to_string();
+        assert!(e.contains("recv --rcvbuf"), "{e}");
+    }
+
+    #[test]
+    fn the_wire_form_refuses_unknown_keys() {
+        let s: RecvSettings = serde_json::from_str(r#"{"fsync":true,"max-streams":8}"#).unwrap();
+        assert_eq!(s.max_streams, Some(8));
+        assert!(serde_json::from_str::<RecvSettings>(r#"{"exec":"rm -rf /"}"#).is_err());
+        let s: RecvSettings = serde_json::from_str(r#"{"max-streams":0}"#).unwrap();
+        assert!(s.validate().is_err(), "decoded values are checked again");
+    }
+}
