@@ -467,7 +467,7 @@ impl ControlReceiver {
 
     fn matrix(&self, axes: &str) -> String {
         format!(
-            "[sweep]\ntimeout = \"1m\"\nreference = {{ mode = \"tcp-bundle\" }}\n\
+            "[sweep]\ntimeout = \"1m\"\nprobe = false\nreference = {{ mode = \"tcp-bundle\" }}\n\
              [link]\nreceiver = \"{}\"\npin = \"{}\"\ntoken_file = \"{}\"\n\
              [payload.p]\nfiles = 200\nsize = \"4KiB\"\ndirs = 4\n{axes}\n",
             self.addr,

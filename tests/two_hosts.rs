@@ -27,7 +27,7 @@ fn host_b(dir: &Path, ns: &str) -> (ReceiverProc, String) {
     );
     let pin = std::fs::read_to_string(id.join("pin")).unwrap();
     let head = format!(
-        "[sweep]\ntimeout = \"1m\"\n[link]\nreceiver = \"{}\"\npin = \"{}\"\ntoken_file = \"{}\"\n\
+        "[sweep]\ntimeout = \"1m\"\nprobe = false\n[link]\nreceiver = \"{}\"\npin = \"{}\"\ntoken_file = \"{}\"\n\
          [payload.p]\nfiles = 300\nsize = \"4KiB\"\ndirs = 6\n",
         rx.addr,
         pin.trim(),

@@ -28,7 +28,7 @@ fn control_of(rx: &ReceiverProc) -> Remote {
 fn matrix(rx: &ReceiverProc, link_extra: &str, axes: &str) -> String {
     let (pin, _) = Identity::read_credentials(&rx.identity).unwrap();
     format!(
-        "[sweep]\ntimeout = \"1m\"\n\
+        "[sweep]\ntimeout = \"1m\"\nprobe = false\n\
          [link]\nreceiver = \"{}\"\npin = \"{pin}\"\ntoken_file = \"{}\"\n{link_extra}\n\
          [payload.p]\nfiles = 60\nsize = \"4KiB\"\ndirs = 3\n{axes}\n",
         rx.addr,
