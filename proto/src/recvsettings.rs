@@ -23,12 +23,16 @@ pub const PER_RUN_FLAGS: &[&str] = &[
 
 /// Largest `--max-streams`, as `shoal recv` accepts it.
 pub const MAX_STREAMS: u32 = 65_536;
-/// Largest window a QUIC peer can announce (a QUIC variable-length integer).
-pub const MAX_WINDOW: u64 = (1 << 62) - 1;
+/// Largest QUIC receive window a run may ask of the receiving host: 1 GiB, the
+/// bandwidth-delay product of 10 Gbit/s over 800 ms. A window is memory the receiver agrees
+/// to buffer, and the asking peer is another host: bounded well below what QUIC could
+/// announce (2^62 − 1), above any path this tool measures.
+pub const MAX_WINDOW: u64 = 1 << 30;
 /// Largest socket buffer the kernel's `int` option takes.
 pub const MAX_SOCKET_BUFFER: u64 = i32::MAX as u64;
-/// Largest write budget a run may ask for (bytes held in memory before they are written).
-pub const MAX_WRITE_BUDGET: u64 = 1 << 40;
+/// Largest write budget a run may ask for (bytes held in memory before they are written):
+/// 4 GiB, for the same reason as [`MAX_WINDOW`].
+pub const MAX_WRITE_BUDGET: u64 = 4 << 30;
 
 /// One run's receiver settings; `None` keeps what the receiver was started with.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
