@@ -4,6 +4,7 @@
 
 #![deny(unsafe_code)]
 
+pub mod careful_resume;
 pub mod config;
 pub mod control;
 pub mod fdlimit;
