@@ -224,13 +224,14 @@ impl CarefulResume {
 
     /// A batch of acknowledgements ended. `in_flight` is the transport's own count (it
     /// replaces the machine's, which cannot see packets the transport discards unacked);
-    /// `inner_cwnd` is the ordinary controller's window; `rtt` the current RTT sample.
+    /// `inner_cwnd` is the ordinary controller's window; `rtt` the batch's RTT sample, if it
+    /// had one (Reconnaissance waits for one).
     pub fn on_end_acks(
         &mut self,
         in_flight: u64,
         app_limited: bool,
         largest_acked: Option<u64>,
-        rtt: Duration,
+        rtt: Option<Duration>,
         inner_cwnd: u64,
     ) -> Option<Transition> {
         self.flight = in_flight;
@@ -266,10 +267,10 @@ impl CarefulResume {
     fn reconnaissance(
         &mut self,
         app_limited: bool,
-        rtt: Duration,
+        rtt: Option<Duration>,
         inner_cwnd: u64,
     ) -> Option<Transition> {
-        let saved = self.saved?;
+        let (saved, rtt) = (self.saved?, rtt?);
         // §4.2: the current RTT must confirm the saved one: at least half of it and less
         // than ten times it.
         if rtt < saved.rtt / 2 || rtt >= saved.rtt * 10 {
@@ -349,7 +350,7 @@ mod tests {
             cr.on_sent(pn, 1_200);
         }
         cr.on_ack(1_200);
-        let t = cr.on_end_acks(10_800, false, Some(0), rtt, IW);
+        let t = cr.on_end_acks(10_800, false, Some(0), Some(rtt), IW);
         (cr, t)
     }
 
@@ -399,7 +400,7 @@ mod tests {
         }
         let mut cr = CarefulResume::new(Some(SAVED), 3_000_000, MIN);
         cr.on_sent(0, 1_200);
-        cr.on_end_acks(1_200, false, Some(0), 100 * MS, IW);
+        cr.on_end_acks(1_200, false, Some(0), Some(100 * MS), IW);
         assert_eq!(cr.window(IW), 3_000_000, "limited by flow control");
     }
 
@@ -418,8 +419,13 @@ mod tests {
         assert_eq!(cr.window(IW), 6_000);
         assert_eq!(cr.on_congestion(1_200), None, "the same episode");
         // Normal once everything sent before the retreat is acknowledged, ssthresh = PipeSize.
-        assert_eq!(cr.on_end_acks(0, false, Some(108), 100 * MS, IW), None);
-        let t = cr.on_end_acks(0, false, Some(109), 100 * MS, IW).unwrap();
+        assert_eq!(
+            cr.on_end_acks(0, false, Some(108), Some(100 * MS), IW),
+            None
+        );
+        let t = cr
+            .on_end_acks(0, false, Some(109), Some(100 * MS), IW)
+            .unwrap();
         assert_eq!(t.to, Phase::Normal);
         assert_eq!(
             t.handover,
@@ -436,7 +442,7 @@ mod tests {
         cr.on_congestion(10_800);
         assert_eq!(cr.window(IW), (10_800 / 2).max(MIN));
         let mut cr = CarefulResume::new(Some(SAVED), u64::MAX, MIN);
-        cr.on_end_acks(0, false, None, 100 * MS, IW);
+        cr.on_end_acks(0, false, None, Some(100 * MS), IW);
         cr.on_congestion(0);
         assert_eq!(cr.window(IW), MIN);
     }
@@ -444,7 +450,7 @@ mod tests {
     #[test]
     fn loss_in_validating_retreats_too() {
         let mut cr = jumped();
-        cr.on_end_acks(100_000, false, Some(10), 100 * MS, IW);
+        cr.on_end_acks(100_000, false, Some(10), Some(100 * MS), IW);
         assert_eq!(cr.phase(), Phase::Validating);
         cr.on_congestion(1_200);
         assert_eq!(cr.phase(), Phase::SafeRetreat);
@@ -453,13 +459,18 @@ mod tests {
     #[test]
     fn acknowledged_jump_validates() {
         let mut cr = jumped();
-        assert_eq!(cr.on_end_acks(100_000, false, Some(9), 100 * MS, IW), None);
+        assert_eq!(
+            cr.on_end_acks(100_000, false, Some(9), Some(100 * MS), IW),
+            None
+        );
         let t = cr
-            .on_end_acks(100_000, false, Some(10), 100 * MS, IW)
+            .on_end_acks(100_000, false, Some(10), Some(100 * MS), IW)
             .unwrap();
         assert_eq!((t.from, t.to), (Phase::Unvalidated, Phase::Validating));
         assert_eq!(cr.window(IW), 100_000, "the flight size at entry");
-        let t = cr.on_end_acks(0, false, Some(109), 100 * MS, IW).unwrap();
+        let t = cr
+            .on_end_acks(0, false, Some(109), Some(100 * MS), IW)
+            .unwrap();
         assert_eq!(t.to, Phase::Normal);
         assert_eq!(t.handover.unwrap().ssthresh, None);
         assert_eq!(cr.outcome(), Outcome::Validated);
@@ -472,22 +483,31 @@ mod tests {
         cr.on_sent(0, 1_200);
         assert_eq!(cr.on_congestion(1_200).map(|t| t.to), Some(Phase::Normal));
         assert_eq!(cr.outcome(), Outcome::RefusedLoss);
-        assert_eq!(cr.on_end_acks(0, false, Some(0), 100 * MS, IW), None);
+        assert_eq!(cr.on_end_acks(0, false, Some(0), Some(100 * MS), IW), None);
     }
 
     #[test]
     fn application_limited_sender_waits_in_reconnaissance() {
         let mut cr = CarefulResume::new(Some(SAVED), u64::MAX, MIN);
-        assert_eq!(cr.on_end_acks(0, true, Some(0), 100 * MS, IW), None);
+        assert_eq!(cr.on_end_acks(0, true, Some(0), Some(100 * MS), IW), None);
         assert_eq!(cr.phase(), Phase::Reconnaissance);
-        assert!(cr.on_end_acks(0, false, Some(1), 100 * MS, IW).is_some());
+        assert!(cr
+            .on_end_acks(0, false, Some(1), Some(100 * MS), IW)
+            .is_some());
         assert_eq!(cr.phase(), Phase::Unvalidated);
+    }
+
+    #[test]
+    fn reconnaissance_waits_for_an_rtt_sample() {
+        let mut cr = CarefulResume::new(Some(SAVED), u64::MAX, MIN);
+        assert_eq!(cr.on_end_acks(0, false, Some(0), None, IW), None);
+        assert_eq!(cr.phase(), Phase::Reconnaissance);
     }
 
     #[test]
     fn a_jump_no_larger_than_the_window_is_not_taken() {
         let mut cr = CarefulResume::new(Some(SAVED), u64::MAX, MIN);
-        cr.on_end_acks(0, false, Some(0), 100 * MS, SAVED.cwnd / 2);
+        cr.on_end_acks(0, false, Some(0), Some(100 * MS), SAVED.cwnd / 2);
         assert_eq!(cr.outcome(), Outcome::NotNeeded);
     }
 

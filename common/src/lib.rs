@@ -16,6 +16,7 @@ pub mod mux;
 pub mod pipeline;
 pub mod provenance;
 pub mod quic_cc;
+pub mod quic_resume;
 pub mod row;
 pub mod stats;
 mod sys;
