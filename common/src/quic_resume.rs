@@ -52,6 +52,7 @@ pub struct ResumeLog(Arc<Mutex<LogInner>>);
 struct LogInner {
     outcome: Option<Outcome>,
     jump: u64,
+    initial_window: Option<u64>,
     changes: Vec<PhaseChange>,
 }
 
@@ -64,6 +65,11 @@ impl ResumeLog {
     /// The jump window taken, bytes (0 if none).
     pub fn jump(&self) -> u64 {
         self.lock().jump
+    }
+
+    /// The initial window of the controller quinn built, bytes, read back from it.
+    pub fn initial_window(&self) -> Option<u64> {
+        self.lock().initial_window
     }
 
     pub fn changes(&self) -> Vec<PhaseChange> {
@@ -126,6 +132,7 @@ impl Resuming {
         // quinn's minimum window is two datagrams.
         let machine = CarefulResume::new(self.saved, self.flow_limit, 2 * u64::from(current_mtu));
         self.log.record(&machine, None);
+        self.log.lock().initial_window = Some(inner.initial_window());
         ResumeController {
             inner,
             cc: self.cc,
@@ -316,5 +323,6 @@ mod tests {
         let c = f.build(Instant::now(), 1_200);
         assert_eq!(c.window(), 60_000, "--initial-window");
         assert_eq!(log.outcome(), Some(Outcome::NoState));
+        assert_eq!(log.initial_window(), Some(60_000));
     }
 }
