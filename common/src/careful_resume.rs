@@ -19,7 +19,10 @@
 //!   flight); acknowledgement of the last packet sent unvalidated ends it (Normal, validated).
 //! - Safe Retreat (§4.5): a congestion event in Unvalidated or Validating sets
 //!   cwnd = PipeSize / 2 and holds it until the last packet sent before the retreat is
-//!   acknowledged; Normal then continues with ssthresh = PipeSize.
+//!   acknowledged; Normal then continues with ssthresh = PipeSize. The PipeSize taken is the
+//!   one at the retreat — what the path delivered in about one RTT since the jump; PipeSize
+//!   keeps growing during Safe Retreat (§4.5), but over more than one RTT, so it would
+//!   overstate the capacity.
 //!
 //! The saved state itself is checked before the machine is built: state older than its
 //! lifetime (one hour by default, §5) is ignored ([`is_fresh`]).
@@ -144,8 +147,9 @@ pub struct CarefulResume {
     last_sent: Option<u64>,
     first_unvalidated: Option<u64>,
     last_unvalidated: Option<u64>,
-    /// The last packet sent when Safe Retreat began.
+    /// The last packet sent when Safe Retreat began, and PipeSize then.
     retreat_mark: Option<u64>,
+    retreat_pipesize: u64,
 }
 
 impl CarefulResume {
@@ -171,6 +175,7 @@ impl CarefulResume {
             first_unvalidated: None,
             last_unvalidated: None,
             retreat_mark: None,
+            retreat_pipesize: 0,
         }
     }
 
@@ -256,7 +261,7 @@ impl CarefulResume {
                 // §4.5: Normal continues from the retreated window with ssthresh = PipeSize.
                 let handover = Handover {
                     cwnd: self.cwnd,
-                    ssthresh: Some(self.pipesize.max(self.min_window)),
+                    ssthresh: Some(self.retreat_pipesize.max(self.min_window)),
                 };
                 Some(self.go(Phase::Normal, Some(handover)))
             }
@@ -306,6 +311,7 @@ impl CarefulResume {
                 // §4.5: cwnd = PipeSize / 2, held until everything sent so far is acknowledged.
                 self.cwnd = (self.pipesize / 2).max(self.min_window);
                 self.retreat_mark = self.last_sent;
+                self.retreat_pipesize = self.pipesize;
                 self.outcome = Outcome::Retreated;
                 Some(self.go(Phase::SafeRetreat, None))
             }
@@ -431,7 +437,7 @@ mod tests {
             t.handover,
             Some(Handover {
                 cwnd: 6_000,
-                ssthresh: Some(13_200)
+                ssthresh: Some(12_000)
             })
         );
     }
