@@ -67,7 +67,7 @@ fn state_saved_at_1gbit_is_safe_at_100mbit() {
     let dst = t.path().join("dst");
     let state = t.path().join("paths");
     let state_arg = state.to_str().unwrap();
-    // The key is the pin and the address: the same identity and a fixed port on both links.
+    // The key is the pin and the host: the same identity and address on both links.
     let listen = "198.18.0.2:17480";
     let rcv = format!("{name}-rcv");
 

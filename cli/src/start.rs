@@ -43,7 +43,7 @@ fn parse_initial_window(s: &str) -> Result<InitialWindow, String> {
 #[derive(Debug, Args)]
 pub struct StartArgs {
     /// Careful Resume (RFC 9959; QUIC modes): when the path state holds a fresh record for
-    /// this receiver (same pin and --to address), check the first RTT against the saved one,
+    /// this receiver (same pin and --to host), check the first RTT against the saved one,
     /// then jump to half the saved congestion window, paced over an RTT, validate it within
     /// one RTT and retreat to half of what was delivered on a loss. The row's `resume` column
     /// says what happened [default: off].
@@ -51,8 +51,9 @@ pub struct StartArgs {
     pub resume: bool,
     /// Initial congestion window (QUIC modes): N segments (a bare number, × 1,200 bytes), a
     /// size (e.g. 64KiB), or `saved`: half the window the path state holds for this receiver
-    /// (what --resume would jump to, without its checks). The row's `initial_window_bytes`
-    /// is read back from the controller [default: quinn's, 10 × 1,200 bytes].
+    /// (what --resume would jump to, without its checks; with no fresh state, a warning and
+    /// the default). The row's `initial_window_bytes` is read back from the controller
+    /// [default: quinn's, 10 × 1,200 bytes].
     #[arg(long, value_name = "N|SIZE|saved", value_parser = parse_initial_window)]
     pub initial_window: Option<InitialWindow>,
     /// Path-state folder: one JSON record per receiver and transport, saved after every ok
@@ -112,15 +113,20 @@ impl StartArgs {
             Some(InitialWindow::Bytes(b)) => Some(b),
             Some(InitialWindow::Saved) => match saved {
                 Some(s) => Some(shoal_common::careful_resume::jump_cwnd(&s, u64::MAX)),
-                None => bail!(
-                    "--initial-window saved: no fresh path state for {to} (pin {pin}) in {} \
-                     ({}); run once without it first",
-                    store.dir().display(),
-                    match lookup {
-                        Lookup::Expired(_) => "the record there has expired",
-                        _ => "no record",
-                    }
-                ),
+                None => {
+                    // A sweep's first run has no state yet: it runs with the default window
+                    // (the row's initial_window_bytes says so) instead of failing.
+                    eprintln!(
+                        "warning: --initial-window saved: no fresh path state for {to} (pin \
+                         {pin}) in {} ({}); the controller's default window is used",
+                        store.dir().display(),
+                        match lookup {
+                            Lookup::Expired(_) => "the record there has expired",
+                            _ => "no record",
+                        }
+                    );
+                    None
+                }
             },
         };
         Ok(StartConfig {

@@ -3,9 +3,10 @@
 //!
 //! One JSON file per receiver and transport in a state folder (default
 //! `$XDG_STATE_HOME/shoal/paths`, else `~/.local/state/shoal/paths`; `--path-state DIR`),
-//! named by its key: `<transport>_<first 16 hex digits of the pin>_<address>`. The receiver is
-//! its certificate pin and the address given to `--to`: a different receiver behind the same
-//! address (another pin) never inherits the state. Files are written to a temporary name and
+//! named by its key: `<transport>_<first 16 hex digits of the pin>_<host>`. The receiver is
+//! its certificate pin and the host of the address given to `--to`: a different receiver
+//! behind the same address (another pin) never inherits the state. The port is left out: the
+//! path is the pair of hosts, and a sweep starts each run's receiver on a new port. Files are written to a temporary name and
 //! renamed, so a reader never sees half a record. A record has a lifetime (one hour by
 //! default, RFC 9959's guidance); an expired record is shown but never used.
 
@@ -72,6 +73,16 @@ impl PathRecord {
     }
 }
 
+/// The host of `host:port` or `[v6]:port` (the whole text when there is no port).
+pub fn host_of(address: &str) -> &str {
+    match address.rsplit_once(':') {
+        Some((host, port)) if port.parse::<u16>().is_ok() && !host.ends_with(':') => {
+            host.trim_start_matches('[').trim_end_matches(']')
+        }
+        _ => address,
+    }
+}
+
 /// The file name (without `.json`) of a receiver's record.
 pub fn key(transport: &str, pin: &str, address: &str) -> String {
     let pin = pin.strip_prefix("sha256:").unwrap_or(pin);
@@ -90,7 +101,7 @@ pub fn key(transport: &str, pin: &str, address: &str) -> String {
         "{}_{}_{}",
         safe(transport),
         safe(&pin[..pin.len().min(16)]),
-        safe(address)
+        safe(host_of(address))
     )
 }
 
@@ -157,7 +168,7 @@ impl PathStore {
         };
         let record = parse(&file, &text)?;
         // A record under this key that names another receiver (a hand-edited file) is not it.
-        if record.pin != pin.to_string() || record.address != address {
+        if record.pin != pin.to_string() || host_of(&record.address) != host_of(address) {
             return Ok(Lookup::Missing);
         }
         Ok(if is_fresh(record.saved_at, now, lifetime) {
@@ -327,6 +338,14 @@ mod tests {
     #[test]
     fn keys_are_file_names() {
         let k = key("quic", "sha256:abcdef0123456789ffff", "[::1]:7474");
-        assert_eq!(k, "quic_abcdef0123456789____1__7474");
+        assert_eq!(k, "quic_abcdef0123456789___1");
+        assert_eq!(host_of("10.0.0.2:7474"), "10.0.0.2");
+        assert_eq!(host_of("host.example:1"), "host.example");
+        assert_eq!(host_of("::1"), "::1", "no port");
+        // Another port on the same host is the same path.
+        assert_eq!(
+            key("tcp", "ab", "10.0.0.2:1"),
+            key("tcp", "ab", "10.0.0.2:2")
+        );
     }
 }
