@@ -16,7 +16,8 @@
 //!   PipeSize starts at the flight size and grows by every acknowledged byte. The first packet
 //!   sent in this phase being acknowledged (one RTT later) ends it.
 //! - Validating (§4.4): cwnd is set to the flight size (no more than what the jump put in
-//!   flight); acknowledgement of the last packet sent unvalidated ends it (Normal, validated).
+//!   flight; at least PipeSize and the ordinary controller's window); acknowledgement of the
+//!   last packet sent unvalidated ends it (Normal, validated).
 //! - Safe Retreat (§4.5): a congestion event in Unvalidated or Validating sets
 //!   cwnd = PipeSize / 2 and holds it until the last packet sent before the retreat is
 //!   acknowledged; Normal then continues with ssthresh = PipeSize. The PipeSize taken is the
@@ -245,8 +246,16 @@ impl CarefulResume {
         match self.phase {
             Phase::Reconnaissance => self.reconnaissance(app_limited, rtt, inner_cwnd),
             Phase::Unvalidated if acked(self.first_unvalidated) => {
-                // §4.4: on entry, cwnd is the flight size: what the jump actually put in flight.
-                self.cwnd = self.flight.max(self.min_window);
+                // §4.4: on entry, cwnd is the flight size: what the jump actually put in
+                // flight. Never below PipeSize (already delivered) nor the ordinary
+                // controller's window: a sender that did not fill the jump (application- or
+                // flow-control-limited; seen on a loaded machine, flight 2,400 B) would
+                // otherwise crawl at the minimum window for the whole phase.
+                self.cwnd = self
+                    .flight
+                    .max(self.pipesize)
+                    .max(inner_cwnd)
+                    .max(self.min_window);
                 Some(self.go(Phase::Validating, None))
             }
             Phase::Validating if acked(self.last_unvalidated) => {
@@ -278,7 +287,8 @@ impl CarefulResume {
         let (saved, rtt) = (self.saved?, rtt?);
         // §4.2: the current RTT must confirm the saved one: at least half of it and less
         // than ten times it.
-        if rtt < saved.rtt / 2 || rtt >= saved.rtt * 10 {
+        // Saturating: the saved RTT comes from a file.
+        if rtt < saved.rtt / 2 || rtt >= saved.rtt.saturating_mul(10) {
             self.outcome = Outcome::RefusedRtt;
             return Some(self.go(Phase::Normal, None));
         }
@@ -385,6 +395,17 @@ mod tests {
     }
 
     #[test]
+    fn an_absurd_saved_rtt_neither_panics_nor_jumps_early() {
+        let saved = Saved {
+            cwnd: 1 << 40,
+            rtt: Duration::MAX,
+        };
+        let mut cr = CarefulResume::new(Some(saved), u64::MAX, MIN);
+        cr.on_end_acks(0, false, Some(0), Some(100 * MS), IW);
+        assert_eq!(cr.outcome(), Outcome::RefusedRtt);
+    }
+
+    #[test]
     fn rtt_within_bounds_jumps_to_half_the_saved_window() {
         for rtt in [50 * MS, 100 * MS, 999 * MS] {
             let (cr, t) = after_first_rtt(rtt);
@@ -481,6 +502,19 @@ mod tests {
         assert_eq!(t.handover.unwrap().ssthresh, None);
         assert_eq!(cr.outcome(), Outcome::Validated);
         assert_eq!(cr.window(IW), IW, "the ordinary controller's again");
+    }
+
+    #[test]
+    fn validating_never_starts_below_what_was_delivered() {
+        let mut cr = jumped();
+        cr.on_ack(50_000);
+        // The jump was hardly used: 2,400 bytes in flight when its first packet is acked.
+        cr.on_end_acks(2_400, true, Some(10), Some(100 * MS), IW);
+        assert_eq!(cr.phase(), Phase::Validating);
+        assert_eq!(cr.window(IW), 10_800 + 50_000, "PipeSize");
+        let mut cr = jumped();
+        cr.on_end_acks(2_400, true, Some(10), Some(100 * MS), 30_000);
+        assert_eq!(cr.window(IW), 30_000, "the ordinary controller's window");
     }
 
     #[test]
