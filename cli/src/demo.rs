@@ -97,6 +97,7 @@ pub async fn run(a: DemoArgs) -> Result<ExitCode> {
         progress: None,
         stop_on_ctrl_c: false,
         run_id: None,
+        start: Default::default(),
         provenance: crate::provenance(),
         hooks: Default::default(),
     })

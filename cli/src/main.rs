@@ -3,6 +3,7 @@
 #![deny(unsafe_code)]
 
 mod demo;
+mod start;
 mod sys;
 
 use std::net::SocketAddr;
@@ -38,7 +39,7 @@ enum Command {
     /// Receive transfers into a destination folder (serves until stopped).
     Recv(RecvArgs),
     /// Send a source tree to a receiver and report the figures.
-    Send(SendArgs),
+    Send(Box<SendArgs>),
     /// Compare two trees by SHA-256 of every file; exit 1 on any difference.
     Verify(VerifyArgs),
     /// Loopback demo: generate a small tree, transfer it, verify it, print the figures.
@@ -54,6 +55,11 @@ enum Command {
     /// Measure the path to a remote `shoal recv --control`: idle RTT, bulk TCP goodput each
     /// way, RTT under load, loss (what a two-host sweep records before and after its runs).
     Probe(shoal_sweep::probe_cli::ProbeArgs),
+    /// The path state `send` keeps per receiver for --resume and --initial-window saved.
+    Path {
+        #[command(subcommand)]
+        cmd: start::PathCommand,
+    },
     /// Emulated long link between two network namespaces (needs root).
     Link {
         #[command(subcommand)]
@@ -331,6 +337,8 @@ struct SendArgs {
     /// fresh folder for on a receiver started with --control (docs/two-hosts.md).
     #[arg(long, value_parser = parse_run_id)]
     run_id: Option<[u8; 16]>,
+    #[command(flatten)]
+    start: start::StartArgs,
 }
 
 fn parse_run_id(s: &str) -> Result<[u8; 16], String> {
@@ -392,7 +400,7 @@ fn run(command: Command) -> Result<ExitCode> {
     match command {
         Command::Gen(a) => gen(a),
         Command::Recv(a) => runtime()?.block_on(recv(a)),
-        Command::Send(a) => runtime()?.block_on(send(a)),
+        Command::Send(a) => runtime()?.block_on(send(*a)),
         Command::Verify(a) => verify_trees(a),
         Command::Demo(a) => runtime()?.block_on(demo::run(a)),
         Command::Sweep(a) => shoal_sweep::cli::run_sweep(a, &parses),
@@ -404,6 +412,11 @@ fn run(command: Command) -> Result<ExitCode> {
             println!("{}", serde_json::to_string(&facts)?);
             Ok(ExitCode::SUCCESS)
         }
+        Command::Path { cmd } => Ok(if start::path_command(cmd)? {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        }),
         Command::Link { cmd } => {
             let code = shoal_link::cli::run(cmd)?;
             Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
@@ -553,8 +566,9 @@ async fn send(a: SendArgs) -> Result<ExitCode> {
         }
         None => (a.stats_interval, a.stats_out, a.latency_out, None),
     };
+    let start = a.start.resolve(a.mode, &pin, &a.to, a.trace_dir.as_ref())?;
     let config = shoal_sender::SendConfig {
-        to: a.to,
+        to: a.to.clone(),
         src: a.src,
         mode: a.mode,
         plain: a.plain,
@@ -580,6 +594,7 @@ async fn send(a: SendArgs) -> Result<ExitCode> {
             json: a.json,
         }),
         stop_on_ctrl_c: true,
+        start,
         provenance: provenance(),
         hooks: shoal_sender::TestHooks {
             corrupt_file: a.test_corrupt_file,
@@ -587,6 +602,7 @@ async fn send(a: SendArgs) -> Result<ExitCode> {
         },
     };
     let row = shoal_sender::send(&config).await;
+    a.start.save(&row, &pin, &a.to);
     if a.json {
         println!("{}", serde_json::to_string(&row)?);
     } else {

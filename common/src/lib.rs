@@ -4,6 +4,7 @@
 
 #![deny(unsafe_code)]
 
+pub mod careful_resume;
 pub mod config;
 pub mod control;
 pub mod fdlimit;
@@ -15,6 +16,7 @@ pub mod mux;
 pub mod pipeline;
 pub mod provenance;
 pub mod quic_cc;
+pub mod quic_resume;
 pub mod row;
 pub mod stats;
 mod sys;

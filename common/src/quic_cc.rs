@@ -32,6 +32,19 @@ pub fn factory(cc: Option<Cc>) -> Factory {
     }
 }
 
+/// quinn's factory for `cc` with `initial_window` bytes as its initial window (`None`:
+/// quinn's default, 10 datagrams of 1,200 bytes; `--initial-window`).
+pub fn factory_with(cc: Option<Cc>, initial_window: Option<u64>) -> Factory {
+    let Some(w) = initial_window else {
+        return factory(cc);
+    };
+    match cc {
+        None | Some(Cc::Cubic) => Arc::new(CubicConfig::default().initial_window(w).clone()),
+        Some(Cc::Bbr) => Arc::new(BbrConfig::default().initial_window(w).clone()),
+        Some(Cc::Reno) => Arc::new(NewRenoConfig::default().initial_window(w).clone()),
+    }
+}
+
 /// Bytes acknowledged on a connection so far, shared with its controller.
 #[derive(Clone, Debug, Default)]
 pub struct AckedBytes(Arc<AtomicU64>);

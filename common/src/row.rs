@@ -123,6 +123,18 @@ pub struct RunRow {
     /// CPU time the hypervisor stole from the sending machine during the run, all CPUs.
     #[serde(default)]
     pub cpu_steal_seconds: Option<f64>,
+    /// `send --resume` (RFC 9959 Careful Resume, QUIC): `off` when not asked; else what
+    /// became of the jump (docs/csv-schema.md): no-state, pending, refused-rtt,
+    /// refused-loss, not-needed, taken, validated, retreated.
+    #[serde(default)]
+    pub resume: String,
+    /// The jump window taken, bytes (0: none; empty without --resume or in TCP modes).
+    #[serde(default)]
+    pub resume_jump_bytes: Option<u64>,
+    /// The initial congestion window in effect, bytes, read back from the controller quinn
+    /// built (QUIC); empty in TCP modes.
+    #[serde(default)]
+    pub initial_window_bytes: Option<u64>,
     /// `ok`, or `failed`.
     pub status: String,
     /// Why the run failed (empty when ok).

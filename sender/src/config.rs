@@ -49,6 +49,8 @@ pub struct SendConfig {
     /// The run's id (`None`: random). A sweep sets it to the id it prepared a folder for on a
     /// receiver with `--control`.
     pub run_id: Option<[u8; 16]>,
+    /// How the congestion window starts: `--resume`, `--initial-window` (QUIC).
+    pub start: crate::resume::StartConfig,
     /// The build that runs (recorded in the row).
     pub provenance: shoal_common::provenance::Provenance,
     pub hooks: TestHooks,

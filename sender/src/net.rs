@@ -120,6 +120,19 @@ pub async fn connect_quic(
     flow: &FlowConfig,
     timeout: Duration,
 ) -> Result<QuicConn> {
+    connect_quic_with(to, pin, cc, quic_cc::factory(cc), flow, timeout).await
+}
+
+/// [`connect_quic`] with `controller` as the congestion controller (`send --resume`,
+/// `--initial-window`); `cc` names it for the transport parameters.
+pub async fn connect_quic_with(
+    to: &str,
+    pin: Pin,
+    cc: Option<Cc>,
+    controller: quic_cc::Factory,
+    flow: &FlowConfig,
+    timeout: Duration,
+) -> Result<QuicConn> {
     let addr = resolve(to).await?;
     let bind: SocketAddr = if addr.is_ipv4() {
         "0.0.0.0:0".parse().expect("address")
@@ -139,7 +152,7 @@ pub async fn connect_quic(
         .context("TLS configuration unusable for QUIC")?;
     let mut client = quinn::ClientConfig::new(Arc::new(crypto));
     let mut transport = quic_transport(flow, cc)?;
-    let (controller, acked) = quic_cc::Counting::wrap(quic_cc::factory(cc));
+    let (controller, acked) = quic_cc::Counting::wrap(controller);
     transport.congestion_controller_factory(controller);
     client.transport_config(Arc::new(transport));
     endpoint.set_default_client_config(client);

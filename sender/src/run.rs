@@ -13,6 +13,7 @@ use shoal_common::hostfacts::{cpu_steal_seconds, UdpDrops};
 use shoal_common::latency::LatencyHistogram;
 use shoal_common::metrics;
 use shoal_common::pipeline::reader::{Reader, ReaderConfig, WorkQueue};
+use shoal_common::quic_resume::ResumeLog;
 use shoal_common::row::RunRow;
 use shoal_common::stats::{check_tcp_cc, quic_stats, tcp_cc, tcp_stats, ConnStats};
 use shoal_common::tree::SourceTree;
@@ -24,7 +25,7 @@ use crate::finish::Sent;
 use crate::probe::Probe;
 use crate::progress::{Counters, Progress, Totals};
 use crate::waits::Waits;
-use crate::{bundle, clock, net, replies, sampler, sniff, streams};
+use crate::{bundle, clock, net, replies, resume, sampler, sniff, streams};
 
 /// Write buffer under yamux (tcp-streams): frames are coalesced up to this size.
 const YAMUX_WRITE_BUFFER: usize = 64 << 10;
@@ -44,6 +45,10 @@ struct Measured {
     cc: String,
     /// Over all connections (see `ConnStats::aggregate`).
     stats: ConnStats,
+    /// Each QUIC connection's Careful Resume log, in connection order.
+    resume: Vec<ResumeLog>,
+    /// The run's clock started here.
+    t0: std::time::Instant,
 }
 
 /// What one connection measured.
@@ -52,6 +57,7 @@ struct ConnOutcome {
     sndbuf: u64,
     cc: String,
     stats: ConnStats,
+    resume: Option<ResumeLog>,
 }
 
 /// Whether the receiver's stream and connection windows mean anything in `mode`: QUIC's, and
@@ -207,6 +213,13 @@ pub async fn send(config: &SendConfig) -> RunRow {
             row.stream_wait_ms = m.waits.stream.as_secs_f64() * 1e3;
             row.cc = m.cc;
             put_transport_stats(&mut row, config.mode, &m.stats);
+            resume::put_row(&mut row, &config.start, config.mode, &m.resume);
+            if let Some(path) = &config.start.phases_out {
+                let logs = &m.resume;
+                if let Err(e) = resume::write_phases(path, &row.run_id, m.t0, logs) {
+                    row.error = format!("{e:#}");
+                }
+            }
             row.status = "ok".into();
             match LatencyHistogram::from_bytes(&c.latency) {
                 Ok(h) => {
@@ -367,6 +380,8 @@ async fn transfer(
         waits: Waits::total(outcomes.iter().map(|o| o.sent.waits)),
         cc: first.cc.clone(),
         stats: ConnStats::aggregate(&stats),
+        resume: outcomes.iter().filter_map(|o| o.resume.clone()).collect(),
+        t0: clock.started_at(),
     })
 }
 
@@ -432,13 +447,17 @@ async fn one_connection(
                 sndbuf: probe.sndbuf(),
                 cc: tcp_cc(&*socket),
                 stats: tcp_stats(&*socket).unwrap_or_default(),
+                resume: None,
             })
         }
         Mode::QuicBundle | Mode::QuicStreams => {
             // The send window is for the path: the run's connections share it.
             let mut flow = *flow;
             flow.send_window = send_window.share();
-            let quic = net::connect_quic(to, pin, config.cc, &flow, timeout).await?;
+            let (controller, resume_log) =
+                resume::quic_controller(&config.start, config.cc, flow.send_window);
+            let quic =
+                net::connect_quic_with(to, pin, config.cc, controller, &flow, timeout).await?;
             register(Probe::Quic(quic.conn.clone(), quic.acked.clone()));
             // Once this connection has sent its share of the tree, the others take its window
             // (a reader dropped unfinished drops the seat, which hands the share on too).
@@ -475,6 +494,7 @@ async fn one_connection(
                 sndbuf: quic.udp_sndbuf,
                 cc: Cc::quinn_name(config.cc).to_string(),
                 stats,
+                resume: Some(resume_log),
             })
         }
     }

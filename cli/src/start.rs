@@ -1,0 +1,240 @@
+//! `shoal send --resume / --initial-window / --path-state…` and `shoal path show|forget`:
+//! the flags, their resolution against the path state, and saving a run's path state.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use clap::{Args, Subcommand};
+use shoal_common::config::Mode;
+use shoal_common::identity::Pin;
+use shoal_common::row::RunRow;
+use shoal_common::units::{human_bytes, parse_duration, parse_size};
+use shoal_sender::path_state::{now_unix, Lookup, PathStore};
+use shoal_sender::resume::{record_of, StartConfig, PHASES_FILE};
+
+/// QUIC's segment for `--initial-window N` (quinn's base datagram size, the unit of its
+/// default initial window of 10 segments).
+const QUIC_SEGMENT: u64 = 1_200;
+
+/// `--initial-window`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum InitialWindow {
+    Segments(u64),
+    Bytes(u64),
+    Saved,
+}
+
+fn parse_initial_window(s: &str) -> Result<InitialWindow, String> {
+    if s == "saved" {
+        return Ok(InitialWindow::Saved);
+    }
+    let w = match s.parse::<u64>() {
+        Ok(n) => InitialWindow::Segments(n),
+        Err(_) => InitialWindow::Bytes(parse_size(s).map_err(|e| e.to_string())?),
+    };
+    match w {
+        InitialWindow::Segments(n) if n < 2 => Err("at least 2 segments".into()),
+        InitialWindow::Bytes(b) if b < 2 * QUIC_SEGMENT => Err("at least 2,400 bytes".into()),
+        w => Ok(w),
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct StartArgs {
+    /// Careful Resume (RFC 9959; QUIC modes): when the path state holds a fresh record for
+    /// this receiver (same pin and --to host), check the first RTT against the saved one,
+    /// then jump to half the saved congestion window, paced over an RTT, validate it within
+    /// one RTT and retreat to half of what was delivered on a loss. The row's `resume` column
+    /// says what happened [default: off].
+    #[arg(long)]
+    pub resume: bool,
+    /// Initial congestion window (QUIC modes): N segments (a bare number, × 1,200 bytes), a
+    /// size (e.g. 64KiB), or `saved`: half the window the path state holds for this receiver
+    /// (what --resume would jump to, without its checks; with no fresh state, a warning and
+    /// the default). The row's `initial_window_bytes` is read back from the controller
+    /// [default: quinn's, 10 × 1,200 bytes].
+    #[arg(long, value_name = "N|SIZE|saved", value_parser = parse_initial_window)]
+    pub initial_window: Option<InitialWindow>,
+    /// Path-state folder: one JSON record per receiver and transport, saved after every ok
+    /// run [default: $XDG_STATE_HOME/shoal/paths, else ~/.local/state/shoal/paths].
+    #[arg(long, value_name = "DIR")]
+    pub path_state: Option<PathBuf>,
+    /// Path state older than this is ignored (RFC 9959's guidance: an hour).
+    #[arg(long, default_value = "1h", value_parser = parse_duration)]
+    pub path_state_lifetime: Duration,
+    /// Do not save this run's path state.
+    #[arg(long)]
+    pub no_save_path_state: bool,
+}
+
+fn store(dir: &Option<PathBuf>) -> PathStore {
+    PathStore::new(dir.clone().unwrap_or_else(PathStore::default_dir))
+}
+
+fn transport(mode: Mode) -> &'static str {
+    if mode.is_quic() {
+        "quic"
+    } else {
+        "tcp"
+    }
+}
+
+impl StartArgs {
+    /// The sender's start settings for a run in `mode` to `to` (pin `pin`).
+    pub fn resolve(
+        &self,
+        mode: Mode,
+        pin: &Pin,
+        to: &str,
+        trace_dir: Option<&PathBuf>,
+    ) -> Result<StartConfig> {
+        if (self.resume || self.initial_window.is_some()) && !mode.is_quic() {
+            bail!(
+                "--resume and --initial-window apply to QUIC modes in this build (TCP's initial \
+                 window, initcwnd on the route, is not implemented yet)"
+            );
+        }
+        let store = store(&self.path_state);
+        let wants_state = self.resume || self.initial_window == Some(InitialWindow::Saved);
+        let lookup = if wants_state {
+            let t = transport(mode);
+            store.lookup(t, pin, to, self.path_state_lifetime, now_unix())?
+        } else {
+            Lookup::Missing
+        };
+        let saved = match &lookup {
+            Lookup::Fresh(r) => Some(r.saved()),
+            Lookup::Expired(_) | Lookup::Missing => None,
+        };
+        let initial_window = match self.initial_window {
+            None => None,
+            Some(InitialWindow::Segments(n)) => Some(n.saturating_mul(QUIC_SEGMENT)),
+            Some(InitialWindow::Bytes(b)) => Some(b),
+            Some(InitialWindow::Saved) => match saved {
+                Some(s) => Some(shoal_common::careful_resume::jump_cwnd(&s, u64::MAX)),
+                None => {
+                    // A sweep's first run has no state yet: it runs with the default window
+                    // (the row's initial_window_bytes says so) instead of failing.
+                    eprintln!(
+                        "warning: --initial-window saved: no fresh path state for {to} (pin \
+                         {pin}) in {} ({}); the controller's default window is used",
+                        store.dir().display(),
+                        match lookup {
+                            Lookup::Expired(_) => "the record there has expired",
+                            _ => "no record",
+                        }
+                    );
+                    None
+                }
+            },
+        };
+        Ok(StartConfig {
+            resume: self.resume,
+            saved,
+            initial_window,
+            phases_out: trace_dir.map(|d| d.join(PHASES_FILE)),
+        })
+    }
+
+    /// Saves an ok run's path state (a failure to save is a warning: the run stands).
+    pub fn save(&self, row: &RunRow, pin: &Pin, to: &str) {
+        if self.no_save_path_state {
+            return;
+        }
+        let Some(record) = record_of(row, &pin.to_string(), to) else {
+            return;
+        };
+        if let Err(e) = store(&self.path_state).save(&record) {
+            eprintln!("warning: path state not saved: {e:#}");
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PathCommand {
+    /// List the saved path state: per receiver and transport, the window and min RTT the last
+    /// ok run reached, its goodput, and its age (fresh or expired).
+    Show {
+        /// Path-state folder [default: as `send --path-state`].
+        #[arg(long, value_name = "DIR")]
+        path_state: Option<PathBuf>,
+        /// Records older than this show as expired.
+        #[arg(long, default_value = "1h", value_parser = parse_duration)]
+        path_state_lifetime: Duration,
+        /// One JSON object per record.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete one receiver's record (KEY, as `path show` prints it) or, with --all, every one.
+    Forget {
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        key: Option<String>,
+        #[arg(long)]
+        all: bool,
+        /// Path-state folder [default: as `send --path-state`].
+        #[arg(long, value_name = "DIR")]
+        path_state: Option<PathBuf>,
+    },
+}
+
+pub fn path_command(cmd: PathCommand) -> Result<bool> {
+    match cmd {
+        PathCommand::Show {
+            path_state,
+            path_state_lifetime,
+            json,
+        } => {
+            let store = store(&path_state);
+            let records = store.list()?;
+            if records.is_empty() && !json {
+                println!("no path state in {}", store.dir().display());
+            }
+            let now = now_unix();
+            let mut all_ok = true;
+            for (key, record) in records {
+                match record {
+                    Ok(r) if json => println!("{}", serde_json::to_string(&r)?),
+                    Ok(r) => {
+                        let age = r.age(now).unwrap_or_default();
+                        let fresh = shoal_common::careful_resume::is_fresh(
+                            r.saved_at,
+                            now,
+                            path_state_lifetime,
+                        );
+                        println!(
+                            "{key}: {} {} cwnd {} min RTT {:.1} ms goodput {:.1} MB/s, {} s old ({})",
+                            r.transport,
+                            r.address,
+                            human_bytes(r.cwnd_bytes),
+                            r.min_rtt_ms,
+                            r.goodput_bytes_per_s as f64 / 1e6,
+                            age.as_secs(),
+                            if fresh { "fresh" } else { "expired" }
+                        );
+                    }
+                    Err(e) => {
+                        all_ok = false;
+                        eprintln!("{key}: {e:#}");
+                    }
+                }
+            }
+            Ok(all_ok)
+        }
+        PathCommand::Forget {
+            key,
+            all,
+            path_state,
+        } => {
+            let store = store(&path_state);
+            if all {
+                let n = store.forget_all()?;
+                println!("forgot {n} record(s) in {}", store.dir().display());
+            } else if let Some(key) = key {
+                store.forget(&key)?;
+                println!("forgot {key}");
+            }
+            Ok(true)
+        }
+    }
+}
