@@ -65,6 +65,12 @@ pub fn flags(cfg: &Config, receiver_flags: &[String]) -> (Vec<String>, Vec<Strin
             recv.push(allow_plain);
         }
     }
+    // The stock host profile runs quinn's default windows at both ends.
+    if let Ok(Some(w)) = crate::profile::HostProfile::of(&cfg.params).map(|p| p?.quic_windows()) {
+        let (s, r) = w.flags();
+        send.extend(s);
+        recv.extend(r);
+    }
     (send, recv)
 }
 
