@@ -198,6 +198,40 @@ fn dest_fs_volumes_give_verified_runs_and_are_removed() {
     }
 }
 
+#[test]
+fn loss_axis_changes_the_running_links_loss_per_run() {
+    if !root_only() {
+        return;
+    }
+    let _l = serial();
+    let link = unique("sl");
+    let t = tempfile::tempdir().unwrap();
+    let m = matrix(
+        &link,
+        "",
+        SMALL,
+        "mode = [\"tcp-bundle\"]\nloss = [\"0%\", \"2%\"]",
+    );
+    let s = sweep(t.path(), "out", &m, &link, &["--runs", "2"], &[]);
+    let rs = rows(&s.out.join("runs.csv"));
+    assert_eq!(rs.len(), 4, "{}", s.stderr);
+    for r in &rs {
+        assert_eq!(r["status"], "ok", "{r:?}");
+        let drops: u64 = r["link_dropped_loss"].parse().unwrap();
+        match r["param_loss"].as_str() {
+            "0%" => {
+                assert_eq!(r["link_loss"], "0", "{r:?}");
+                assert_eq!(drops, 0, "{r:?}");
+            }
+            "2%" => {
+                assert_eq!(r["link_loss"], "0.02", "{r:?}");
+                assert!(drops > 0, "{r:?}");
+            }
+            other => panic!("{other}"),
+        }
+    }
+}
+
 /// The matrix checks name the key and the value (no root: `--dry-run`).
 #[test]
 fn bad_dest_fs_profile_and_quota_are_refused_before_anything_runs() {
@@ -218,6 +252,7 @@ fn bad_dest_fs_profile_and_quota_are_refused_before_anything_runs() {
             "recv-cpu-quota = [0]",
             "axis recv-cpu-quota: 0 is out of range",
         ),
+        ("", "loss = [\"1\"]", "axis loss:"),
         (
             "",
             "profile = [\"stock\"]\nstream-window = [\"4MiB\"]",

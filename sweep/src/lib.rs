@@ -22,6 +22,7 @@ mod hooks;
 pub mod hostcpu;
 mod linkctx;
 pub mod linkspec;
+mod lossaxis;
 pub mod matrix;
 mod meta;
 pub mod options;

@@ -326,6 +326,9 @@ impl Matrix {
         if let LinkSpec::Remote(r) = &link {
             crate::remote_arms::check_arms(configs.iter().map(|c| (c.arm, c.label())), r)?;
         }
+        if matches!(link, LinkSpec::Remote(_)) && axes.iter().any(|a| a == axis::LOSS) {
+            bail!("axis loss: a remote receiver's link has no emulator to set it on; loss is an axis of a local emulated link");
+        }
         Ok(Matrix {
             runs: sweep.runs,
             seed: sweep.seed,

@@ -200,6 +200,10 @@ impl Sweep<'_> {
             }
             _ => None,
         };
+        // The link's loss for this run (an axis: changed on the running link).
+        if let (Some(p), Some(l)) = (crate::lossaxis::of(&cfg.params)?, &self.link) {
+            crate::lossaxis::apply(&l.name, p, &mut row)?;
+        }
         // The receiver's CPU cap: a cgroup of its own for this run (removed when dropped).
         let cpu_group = match crate::cpuquota::of(&cfg.params)? {
             Some(q) if cfg.arm == Arm::Shoal && self.link.is_some() => {
