@@ -44,12 +44,14 @@ def fmt(x, digits=1):
 
 
 def regime(r):
-    """The v2 axes that set the host's regime (profile, receiver CPU cap), as a suffix."""
+    """The v2 axes that set the run's regime (profile, receiver CPU cap, loss), as a suffix."""
     parts = []
     if r.get("param_profile"):
         parts.append(r["param_profile"])
     if r.get("param_recv_cpu_quota"):
         parts.append(f"rcv cpu {r['param_recv_cpu_quota']}")
+    if r.get("param_loss"):
+        parts.append(f"loss {r['param_loss']}")
     return (" · " + " · ".join(parts)) if parts else ""
 
 

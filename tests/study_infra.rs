@@ -271,6 +271,34 @@ fn bad_dest_fs_profile_and_quota_are_refused_before_anything_runs() {
         assert!(!o.status.success(), "{axes}: accepted");
         assert!(err.contains(want), "{axes}: {err}");
     }
+    // Across two hosts the sweep cannot set them: refused, naming the axis.
+    for axis in [
+        "profile = [\"stock\"]",
+        "recv-cpu-quota = [0.5]",
+        "loss = [\"1%\"]",
+    ] {
+        let p = t.path().join("remote.toml");
+        std::fs::write(
+            &p,
+            format!(
+                "[link]\nreceiver = \"192.0.2.1:7474\"\n{SMALL}\n[axes]\nmode = [\"tcp-bundle\"]\n{axis}\n"
+            ),
+        )
+        .unwrap();
+        let o = shoal()
+            .args(["sweep", "--dry-run", "--matrix"])
+            .arg(&p)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        let name = axis.split(' ').next().unwrap();
+        assert!(!o.status.success(), "{axis}: accepted");
+        assert!(
+            err.contains(&format!("axis {name}: acts on the local")),
+            "{axis}: {err}"
+        );
+    }
     // The stock profile's windows pass shoal's own argument parsers.
     let p = t.path().join("ok.toml");
     std::fs::write(

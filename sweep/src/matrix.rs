@@ -326,8 +326,15 @@ impl Matrix {
         if let LinkSpec::Remote(r) = &link {
             crate::remote_arms::check_arms(configs.iter().map(|c| (c.arm, c.label())), r)?;
         }
-        if matches!(link, LinkSpec::Remote(_)) && axes.iter().any(|a| a == axis::LOSS) {
-            bail!("axis loss: a remote receiver's link has no emulator to set it on; loss is an axis of a local emulated link");
+        // These act on the local namespaces, emulator and receiver process: across two hosts
+        // the rows would name settings that were not in effect.
+        if matches!(link, LinkSpec::Remote(_)) {
+            if let Some(a) = axes
+                .iter()
+                .find(|a| [axis::LOSS, axis::PROFILE, axis::RECV_CPU_QUOTA].contains(&a.as_str()))
+            {
+                bail!("axis {a}: acts on the local emulated link's namespaces, emulator and receiver; a remote receiver's sweep cannot set it (set it on the hosts themselves)");
+            }
         }
         Ok(Matrix {
             runs: sweep.runs,
