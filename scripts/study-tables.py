@@ -2,6 +2,16 @@
 """Markdown tables for docs/results.md from a sweep's runs.csv (the study's).
 
     scripts/study-tables.py results/study-2026-11-30/runs.csv
+    scripts/study-tables.py --ratios results/X/runs.csv [PAYLOAD]
+    scripts/study-tables.py --page docs/results.md [--check]
+
+--ratios: the reference study's four ratios (QUIC and TCP CUBIC/BBR, BBR ×8/×1) and its
+bundled TCP figure as measured, per context (link rate and loss, host profile, receiver CPU
+cap), with a 95% bootstrap interval of each ratio of medians, whether it is within ±25% of the
+study's, and the rows' own evidence (UDP receive-buffer drops, receiver throttled time, lost /
+sent, RTT). --page rewrites every `<!-- generated: tables|ratios PATH [PAYLOAD] -->` …
+`<!-- end -->` region of the page from the committed runs.csv it names; with --check it only
+compares and exits 1, showing the difference (tests/study_page.rs).
 
 One table per payload: every configuration with runs ok/total, median MB/s with min–max over
 the verified runs, median seconds, the largest peak RSS of each side over all its runs, median
@@ -182,6 +192,35 @@ def bootstrap_ratio(a, b, rng):
     return lo, hi
 
 
+def mbps(rows):
+    return [num(r["mb_per_s"]) for r in rows]
+
+
+def lost_share(r):
+    """The sender's lost / sent packets in %, where the row has both."""
+    lost, sent = num(r.get("retransmits")), num(r.get("sent_packets"))
+    return 100 * lost / sent if lost is not None and sent else None
+
+
+# What can explain a ratio, from the rows themselves: name, value of one row, decimals.
+EVIDENCE = [
+    ("UDP rcvbuf drops", lambda r: num(r.get("receiver_udp_rcvbuf_errors")), 0),
+    ("rcv throttled s", lambda r: num(r.get("receiver_cpu_throttled_seconds")), 2),
+    ("lost/sent %", lost_share, 2),
+    ("RTT ms", lambda r: num(r.get("rtt_ms")), 0),
+]
+
+
+def evidence(*sides):
+    """Medians of each EVIDENCE measure over each side's runs, where any side has it."""
+    parts = []
+    for name, f, digits in EVIDENCE:
+        meds = [med([f(r) for r in rs]) for rs in sides]
+        if any(m is not None for m in meds):
+            parts.append(f"{name} " + " / ".join(fmt(m, digits) for m in meds))
+    return " · ".join(parts) or "–"
+
+
 def coverage(n):
     """Probability that min … max of n runs covers the true median: 1 − 2 × 0.5^n."""
     return 1 - 2 * 0.5 ** n
@@ -197,10 +236,11 @@ def ratios(path, payload=None):
     rows = [r for r in rows if r["payload"] == payload]
     by = defaultdict(lambda: defaultdict(list))
     for r in rows:
-        by[context(r)][arm_key(r)].append(num(r["mb_per_s"]))
+        by[context(r)][arm_key(r)].append(r)
     rng = random.Random(BOOTSTRAP_SEED)
-    out = ["| measure | context | study | here (median) | 95% interval | runs | within ±25% |\n",
-           "|---|---|---|---|---|---|---|\n"]
+    out = ["| measure | context | study | here (median) | 95% interval | runs | within ±25% "
+           "| evidence (medians, numerator / denominator) |\n",
+           "|---|---|---|---|---|---|---|---|\n"]
     ns = set()
 
     def verdict(x, study):
@@ -209,22 +249,27 @@ def ratios(path, payload=None):
     for ctx in sorted(by):
         arms = by[ctx]
         for name, num_arm, den_arm, sn, sd in STUDY_RATIOS:
-            a, b = arms.get(num_arm), arms.get(den_arm)
-            if not a or not b:
+            ra, rb = arms.get(num_arm), arms.get(den_arm)
+            if not ra or not rb:
                 continue
+            a, b = mbps(ra), mbps(rb)
             ns.update([len(a), len(b)])
             x = statistics.median(a) / statistics.median(b)
             lo, hi = bootstrap_ratio(a, b, rng)
             out.append(f"| {name} | {ctx} | {sn / sd:.2f} | {x:.2f} | {lo:.2f}–{hi:.2f} "
-                       f"| {len(a)} / {len(b)} | {verdict(x, sn / sd)} |\n")
+                       f"| {len(a)} / {len(b)} | {verdict(x, sn / sd)} | {evidence(ra, rb)} |\n")
         for name, which, study in STUDY_FIGURES:
-            a = arms.get(which)
-            if not a:
+            ra = arms.get(which)
+            if not ra:
                 continue
+            a = mbps(ra)
             ns.add(len(a))
             x = statistics.median(a)
             out.append(f"| {name} | {ctx} | {study:.2f} | {x:.2f} | {min(a):.2f}–{max(a):.2f} "
-                       f"| {len(a)} | {verdict(x, study)} |\n")
+                       f"| {len(a)} | {verdict(x, study)} | {evidence(ra)} |\n")
+    if not ns:
+        return (f"No verified runs of the arms the study's ratios need (payload `{payload}`, "
+                "bundled TCP and QUIC × cubic/bbr × 1 or 8 connections).\n")
     out.append(f"\nPayload `{payload}`, verified runs only. A ratio's interval: 95% percentile "
                f"bootstrap of the ratio of medians ({BOOTSTRAP_RESAMPLES:,} resamples of each "
                f"side's runs, seed {BOOTSTRAP_SEED}). A figure's interval is min–max of its runs: "
