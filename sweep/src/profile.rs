@@ -108,8 +108,12 @@ pub const QUINN_DEFAULT_WINDOWS: QuicWindows = QuicWindows {
 pub const PROFILE_FLAGS: &[&str] = &["stream-window", "conn-window", "send-window"];
 
 impl QuicWindows {
-    /// `shoal send` flags and `shoal recv` flags (the receiver takes no send window).
-    pub fn flags(&self) -> (Vec<String>, Vec<String>) {
+    /// `shoal send` flags and `shoal recv` flags (the receiver takes no send window) for a run
+    /// over `connections` connections. Shoal shares its windows among a run's connections (a
+    /// window is for the path); a stock client opens each connection with quinn's defaults, so
+    /// the send window asked for is N × the default, which gives each connection the default.
+    /// (The connection window is unlimited either way; the stream window is per stream.)
+    pub fn flags(&self, connections: u64) -> (Vec<String>, Vec<String>) {
         let recv = vec![
             "--stream-window".to_string(),
             self.stream_window.to_string(),
@@ -117,7 +121,12 @@ impl QuicWindows {
             self.conn_window.to_string(),
         ];
         let mut send = recv.clone();
-        send.extend(["--send-window".to_string(), self.send_window.to_string()]);
+        send.extend([
+            "--send-window".to_string(),
+            self.send_window
+                .saturating_mul(connections.max(1))
+                .to_string(),
+        ]);
         (send, recv)
     }
 }
@@ -278,7 +287,7 @@ mod tests {
 
     #[test]
     fn stock_windows_as_flags() {
-        let (send, recv) = QUINN_DEFAULT_WINDOWS.flags();
+        let (send, recv) = QUINN_DEFAULT_WINDOWS.flags(1);
         assert_eq!(
             recv,
             [
@@ -289,6 +298,8 @@ mod tests {
             ]
         );
         assert_eq!(&send[4..], ["--send-window", "10000000"]);
+        let (send8, _) = QUINN_DEFAULT_WINDOWS.flags(8);
+        assert_eq!(&send8[4..], ["--send-window", "80000000"]);
         assert_eq!(triple(STOCK.tcp_rmem), "4096 131072 6291456");
         assert_eq!(normalise("4096\t131072\t6291456\n"), "4096 131072 6291456");
     }
