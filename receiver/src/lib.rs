@@ -11,6 +11,7 @@ mod bundle;
 mod claims;
 mod config;
 mod control;
+mod fileread;
 mod hub;
 mod prefixed;
 mod quic;
