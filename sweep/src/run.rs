@@ -118,7 +118,9 @@ impl Sweep<'_> {
                 let folder = prepared.dest;
                 r.runs.borrow_mut().push(run_id.clone());
                 row.set(col::DEST, folder.clone());
-                if let Some(s) = prepared.in_effect {
+                // A baseline's receiving end is tar, ssh or sftp, not `shoal recv`: its
+                // settings would describe a receiver the run never used.
+                if let Some(s) = prepared.in_effect.filter(|_| cfg.arm == Arm::Shoal) {
                     row.set(col::RECEIVER_SETTINGS, s.describe());
                 }
                 row.set(col::RECEIVER_TCP_METRICS, prepared.tcp_metrics);
