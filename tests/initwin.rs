@@ -6,7 +6,7 @@
 
 mod support;
 
-use support::sweep::sweep;
+use support::sweep::{sweep, sweep_any};
 use support::{root_only, rows, serial, unique};
 
 #[test]
@@ -94,4 +94,41 @@ fn tcp_initial_window_is_set_on_the_routes_read_back_and_restored() {
         "{}",
         s.stdout
     );
+}
+
+/// A run killed mid-transfer (the sweep's test hook) is a failure row, and its routes are
+/// restored all the same.
+#[test]
+fn a_killed_tcp_run_still_gets_its_routes_back() {
+    if !root_only() {
+        return;
+    }
+    let _l = serial();
+    let t = tempfile::tempdir().unwrap();
+    let link = unique("iwk");
+    let m = format!(
+        "[sweep]\ntimeout = \"1m\"\nprobe = false\n\
+         [link]\nname = \"{link}\"\nrtt = \"100ms\"\nrate = \"50mbit\"\ncheck = false\n\
+         [payload.p]\nfiles = 2000\nsize = \"4KiB\"\ndirs = 2\nseed = 3\n\
+         [axes]\nmode = [\"tcp-bundle\"]\ninitial-window = [\"64\"]\n"
+    );
+    let s = sweep_any(
+        t.path(),
+        "iwk",
+        &m,
+        &link,
+        &["--runs", "1"],
+        &[("SHOAL_SWEEP_TEST_KILL", "600ms@all")],
+    );
+    let rs = rows(&s.out.join("runs.csv"));
+    assert_eq!(rs.len(), 1, "{}", s.stderr);
+    assert_eq!(rs[0]["status"], "failed", "{:?}", rs[0]);
+    assert_eq!(rs[0]["initcwnd_segments"], "64");
+    let text = std::fs::read_to_string(s.out.join("logs").join("00001-routes.log")).unwrap();
+    assert_eq!(text.matches("namespace ").count(), 2, "{text}");
+    for part in text.split("namespace ").skip(1) {
+        let (_, rest) = part.split_once("before:\n").unwrap();
+        let (before, after) = rest.split_once("after restoring:\n").unwrap();
+        assert_eq!(before, after, "{text}");
+    }
 }
