@@ -132,3 +132,28 @@ fn a_killed_tcp_run_still_gets_its_routes_back() {
         assert_eq!(before, after, "{text}");
     }
 }
+
+/// Standalone `shoal send` does not change routes: in a TCP mode `--initial-window` is refused
+/// with how to set TCP's (no root, no network: it is refused before connecting).
+#[test]
+fn send_refuses_initial_window_in_tcp_modes_and_says_how() {
+    let t = tempfile::tempdir().unwrap();
+    std::fs::create_dir(t.path().join("src")).unwrap();
+    std::fs::write(t.path().join("src/a"), "a").unwrap();
+    std::fs::write(t.path().join("token"), "token").unwrap();
+    let pin = format!("sha256:{}", "0".repeat(64));
+    let out = support::shoal()
+        .args(["send", "--to", "127.0.0.1:9", "--mode", "tcp-bundle"])
+        .args(["--initial-window", "64", "--pin", &pin, "--token-file"])
+        .arg(t.path().join("token"))
+        .arg("--src")
+        .arg(t.path().join("src"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("initcwnd") && err.contains("sweep") && err.contains("ip route change"),
+        "{err}"
+    );
+}
