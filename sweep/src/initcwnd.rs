@@ -8,10 +8,11 @@
 use std::net::Ipv4Addr;
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use shoal_common::units::parse_size;
-use shoal_sender::path_state::{host_of, PathStore, DEFAULT_LIFETIME};
+use shoal_sender::path_state::{host_of, PathStore};
 
 /// The axis (a `shoal send` flag for QUIC modes, the routes for TCP modes).
 pub const AXIS: &str = "initial-window";
@@ -55,8 +56,8 @@ pub fn segments(bytes: u64, mss: u64) -> u64 {
 
 /// The window `saved` resolves to, in bytes: half the saved window (capped by goodput × min
 /// RTT per connection, `PathRecord::saved`) of the freshest TCP record for `rcv_addr` in
-/// `dir`; `None` when there is none or it has expired.
-pub fn saved_bytes(dir: &Path, rcv_addr: &str) -> Result<Option<u64>> {
+/// `dir`; `None` when there is none or it is older than `lifetime`.
+pub fn saved_bytes(dir: &Path, rcv_addr: &str, lifetime: Duration) -> Result<Option<u64>> {
     let store = PathStore::new(dir.to_path_buf());
     if !dir.exists() {
         return Ok(None);
@@ -68,7 +69,7 @@ pub fn saved_bytes(dir: &Path, rcv_addr: &str) -> Result<Option<u64>> {
         if rec.transport != "tcp" || host_of(&rec.address) != rcv_addr {
             continue;
         }
-        if !shoal_common::careful_resume::is_fresh(rec.saved_at, now, DEFAULT_LIFETIME) {
+        if !shoal_common::careful_resume::is_fresh(rec.saved_at, now, lifetime) {
             continue;
         }
         if best.as_ref().is_none_or(|b| b.saved_at < rec.saved_at) {

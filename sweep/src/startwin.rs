@@ -15,6 +15,16 @@ use crate::plan::Planned;
 
 /// `shoal send`'s flag, also a matrix axis.
 pub const PATH_STATE: &str = "path-state";
+/// The age past which a record is ignored: the axis, else `shoal send`'s default.
+const LIFETIME: &str = "path-state-lifetime";
+
+fn lifetime(cfg: &Config) -> Result<std::time::Duration> {
+    match cfg.get(LIFETIME) {
+        None => Ok(shoal_sender::path_state::DEFAULT_LIFETIME),
+        Some(v) => shoal_common::units::parse_duration(&v.text())
+            .map_err(|e| anyhow::anyhow!("{}: {LIFETIME} = {:?}: {e}", cfg.id, v.text())),
+    }
+}
 
 /// The path-state folder of `cfg`'s runs: its `path-state` axis, else
 /// `<out>/path-state/<config id>`.
@@ -93,22 +103,24 @@ pub fn apply(link: Option<&LinkCtx>, out: &Path, cfg: &Config) -> Result<Option<
     let segments = match want {
         Want::Segments(n) => n,
         Want::Bytes(b) => initcwnd::segments(b, mss),
-        Want::Saved => match initcwnd::saved_bytes(&state_dir(out, cfg), &l.rcv_addr)? {
-            Some(b) => initcwnd::segments(b, mss),
-            None => {
-                return Ok(Some(Applied {
-                    guard: None,
-                    in_effect: None,
-                    mss,
-                    note: Some(format!(
-                        "{}: initial-window saved: no fresh TCP path state in {}; routes \
+        Want::Saved => {
+            match initcwnd::saved_bytes(&state_dir(out, cfg), &l.rcv_addr, lifetime(cfg)?)? {
+                Some(b) => initcwnd::segments(b, mss),
+                None => {
+                    return Ok(Some(Applied {
+                        guard: None,
+                        in_effect: None,
+                        mss,
+                        note: Some(format!(
+                            "{}: initial-window saved: no fresh TCP path state in {}; routes \
                          left as they are (the kernel's default initial window)",
-                        cfg.id,
-                        state_dir(out, cfg).display()
-                    )),
-                }))
+                            cfg.id,
+                            state_dir(out, cfg).display()
+                        )),
+                    }))
+                }
             }
-        },
+        }
     };
     let (guard, in_effect) =
         RouteGuard::apply(&l.snd_ns, &l.rcv_ns, &l.snd_addr, &l.rcv_addr, segments)?;
