@@ -157,3 +157,34 @@ fn send_refuses_initial_window_in_tcp_modes_and_says_how() {
         "{err}"
     );
 }
+
+/// A two-host sweep cannot set B's routes: the axis is refused before anything runs.
+#[test]
+fn a_two_host_sweep_refuses_tcp_initial_window_before_any_run() {
+    let t = tempfile::tempdir().unwrap();
+    let token = t.path().join("token");
+    std::fs::write(&token, "token").unwrap();
+    let m = t.path().join("m.toml");
+    std::fs::write(
+        &m,
+        format!(
+            "[link]\nreceiver = \"127.0.0.1:1\"\npin = \"sha256:{}\"\ntoken_file = \"{}\"\n\
+             [payload.p]\nfiles = 1\nsize = 1\n\
+             [axes]\nmode = [\"tcp-bundle\"]\ninitial-window = [\"64\"]\n",
+            "0".repeat(64),
+            token.display()
+        ),
+    )
+    .unwrap();
+    let out = support::shoal()
+        .args(["sweep", "--dry-run", "--matrix"])
+        .arg(&m)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("needs the emulated link") && err.contains("docs/two-hosts.md"),
+        "{err}"
+    );
+}
