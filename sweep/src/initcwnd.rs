@@ -232,7 +232,12 @@ impl RouteGuard {
         let mut log = String::new();
         for (ns, line, before) in std::mem::take(&mut self.changed).into_iter().rev() {
             let mut args = vec!["-4".into(), "route".into(), "replace".into()];
-            args.extend(with_metric(&line, "\u{0}", None));
+            // The line as it was: every attribute it had, none added.
+            args.extend(with_metric(
+                &line,
+                "initcwnd",
+                read_metric(&line, "initcwnd"),
+            ));
             match ip(&ns, &args).and_then(|_| show(&ns)) {
                 Ok(after) if after == before => {
                     log.push_str(&format!(
