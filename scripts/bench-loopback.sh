@@ -11,7 +11,12 @@
 #                                                  # A/B: every mode also as MODE@base with that
 #                                                  # binary (sender and receiver), interleaved
 #
-# Prints one line per run and the medians; rows go to $WORK/runs.csv. Each run writes to a
+# Prints one line per run and the medians; rows go to $WORK/runs.csv. Besides MB/s over the
+# row's `seconds`, each Shoal line has the wall time of the whole `shoal send` process (walk,
+# connect, transfer, completion, exit: what the user waits for), and the summary gives
+# tar|tar's wall time / that, as issue 19's targets state them (tmpfs loopback, 65,536 × 4 KiB:
+# tcp-bundle >= 1.0, quic-bundle >= 0.85, tcp-streams >= 0.75, quic-streams >= 0.6):
+#   FS=tmpfs PASSES=5 MODES="tcp-bundle quic-bundle tcp-streams quic-streams" scripts/bench-loopback.sh Each run writes to a
 # fresh destination; old destinations are removed only at the end (ext4 without a journal
 # slows inode allocation right after a large delete: see docs/benchmarks.md).
 set -euo pipefail
@@ -93,9 +98,11 @@ run_shoal() {
     sleep 0.1
   done
   [ -n "$addr" ] || { echo "receiver did not start"; cat "$log"; kill "$rpid"; exit 1; }
-  local json
+  local json t0 t1
+  t0=$(now)
   json=$("$bin" send --to "$addr" --src "$WORK/src" --mode "$mode" --identity "$WORK/identity" \
     --csv "$WORK/runs.csv" --json ${SEND_ARGS:-}) || true
+  t1=$(now)
   wait "$rpid" || true
   # The receiver wrote the run into $dst/<run id>/ (a binary older than per-run folders, as
   # BASE_BIN may be, into $dst itself): verify the folder the run wrote.
@@ -106,9 +113,10 @@ run_shoal() {
     echo "$json" | python3 -c '
 import json, sys
 r = json.load(sys.stdin)
-print("%-13s pass %s: %7.3f s %8.2f MB/s (load %s) rss sender %.1f MB receiver %.1f MB, sender cpu %.2f s, peak streams %d" % (
+print("%-13s pass %s: %7.3f s %8.2f MB/s (load %s) rss sender %.1f MB receiver %.1f MB, sender cpu %.2f s, peak streams %d, process wall %.3f s" % (
     sys.argv[2], sys.argv[1], r["seconds"], r["mb_per_s"], r["load_1m_start"],
-    r["sender_peak_rss_bytes"] / 1e6, r["receiver_peak_rss_bytes"] / 1e6, r["sender_cpu_seconds"], r["peak_streams"]))' "$1" "$arm" |
+    r["sender_peak_rss_bytes"] / 1e6, r["receiver_peak_rss_bytes"] / 1e6, r["sender_cpu_seconds"], r["peak_streams"],
+    float(sys.argv[4]) - float(sys.argv[3])))' "$1" "$arm" "$t0" "$t1" |
       tee -a "$WORK/results.txt"
   else
     echo "$arm pass $1: FAILED: $json" | tee -a "$WORK/results.txt"
@@ -134,10 +142,13 @@ done
 
 python3 - "$WORK/results.txt" <<'PY'
 import re, statistics, sys
-rates, rss = {}, {}
+rates, rss, walls = {}, {}, {}
 for line in open(sys.argv[1]):
-    m = re.match(r"(\S+)\s+pass \d+: +[\d.]+ s +([\d.]+) MB/s(?:.*rss sender ([\d.]+) MB receiver ([\d.]+) MB)?", line)
+    m = re.match(r"(\S+)\s+pass \d+: +([\d.]+) s +([\d.]+) MB/s(?:.*rss sender ([\d.]+) MB receiver ([\d.]+) MB)?(?:.*process wall ([\d.]+) s)?", line)
     if m:
+        # tar|tar's own time is its whole pipeline's wall time.
+        walls.setdefault(m.group(1), []).append(float(m.group(6) or m.group(2)))
+        m = re.match(r"(\S+)\s+pass \d+: +[\d.]+ s +([\d.]+) MB/s(?:.*rss sender ([\d.]+) MB receiver ([\d.]+) MB)?", line)
         rates.setdefault(m.group(1), []).append(float(m.group(2)))
         if m.group(3):
             rss.setdefault(m.group(1), []).append((float(m.group(3)), float(m.group(4))))
@@ -151,6 +162,10 @@ for arm, r in rates.items():
     s = max(x[0] for x in rss.get(arm, [(0, 0)]))
     v = max(x[1] for x in rss.get(arm, [(0, 0)]))
     print(f"  {arm:18s} {m:8.2f} MB/s ({len(r)} ok)  ratio to tar|tar {m/mt:.2f}  peak RSS sender {s:.1f} MB receiver {v:.1f} MB")
+wt = statistics.median(walls["tar|tar"])
+for arm, w in walls.items():
+    if arm != "tar|tar":
+        print(f"  {arm:18s} whole send process {statistics.median(w):.3f} s; tar|tar wall / send wall (medians) {wt / statistics.median(w):.2f}")
 for arm, r in rates.items():
     base = rates.get(arm + "@base")
     if base:

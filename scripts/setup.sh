@@ -18,6 +18,9 @@ command -v rsync >/dev/null 2>&1 || need+=(rsync)
 command -v socat >/dev/null 2>&1 || need+=(socat)
 # Host facts in meta.json: the offloads of the interface a run uses.
 command -v ethtool >/dev/null 2>&1 || need+=(ethtool)
+# Sweep option [sweep] dest_fs: fresh loop volumes per run (ext4 comes with e2fsprogs).
+command -v mkfs.btrfs >/dev/null 2>&1 || [ -x /usr/sbin/mkfs.btrfs ] || need+=(btrfs-progs)
+command -v mkfs.xfs >/dev/null 2>&1 || [ -x /usr/sbin/mkfs.xfs ] || need+=(xfsprogs)
 # scripts/check-vendor.sh applies vendor/yamux/shoal.patch to upstream yamux.
 command -v patch >/dev/null 2>&1 || need+=(patch)
 command -v bash >/dev/null 2>&1 || need+=(bash)

@@ -2,6 +2,16 @@
 """Markdown tables for docs/results.md from a sweep's runs.csv (the study's).
 
     scripts/study-tables.py results/study-2026-11-30/runs.csv
+    scripts/study-tables.py --ratios results/X/runs.csv [PAYLOAD]
+    scripts/study-tables.py --page docs/results.md [--check]
+
+--ratios: the reference study's four ratios (QUIC and TCP CUBIC/BBR, BBR ×8/×1) and its
+bundled TCP figure as measured, per context (link rate and loss, host profile, receiver CPU
+cap), with a 95% bootstrap interval of each ratio of medians, whether it is within ±25% of the
+study's, and the rows' own evidence (UDP receive-buffer drops, receiver throttled time, lost /
+sent, RTT). --page rewrites every `<!-- generated: tables|ratios PATH [PAYLOAD] -->` …
+`<!-- end -->` region of the page from the committed runs.csv it names; with --check it only
+compares and exits 1, showing the difference (tests/study_page.rs).
 
 One table per payload: every configuration with runs ok/total, median MB/s with min–max over
 the verified runs, median seconds, the largest peak RSS of each side over all its runs, median
@@ -43,18 +53,34 @@ def fmt(x, digits=1):
     return "–" if x is None else f"{x:.{digits}f}"
 
 
+def regime(r):
+    """The v2 axes that set the run's regime (profile, receiver CPU cap, loss), as a suffix."""
+    parts = []
+    if r.get("param_profile"):
+        parts.append(r["param_profile"])
+    if r.get("param_recv_cpu_quota"):
+        parts.append(f"rcv cpu {r['param_recv_cpu_quota']}")
+    if r.get("param_loss"):
+        parts.append(f"loss {r['param_loss']}")
+    return (" · " + " · ".join(parts)) if parts else ""
+
+
 def arm(r):
     if r["kind"] != "shoal":
-        return r["kind"] + (f" (cap {r['param_timeout']})" if r.get("param_timeout") else "")
+        return (r["kind"] + (f" (cap {r['param_timeout']})" if r.get("param_timeout") else "")
+                + regime(r))
     parts = [r.get("param_mode") or "tcp-bundle"]
     if r.get("param_cc"):
         parts.append(r["param_cc"])
     if r.get("param_connections"):
         parts.append(f"×{r['param_connections']}")
-    return " ".join(parts)
+    return " ".join(parts) + regime(r)
 
 
-def main(path):
+def tables(path):
+    """The tables of one runs.csv, as the text main() prints."""
+    out = []
+    print = lambda *a: out.append(" ".join(str(x) for x in a) + "\n")  # noqa: E731
     rows = list(csv.DictReader(open(path)))
     by_payload = defaultdict(lambda: defaultdict(list))
     for r in rows:
@@ -116,7 +142,206 @@ def main(path):
                   f"| {fmt(med([num(r.get('peak_streams')) for r in rs]), 0)} "
                   f"| {fmt(med([num(r.get('link_dropped_queue')) for r in rs]), 0)} "
                   f"| {fmt(bound, 2)} |")
+    return "".join(out)
+
+
+# The reference study's figures (65,536 × 4 KiB, 141 ms; MB/s) and the ratios Study v2 tries to
+# reproduce (issue #22): name, numerator arm, denominator arm (mode, cc, connections), the
+# study's numerator and denominator.
+STUDY_RATIOS = [
+    ("QUIC CUBIC / BBR", ("quic-bundle", "cubic", "1"), ("quic-bundle", "bbr", "1"), 6.91, 29.26),
+    ("TCP CUBIC / BBR", ("tcp-bundle", "cubic", "1"), ("tcp-bundle", "bbr", "1"), 20.90, 19.09),
+    ("TCP BBR ×8 / ×1", ("tcp-bundle", "bbr", "8"), ("tcp-bundle", "bbr", "1"), 38.04, 19.09),
+    ("QUIC BBR ×8 / ×1", ("quic-bundle", "bbr", "8"), ("quic-bundle", "bbr", "1"), 36.83, 29.26),
+]
+# Figures compared as they are (MB/s), not as ratios.
+STUDY_FIGURES = [("bundled TCP CUBIC ×1, MB/s", ("tcp-bundle", "cubic", "1"), 20.90)]
+# A reproduction counts when within ±25% of the study's figure.
+TOLERANCE = 0.25
+BOOTSTRAP_RESAMPLES = 10_000
+BOOTSTRAP_SEED = 22
+
+
+def arm_key(r):
+    return (r.get("param_mode") or "tcp-bundle", r.get("param_cc") or "",
+            r.get("param_connections") or "1")
+
+
+def context(r):
+    """What else a run varied in (profile, CPU cap, link): ratios are taken within one."""
+    loss = num(r.get("link_loss")) or 0
+    rate = num(r.get("link_rate_bps")) or 0
+    parts = [f"{rate / 1e6:.0f} Mbit/s" if rate else "", f"loss {100 * loss:g}%" if loss else ""]
+    parts.append(r.get("param_profile") or "")
+    if r.get("param_recv_cpu_quota"):
+        parts.append(f"rcv cpu {r['param_recv_cpu_quota']}")
+    return " · ".join(p for p in parts if p)
+
+
+def bootstrap_ratio(a, b, rng):
+    """95% percentile-bootstrap interval of median(a) / median(b): each side resampled with
+    replacement, BOOTSTRAP_RESAMPLES times, a fixed seed (so the page is reproducible)."""
+    ratios = []
+    for _ in range(BOOTSTRAP_RESAMPLES):
+        mb = statistics.median(rng.choices(b, k=len(b)))
+        if mb > 0:
+            ratios.append(statistics.median(rng.choices(a, k=len(a))) / mb)
+    ratios.sort()
+    lo = ratios[int(0.025 * (len(ratios) - 1))]
+    hi = ratios[int(0.975 * (len(ratios) - 1))]
+    return lo, hi
+
+
+def mbps(rows):
+    return [num(r["mb_per_s"]) for r in rows]
+
+
+def lost_share(r):
+    """The sender's lost / sent packets in %, where the row has both."""
+    lost, sent = num(r.get("retransmits")), num(r.get("sent_packets"))
+    return 100 * lost / sent if lost is not None and sent else None
+
+
+# What can explain a ratio, from the rows themselves: name, value of one row, decimals.
+EVIDENCE = [
+    ("UDP rcvbuf drops", lambda r: num(r.get("receiver_udp_rcvbuf_errors")), 0),
+    ("rcv throttled s", lambda r: num(r.get("receiver_cpu_throttled_seconds")), 2),
+    ("lost/sent %", lost_share, 2),
+    ("RTT ms", lambda r: num(r.get("rtt_ms")), 0),
+]
+
+
+def evidence(*sides):
+    """Medians of each EVIDENCE measure over each side's runs, where any side has it."""
+    parts = []
+    for name, f, digits in EVIDENCE:
+        meds = [med([f(r) for r in rs]) for rs in sides]
+        if any(m is not None for m in meds):
+            parts.append(f"{name} " + " / ".join(fmt(m, digits) for m in meds))
+    return " · ".join(parts) or "–"
+
+
+def coverage(n):
+    """Probability that min … max of n runs covers the true median: 1 − 2 × 0.5^n."""
+    return 1 - 2 * 0.5 ** n
+
+
+def ratios(path, payload=None):
+    """The study's ratios and figures as measured in one runs.csv, per context."""
+    import random
+    rows = [r for r in csv.DictReader(open(path))
+            if r["kind"] == "shoal" and r["status"] == "ok"]
+    if payload is None:
+        payload = max(rows, key=lambda r: int(r["payload_files"]))["payload"] if rows else ""
+    rows = [r for r in rows if r["payload"] == payload]
+    by = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        by[context(r)][arm_key(r)].append(r)
+    rng = random.Random(BOOTSTRAP_SEED)
+    out = ["| measure | context | study | here (median) | 95% interval | runs | within ±25% "
+           "| evidence (medians, numerator / denominator) |\n",
+           "|---|---|---|---|---|---|---|---|\n"]
+    ns = set()
+
+    def verdict(x, study):
+        return "yes" if abs(x / study - 1) <= TOLERANCE else "no"
+
+    for ctx in sorted(by):
+        arms = by[ctx]
+        for name, num_arm, den_arm, sn, sd in STUDY_RATIOS:
+            ra, rb = arms.get(num_arm), arms.get(den_arm)
+            if not ra or not rb:
+                continue
+            a, b = mbps(ra), mbps(rb)
+            ns.update([len(a), len(b)])
+            x = statistics.median(a) / statistics.median(b)
+            lo, hi = bootstrap_ratio(a, b, rng)
+            out.append(f"| {name} | {ctx} | {sn / sd:.2f} | {x:.2f} | {lo:.2f}–{hi:.2f} "
+                       f"| {len(a)} / {len(b)} | {verdict(x, sn / sd)} | {evidence(ra, rb)} |\n")
+        for name, which, study in STUDY_FIGURES:
+            ra = arms.get(which)
+            if not ra:
+                continue
+            a = mbps(ra)
+            ns.add(len(a))
+            x = statistics.median(a)
+            out.append(f"| {name} | {ctx} | {study:.2f} | {x:.2f} | {min(a):.2f}–{max(a):.2f} "
+                       f"| {len(a)} | {verdict(x, study)} | {evidence(ra)} |\n")
+    if not ns:
+        return (f"No verified runs of the arms the study's ratios need (payload `{payload}`, "
+                "bundled TCP and QUIC × cubic/bbr × 1 or 8 connections).\n")
+    out.append(f"\nPayload `{payload}`, verified runs only. A ratio's interval: 95% percentile "
+               f"bootstrap of the ratio of medians ({BOOTSTRAP_RESAMPLES:,} resamples of each "
+               f"side's runs, seed {BOOTSTRAP_SEED}). A figure's interval is min–max of its runs: "
+               "an interval for the median that covers it with probability 1 − 2 × 0.5^n ("
+               + ", ".join(f"{100 * coverage(n):.2f}% for {n} runs" for n in sorted(ns))
+               + ").\n")
+    return "".join(out)
+
+
+GENERATORS = {"tables": tables, "ratios": ratios}
+BEGIN = "<!-- generated: "
+END = "<!-- end -->"
+
+
+def render_page(text, root):
+    """The page with every generated region rewritten from its data.
+
+    A region is `<!-- generated: KIND PATH [ARG] -->` … `<!-- end -->`: KIND is `tables` or
+    `ratios`, PATH a runs.csv relative to the repository root, ARG (ratios) a payload name."""
+    import os
+    lines = text.splitlines(keepends=True)
+    out, i = [], 0
+    while i < len(lines):
+        line = lines[i]
+        out.append(line)
+        i += 1
+        if not line.startswith(BEGIN):
+            continue
+        spec = line[len(BEGIN):].rsplit("-->", 1)[0].split()
+        if len(spec) < 2 or spec[0] not in GENERATORS:
+            raise SystemExit(f"{line.strip()}: expected {BEGIN}KIND PATH [ARG] --> "
+                             f"with KIND one of {', '.join(GENERATORS)}")
+        while i < len(lines) and lines[i].rstrip("\n") != END:
+            i += 1
+        if i == len(lines):
+            raise SystemExit(f"{line.strip()}: no {END} after it")
+        body = GENERATORS[spec[0]](os.path.join(root, spec[1]), *spec[2:])
+        out.append(body.strip("\n") + "\n")
+        out.append(lines[i])
+        i += 1
+    return "".join(out)
+
+
+def main(args):
+    """`study-tables.py RUNS_CSV` prints the tables; `--ratios RUNS_CSV [PAYLOAD]` the
+    study's ratios; `--page PAGE [--check]` rewrites the page's generated regions (or, with
+    --check, exits 1 and shows the difference when the page is not what its data give)."""
+    import difflib
+    import os
+    if args[:1] == ["--ratios"]:
+        sys.stdout.write(ratios(*args[1:3]))
+        return 0
+    if args[:1] == ["--page"]:
+        page = args[1]
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        old = open(page).read()
+        new = render_page(old, root)
+        if "--check" in args[2:]:
+            if old != new:
+                sys.stdout.writelines(difflib.unified_diff(
+                    old.splitlines(keepends=True), new.splitlines(keepends=True),
+                    page, page + " (regenerated)"))
+                print(f"{page} differs from what its data give: run "
+                      f"scripts/study-tables.py --page {page}", file=sys.stderr)
+                return 1
+            return 0
+        if old != new:
+            open(page, "w").write(new)
+        return 0
+    sys.stdout.write(tables(args[0] if args else "runs.csv"))
+    return 0
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "runs.csv")
+    sys.exit(main(sys.argv[1:]))

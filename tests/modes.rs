@@ -73,7 +73,35 @@ fn quic_bundle_moves_the_mixed_tree() {
 
 #[test]
 fn quic_streams_moves_the_mixed_tree() {
-    transfer_and_verify(&["--mode", "quic-streams"]);
+    let row = transfer_and_verify(&["--mode", "quic-streams"]);
+    // What was in effect, read back: the UDP payload size and both ends' offload (1 = none).
+    assert!(row["udp_payload_bytes"].as_u64().unwrap() >= 1200, "{row}");
+    for k in [
+        "sender_gso_segments",
+        "sender_gro_segments",
+        "receiver_gso_segments",
+        "receiver_gro_segments",
+    ] {
+        assert!(row[k].as_u64().unwrap() >= 1, "{k}: {row}");
+    }
+    for k in ["sender_cpu_s_per_gb", "receiver_cpu_s_per_gb"] {
+        assert!(row[k].as_f64().unwrap() >= 0.0, "{k}: {row}");
+    }
+}
+
+#[test]
+fn tcp_rows_have_cpu_per_gb_and_no_udp_figures() {
+    let row = transfer_and_verify(&["--mode", "tcp-streams"]);
+    assert!(
+        row["receiver_run_cpu_seconds"].as_f64().unwrap() >= 0.0,
+        "{row}"
+    );
+    assert!(
+        row["receiver_cpu_s_per_gb"].as_f64().unwrap() >= 0.0,
+        "{row}"
+    );
+    assert!(row["udp_payload_bytes"].is_null(), "{row}");
+    assert!(row["receiver_gro_segments"].is_null(), "{row}");
 }
 
 #[test]

@@ -67,6 +67,13 @@ fn receiver_axes_take_effect_on_host_b_per_run_and_b_s_facts_are_recorded() {
     for row in &r {
         assert_eq!(row["status"], "ok", "{row:?}");
         assert_eq!(row["verified"], "true", "{row:?}");
+        // Two namespaces of one host share one clock: the offset estimated over the control
+        // channel (minimum-RTT probes) is 0 within 1 ms.
+        let offset: f64 = row["clock_offset_ms"].parse().unwrap();
+        assert!(
+            offset.abs() < 1.0,
+            "clock offset {offset} ms between namespaces"
+        );
         let fsync: f64 = row["fsync_seconds"].parse().unwrap_or(0.0);
         let settings = &row["receiver_settings"];
         if row["param_recv_fsync"] == "true" {
@@ -123,6 +130,10 @@ fn receiver_axes_take_effect_on_host_b_per_run_and_b_s_facts_are_recorded() {
     // B's facts, read on B and fetched through its control channel, in meta.json.
     let meta: serde_json::Value =
         serde_json::from_slice(&std::fs::read(s.out.join("meta.json")).unwrap()).unwrap();
+    for end in ["start", "end"] {
+        let o = meta["clock_offset"][end]["offset_ms"].as_f64().unwrap();
+        assert!(o.abs() < 1.0, "meta.json clock_offset.{end} = {o} ms");
+    }
     let b = &meta["ends"]["receiver"];
     for k in [
         "facts.kernel",

@@ -23,6 +23,7 @@ mod sys;
 pub mod traces;
 pub mod transport;
 pub mod tree;
+pub mod udp_offload;
 pub mod verify;
 pub mod window_share;
 

@@ -135,6 +135,28 @@ pub struct RunRow {
     /// built (QUIC); empty in TCP modes.
     #[serde(default)]
     pub initial_window_bytes: Option<u64>,
+    /// CPU (user + system) the receiver reported for the run, from its admission to its
+    /// completion report (the whole receiving process: runs it serves at once share it), s.
+    #[serde(default)]
+    pub receiver_run_cpu_seconds: Option<f64>,
+    /// `sender_cpu_seconds` and `receiver_run_cpu_seconds` per GB (10^9 bytes) of payload.
+    #[serde(default)]
+    pub sender_cpu_s_per_gb: Option<f64>,
+    #[serde(default)]
+    pub receiver_cpu_s_per_gb: Option<f64>,
+    /// QUIC: the UDP payload size in use at the end of the run (quinn's current path MTU),
+    /// bytes, and the segments per `sendmsg` (GSO) and per `recvmsg` (GRO) quinn-udp reports
+    /// for each end's UDP socket (1: no offload). Empty in TCP modes.
+    #[serde(default)]
+    pub udp_payload_bytes: Option<u64>,
+    #[serde(default)]
+    pub sender_gso_segments: Option<u64>,
+    #[serde(default)]
+    pub sender_gro_segments: Option<u64>,
+    #[serde(default)]
+    pub receiver_gso_segments: Option<u64>,
+    #[serde(default)]
+    pub receiver_gro_segments: Option<u64>,
     /// `ok`, or `failed`.
     pub status: String,
     /// Why the run failed (empty when ok).

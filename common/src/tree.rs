@@ -71,10 +71,7 @@ impl SourceTree {
                     None => anyhow::anyhow!("{what}: {fallback}"),
                 }
             })?;
-            let rel_os = entry
-                .path()
-                .strip_prefix(root)
-                .expect("walkdir yields paths under its root");
+            let rel_os = under_root(entry.path(), root);
             let rel = RelPath::from_path(rel_os, &limits).with_context(|| {
                 format!("source path {} cannot be sent", entry.path().display())
             })?;
@@ -87,7 +84,11 @@ impl SourceTree {
                 tree.skipped_special += 1;
                 continue;
             }
-            parents_with_children.insert(rel.split_parent().0.to_vec());
+            // Looked up before it is copied: most entries share their parent with the last.
+            let parent = rel.split_parent().0;
+            if !parents_with_children.contains(parent) {
+                parents_with_children.insert(parent.to_vec());
+            }
             if ft.is_dir() {
                 dirs.push(rel);
             } else {
@@ -104,6 +105,26 @@ impl SourceTree {
             .filter(|d| !parents_with_children.contains(d.as_bytes()))
             .collect();
         Ok(tree)
+    }
+}
+
+/// `path` relative to `root`, for a path walkdir made by joining names onto `root`: its bytes
+/// after `root`'s and a separator. `Path::strip_prefix` compares component by component, which
+/// cost more instructions per file than the rest of the walk's own work
+/// (results/bench-2026-12-02/callgrind.txt); it remains the fallback.
+fn under_root<'a>(path: &'a Path, root: &Path) -> &'a Path {
+    use std::os::unix::ffi::OsStrExt;
+    let (p, r) = (path.as_os_str().as_bytes(), root.as_os_str().as_bytes());
+    match p.strip_prefix(r) {
+        Some(rest) if r.ends_with(b"/") && !rest.is_empty() => {
+            Path::new(std::ffi::OsStr::from_bytes(rest))
+        }
+        Some([b'/', rest @ ..]) if !rest.is_empty() && rest[0] != b'/' => {
+            Path::new(std::ffi::OsStr::from_bytes(rest))
+        }
+        _ => path
+            .strip_prefix(root)
+            .expect("walkdir yields paths under its root"),
     }
 }
 
@@ -213,6 +234,20 @@ fn write_file(path: &Path, spec: &GenSpec, index: u64, buf: &mut [u8]) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn under_root_strips_the_root_as_walkdir_joins_it() {
+        let p = |s: &str| Path::new(s).to_path_buf();
+        for (root, path, rel) in [
+            ("src", "src/d/f", "d/f"),
+            ("src/", "src/d/f", "d/f"),
+            ("/", "/d/f", "d/f"),
+            (".", "./f", "f"),
+            ("/a/b", "/a/b/c", "c"),
+        ] {
+            assert_eq!(under_root(&p(path), &p(root)), p(rel), "{root} {path}");
+        }
+    }
 
     #[test]
     fn paths_spread_over_folders() {

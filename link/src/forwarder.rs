@@ -151,6 +151,9 @@ pub struct ForwarderStats {
     /// `shoal link blackhole` (which would die of the signal that asks for one).
     #[serde(default)]
     pub blackhole: Option<BlackholeStats>,
+    /// The random loss in effect (absent from forwarders that cannot change it).
+    #[serde(default)]
+    pub loss: Option<crate::liveloss::LossStats>,
 }
 
 /// Whether the link is black-holed (every packet dropped, both directions) and for how long.
@@ -224,6 +227,7 @@ pub fn run_direction(
     cfg: &DirectionConfig,
     counters: &DirCounters,
     blackhole: &Blackhole,
+    live_loss: &crate::liveloss::LiveLoss,
     stop: &AtomicBool,
 ) -> Result<()> {
     set_fine_timer_slack();
@@ -252,6 +256,8 @@ pub fn run_direction(
                         c.dropped_blackhole.fetch_add(n, Ordering::Relaxed);
                         continue;
                     }
+                    // The loss rate may change while the link runs (the sweep's loss axis).
+                    loss.set_p(live_loss.p());
                     let d = admit(frame, vnet, now, &mut sched, &mut loss, &mut admitted);
                     c.dropped_loss.fetch_add(d.loss, Ordering::Relaxed);
                     c.dropped_queue.fetch_add(d.queue, Ordering::Relaxed);
@@ -358,7 +364,13 @@ fn write_stats(path: &Path, stats: &ForwarderStats) -> Result<()> {
 /// spawns later) so they can be taken synchronously with `sigtimedwait`: no handler, no
 /// global flag.
 fn block_daemon_signals() -> libc::sigset_t {
-    crate::sys::block_signals(&[libc::SIGTERM, libc::SIGINT, libc::SIGHUP, BLACKHOLE_SIGNAL])
+    crate::sys::block_signals(&[
+        libc::SIGTERM,
+        libc::SIGINT,
+        libc::SIGHUP,
+        BLACKHOLE_SIGNAL,
+        crate::liveloss::LOSS_SIGNAL,
+    ])
 }
 
 /// Waits up to `timeout` for one of `set`; the signal's info if one arrived.
@@ -428,6 +440,8 @@ pub fn run_daemon(cfg: &ForwarderConfig) -> Result<()> {
 
     let stop = Arc::new(AtomicBool::new(false));
     let blackhole = Arc::new(Blackhole::default());
+    // Both directions start with the same loss (`shoal link up --loss`).
+    let live_loss = Arc::new(crate::liveloss::LiveLoss::new(cfg.up.loss));
     let up = Arc::new(DirCounters::default());
     let down = Arc::new(DirCounters::default());
     let snd = Arc::new(snd);
@@ -440,10 +454,13 @@ pub fn run_daemon(cfg: &ForwarderConfig) -> Result<()> {
                  counters: Arc<DirCounters>| {
         let stop = stop.clone();
         let blackhole = blackhole.clone();
+        let live_loss = live_loss.clone();
         std::thread::Builder::new()
             .name(name.to_string())
             .spawn(move || {
-                let r = run_direction(&input, &output, &dcfg, &counters, &blackhole, &stop);
+                let r = run_direction(
+                    &input, &output, &dcfg, &counters, &blackhole, &live_loss, &stop,
+                );
                 if let Err(e) = &r {
                     eprintln!("forwarder direction failed: {e:#}");
                 }
@@ -466,6 +483,7 @@ pub fn run_daemon(cfg: &ForwarderConfig) -> Result<()> {
         down: down.snapshot(),
         stopped,
         blackhole: Some(blackhole.snapshot()),
+        loss: Some(live_loss.snapshot()),
     };
     write_stats(&cfg.stats_path, &snapshot(false))?;
     while !stop.load(Ordering::Relaxed) {
@@ -473,6 +491,13 @@ pub fn run_daemon(cfg: &ForwarderConfig) -> Result<()> {
         match wait_signal(&sigs, Duration::from_millis(250)) {
             Some(info) if info.si_signo == BLACKHOLE_SIGNAL => {
                 take_blackhole_request(&info, &blackhole)
+            }
+            Some(info) if info.si_signo == crate::liveloss::LOSS_SIGNAL => {
+                // A plain `kill -USR2` (no value) is ignored rather than read as 0.
+                match crate::sys::queued_value(&info) {
+                    Some(ppb) => live_loss.take(ppb),
+                    None => eprintln!("forwarder: ignored a loss signal without a value"),
+                }
             }
             Some(_) => stop.store(true, Ordering::Relaxed),
             None => {}

@@ -13,6 +13,7 @@ pub mod check;
 pub mod cli;
 pub mod control;
 pub mod forwarder;
+pub mod liveloss;
 pub mod netem;
 pub mod netns;
 pub mod parse;
@@ -30,6 +31,7 @@ pub use control::{
     blackhole, down, link_info, up, BackendChoice, BlackholeOutcome, Launcher, LinkGuard, LinkInfo,
     UpConfig, UpOutcome,
 };
+pub use liveloss::set_loss;
 pub use netns::spawn_in_netns;
 pub use state::{Backend, LinkState, Sysctls};
 pub use verdict::CheckReport;

@@ -101,6 +101,11 @@ impl LossGen {
         (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
 
+    /// Changes the probability (a running link's loss change, `crate::liveloss`).
+    pub fn set_p(&mut self, p: f64) {
+        self.p = p;
+    }
+
     /// Whether to drop the next wire packet: one independent draw per wire packet, so every
     /// packet on the wire is lost with probability `p`. A TSO/USO super-packet gets one draw
     /// per segment and loses only the segments drawn (`admit.rs`); dropping it whole

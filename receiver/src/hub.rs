@@ -76,6 +76,8 @@ pub(crate) struct Run {
     /// writer's error rather than a failure of their own.
     pub writer_failed: Arc<AtomicBool>,
     pub first_byte: Instant,
+    /// This process's CPU seconds at the run's admission (`metrics::cpu_seconds`).
+    pub cpu_start: f64,
     pub budget: Arc<Semaphore>,
     pub claims: Mutex<Claims>,
     /// The blocks of the run's files carried as blocks, from all its connections.
@@ -326,6 +328,7 @@ impl Hub {
                     prepared: is_prepared,
                     writer_failed,
                     first_byte: ready,
+                    cpu_start: metrics::cpu_seconds(),
                     budget: Arc::new(Semaphore::new(config.write_budget)),
                     claims: Mutex::new(Claims::default()),
                     blocks: Mutex::new(BlockLedger::default()),
@@ -500,6 +503,9 @@ impl Run {
         completion.peak_streams = peak;
         completion.connections = u64::from(joined);
         completion.sync_follows = sync.is_some();
+        // The whole process's CPU since admission: runs served at the same time share it.
+        completion.cpu_micros =
+            Some(((metrics::cpu_seconds() - self.cpu_start).max(0.0) * 1e6) as u64);
         hub.remove(&self.hello.run_id);
         let finished = Finished { completion, sync };
         self.done.send_replace(Some(finished.clone()));
@@ -512,4 +518,5 @@ fn merge_facts(into: &mut TransportFacts, from: TransportFacts) {
     into.stream_window = into.stream_window.max(from.stream_window);
     into.conn_window = into.conn_window.max(from.conn_window);
     into.rcvbuf = into.rcvbuf.max(from.rcvbuf_now());
+    into.udp_offload = into.udp_offload.or(from.udp_offload);
 }

@@ -12,6 +12,7 @@ mod bundle;
 mod claims;
 mod config;
 mod control;
+mod fileread;
 mod hub;
 mod prefixed;
 mod probe;

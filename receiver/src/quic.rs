@@ -10,6 +10,7 @@ use shoal_common::codec::RecordDecoder;
 use shoal_common::config::Mode;
 use shoal_common::identity::Identity;
 use shoal_common::transport::{quic_transport, udp_socket};
+use shoal_common::udp_offload::UdpOffload;
 use socket2::SockRef;
 use tokio::sync::mpsc;
 
@@ -22,14 +23,16 @@ use crate::runconfig;
 use crate::shared::Shared;
 use crate::streams::{self, InboundFile};
 
-/// Binds the QUIC endpoint on UDP `addr`; returns it and the UDP receive buffer it got.
+/// Binds the QUIC endpoint on UDP `addr`; returns it, the UDP receive buffer it got and the
+/// segmentation offload quinn-udp finds on its socket.
 pub(crate) fn bind(
     addr: SocketAddr,
     identity: &Identity,
     config: &ReceiverConfig,
-) -> Result<(quinn::Endpoint, u64)> {
+) -> Result<(quinn::Endpoint, u64, Option<UdpOffload>)> {
     let socket = udp_socket(addr, &config.flow)?;
     let rcvbuf = SockRef::from(&socket).recv_buffer_size().unwrap_or(0) as u64;
+    let offload = UdpOffload::of(&socket);
     let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(identity.server_config()?)
         .context("TLS configuration unusable for QUIC")?;
     let mut server = quinn::ServerConfig::with_crypto(Arc::new(crypto));
@@ -52,10 +55,15 @@ pub(crate) fn bind(
         Arc::new(quinn::TokioRuntime),
     )
     .with_context(|| format!("cannot listen for QUIC on {addr}"))?;
-    Ok((endpoint, rcvbuf))
+    Ok((endpoint, rcvbuf, offload))
 }
 
-pub(crate) async fn handle(ctx: Arc<Shared>, incoming: quinn::Incoming, rcvbuf: u64) {
+pub(crate) async fn handle(
+    ctx: Arc<Shared>,
+    incoming: quinn::Incoming,
+    rcvbuf: u64,
+    offload: Option<UdpOffload>,
+) {
     let peer = incoming.remote_address();
     let config = &ctx.config;
     // The handshake, the control stream and the hello together have until the deadline.
@@ -137,6 +145,7 @@ pub(crate) async fn handle(ctx: Arc<Shared>, incoming: quinn::Incoming, rcvbuf: 
         stream_window: config.flow.stream_window.min(conn_window),
         conn_window,
         rcvbuf,
+        udp_offload: offload,
         tcp_socket: None,
     };
     let completion = match hello.mode {

@@ -31,6 +31,8 @@ pub(crate) struct TransportFacts {
     pub conn_window: u64,
     /// The UDP socket's receive buffer (QUIC).
     pub rcvbuf: u64,
+    /// QUIC: the offload quinn-udp uses on the UDP socket.
+    pub udp_offload: Option<shoal_common::udp_offload::UdpOffload>,
     /// A duplicate of the TCP socket, read at the end (autotuning grows the buffer).
     pub tcp_socket: Option<Arc<OwnedFd>>,
 }
@@ -156,6 +158,8 @@ pub(crate) fn completion(
         stream_window: facts.stream_window,
         conn_window: facts.conn_window,
         rcvbuf: facts.rcvbuf_now(),
+        udp_gso_segments: facts.udp_offload.map(|o| o.gso_segments),
+        udp_gro_segments: facts.udp_offload.map(|o| o.gro_segments),
         errors,
         ..Default::default()
     }

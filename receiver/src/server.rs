@@ -29,6 +29,7 @@ pub struct Receiver {
     listener: TcpListener,
     endpoint: quinn::Endpoint,
     udp_rcvbuf: u64,
+    udp_offload: Option<shoal_common::udp_offload::UdpOffload>,
     ctx: Arc<Shared>,
     done_rx: mpsc::UnboundedReceiver<RunOutcome>,
 }
@@ -66,7 +67,7 @@ impl Receiver {
             )
             .context("cannot start the temporary-file sweep")?;
         let addr = listener.local_addr()?;
-        let (endpoint, udp_rcvbuf) = quic::bind(addr, &identity, &config)?;
+        let (endpoint, udp_rcvbuf, udp_offload) = quic::bind(addr, &identity, &config)?;
         let tls = tokio_rustls::TlsAcceptor::from(Arc::new(identity.server_config()?));
         let (done, done_rx) = mpsc::unbounded_channel();
         let config_slots = config.max_connections.max(1);
@@ -74,6 +75,7 @@ impl Receiver {
             listener,
             endpoint,
             udp_rcvbuf,
+            udp_offload,
             ctx: Arc::new(Shared {
                 identity,
                 config,
@@ -123,11 +125,11 @@ impl Receiver {
                 incoming = self.endpoint.accept() => {
                     let Some(incoming) = incoming else { anyhow::bail!("QUIC endpoint closed") };
                     let ctx = self.ctx.clone();
-                    let rcvbuf = self.udp_rcvbuf;
+                    let (rcvbuf, offload) = (self.udp_rcvbuf, self.udp_offload);
                     match ctx.slots.clone().try_acquire_owned() {
                         Ok(slot) => {
                             connections.spawn(async move {
-                                quic::handle(ctx, incoming, rcvbuf).await;
+                                quic::handle(ctx, incoming, rcvbuf, offload).await;
                                 drop(slot);
                             });
                         }

@@ -9,21 +9,20 @@
 use std::pin::pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::Poll;
 
 use anyhow::Context;
 use bytes::BytesMut;
 use futures::stream::{FuturesUnordered, StreamExt};
 use shoal_common::codec::{DecodeError, FileStreamCount, RecordDecoder, StreamDecoder};
 use shoal_common::pipeline::writer::WriteBatch;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::mpsc;
 use tokio_util::compat::Compat;
 
 use crate::claims::Claims;
 use crate::config::ReceiverConfig;
+use crate::fileread::{read_into, AckWhenWaiting, FileStream};
 use crate::hub::{ConnEnd, Membership, Run};
-use crate::read::read_sized;
 use crate::run::TransportFacts;
 use crate::stage::{send_batch, Intake, PumpError};
 
@@ -191,21 +190,24 @@ async fn handle_file(shared: Arc<Shared>, file: InboundFile) -> Result<(), PumpE
     shared.peak_open.fetch_max(open, Ordering::Relaxed);
     let result = match file {
         InboundFile::Yamux(s) => {
-            let mut s = AckWhenWaiting {
-                stream: s,
+            let mut s = FileStream::Yamux(AckWhenWaiting {
+                stream: s.into_inner(),
                 acked: false,
-            };
-            let r = read_one_file(&shared, &mut s, YAMUX_FIRST_READ).await;
-            if r.is_ok() {
+            });
+            // No read size: a yamux read takes the frame body yamux holds (`fileread`). 4,608
+            // bytes per read was the size that kept a 4 KiB file in one batch.
+            let r = read_one_file(&shared, &mut s, 0).await;
+            if let (Ok(()), FileStream::Yamux(s)) = (&r, &mut s) {
                 // Closing our side tells the sender this file is in (and acknowledges the
                 // stream, if no read had to wait).
-                let _ = s.stream.shutdown().await;
+                let _ = futures::AsyncWriteExt::close(&mut s.stream).await;
             }
             r
         }
-        InboundFile::Quic(mut s, _slot) => {
+        InboundFile::Quic(s, _slot) => {
+            let mut s = FileStream::Quic(s);
             let r = read_one_file(&shared, &mut s, QUIC_FIRST_READ).await;
-            if r.is_err() {
+            if let (Err(_), FileStream::Quic(s)) = (&r, &mut s) {
                 let _ = s.stop(1u32.into());
             }
             r
@@ -213,41 +215,6 @@ async fn handle_file(shared: Arc<Shared>, file: InboundFile) -> Result<(), PumpE
     };
     shared.open_now.fetch_sub(1, Ordering::Relaxed);
     result
-}
-
-/// A yamux file stream that acknowledges itself the first time a read would wait.
-///
-/// yamux lets a sender wait for at most 256 unacknowledged streams, and a stream is
-/// acknowledged by the first frame the receiver sends on it. A stream that has to wait for
-/// data is acknowledged at once (an empty write), so the backlog drains one round trip after
-/// each open rather than after each file. A small file is usually whole in its first read; its
-/// close, a moment later, carries the acknowledgement, which saves a frame per file at both
-/// ends.
-struct AckWhenWaiting {
-    stream: Compat<yamux::Stream>,
-    acked: bool,
-}
-
-impl AsyncRead for AckWhenWaiting {
-    fn poll_read(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &mut tokio::io::ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        let this = self.get_mut();
-        let read = std::pin::Pin::new(&mut this.stream).poll_read(cx, buf);
-        if read.is_pending() && !this.acked {
-            // Pending: the stream's queue to the connection is full and wakes us when it is
-            // not. A failed write shows up on the next read.
-            if std::pin::Pin::new(&mut this.stream)
-                .poll_write(cx, &[])
-                .is_ready()
-            {
-                this.acked = true;
-            }
-        }
-        read
-    }
 }
 
 /// Reads what the control stream has (folder records, the end marker) through a small
@@ -267,10 +234,6 @@ async fn read_control<R: AsyncRead + Unpin>(
     Ok(n)
 }
 
-/// A yamux file stream's first read: a 4 KiB file with its header and end marker, so the
-/// whole file reaches the writer in one batch. 512 bytes here meant two reads and two batches
-/// per file and cost tcp-streams a third of its speed (docs/benchmarks.md).
-const YAMUX_FIRST_READ: usize = 4608;
 /// A QUIC file stream's first read. 4.5 KiB here makes quic-streams faster (65,536 × 4 KiB on
 /// tmpfs, one connection: 150–171 against 111–118 MB/s) but raised the receiver's peak RSS
 /// from 47 to 116–136 MB, over the 64 MB target; why quinn then holds so much more is not yet
@@ -278,9 +241,9 @@ const YAMUX_FIRST_READ: usize = 4608;
 const QUIC_FIRST_READ: usize = 512;
 
 /// Reads exactly one file record from a stream and writes it.
-async fn read_one_file<R: AsyncRead + Unpin>(
+async fn read_one_file(
     shared: &Shared,
-    rd: &mut R,
+    rd: &mut FileStream,
     first_read: usize,
 ) -> Result<(), PumpError> {
     let mut intake = Intake::new(StreamDecoder::file_stream(shared.config.limits), None);
@@ -310,7 +273,7 @@ async fn read_one_file<R: AsyncRead + Unpin>(
             0 => first_read,
             due => (due as usize).min(64 << 10),
         };
-        if read_sized(rd, &mut buf, want, shared.config.idle_timeout).await? == 0 {
+        if read_into(rd, &mut buf, want, shared.config.idle_timeout).await? == 0 {
             intake.finish(&buf)?;
             return Ok(());
         }

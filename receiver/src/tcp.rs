@@ -259,6 +259,7 @@ async fn serve<S>(
                         stream_window: 256 << 10,
                         conn_window: shoal_common::transport::yamux_window(streams_allowed) as u64,
                         rcvbuf: 0,
+                        udp_offload: None,
                         tcp_socket,
                     };
                     let files = files.expect("an admitted connection keeps its file streams");

@@ -96,18 +96,30 @@ async fn send_records<W: AsyncWrite + Unpin>(
             tally.count(reader, &c);
             c.stamp_sent_at();
             hooks.apply(&mut c);
-            staging.extend_from_slice(&c.bytes);
             file_done = matches!(c.kind, ChunkKind::File { last: true, .. });
+            if staging.is_empty() && c.bytes.len() >= STAGING {
+                // A large chunk (up to 1 MiB of a large file) goes out as it is: copying it
+                // into the staging buffer was one more pass over every byte of large files
+                // (quic-bundle, one 64 MiB file: 67 M of the sender's 662 M instructions).
+                // It holds its read-ahead room until written, as staged bytes do.
+                wr.write_all(&c.bytes)
+                    .await
+                    .context("sending records failed")?;
+                break;
+            }
+            staging.extend_from_slice(&c.bytes);
             next = if staging.len() < STAGING && !(wait_per_file && file_done) {
                 reader.chunks.try_recv().ok()
             } else {
                 None
             };
         }
-        wr.write_all(&staging)
-            .await
-            .context("sending records failed")?;
-        staging.clear();
+        if !staging.is_empty() {
+            wr.write_all(&staging)
+                .await
+                .context("sending records failed")?;
+            staging.clear();
+        }
         if wait_per_file && file_done {
             wr.flush().await.context("sending records failed")?;
             if !replies.wait_acks(tally.files).await? {

@@ -107,6 +107,8 @@ pub struct QuicConn {
     pub conn: quinn::Connection,
     pub endpoint: quinn::Endpoint,
     pub udp_sndbuf: u64,
+    /// The segmentation offload quinn-udp finds on the UDP socket.
+    pub udp_offload: Option<shoal_common::udp_offload::UdpOffload>,
     /// Bytes the receiver acknowledged (counted by the congestion controller's delegate).
     pub acked: AckedBytes,
 }
@@ -141,6 +143,7 @@ pub async fn connect_quic_with(
     };
     let socket = udp_socket(bind, flow)?;
     let udp_sndbuf = SockRef::from(&socket).send_buffer_size().unwrap_or(0) as u64;
+    let udp_offload = shoal_common::udp_offload::UdpOffload::of(&socket);
     let mut endpoint = quinn::Endpoint::new(
         quinn::EndpointConfig::default(),
         None,
@@ -172,6 +175,7 @@ pub async fn connect_quic_with(
         conn,
         endpoint,
         udp_sndbuf,
+        udp_offload,
         acked,
     })
 }

@@ -17,6 +17,7 @@ use shoal_common::quic_resume::ResumeLog;
 use shoal_common::row::RunRow;
 use shoal_common::stats::{check_tcp_cc, quic_stats, tcp_cc, tcp_stats, ConnStats};
 use shoal_common::tree::SourceTree;
+use shoal_common::udp_offload::{udp_payload_bytes, UdpOffload};
 use shoal_common::window_share::{SharedWindow, Side};
 use tokio::io::AsyncWriteExt;
 
@@ -39,6 +40,8 @@ struct Measured {
     /// Content bytes each connection carried, in connection order.
     connection_bytes: Vec<u64>,
     sndbuf: u64,
+    /// QUIC: the first connection's UDP offload and payload size.
+    udp: Option<QuicUdp>,
     peak_streams: u64,
     /// Summed over connections.
     waits: Waits,
@@ -55,9 +58,18 @@ struct Measured {
 struct ConnOutcome {
     sent: Sent,
     sndbuf: u64,
+    udp: Option<QuicUdp>,
     cc: String,
     stats: ConnStats,
     resume: Option<ResumeLog>,
+}
+
+/// A QUIC connection's UDP figures, read back at the end of its run.
+#[derive(Clone, Copy)]
+struct QuicUdp {
+    offload: Option<UdpOffload>,
+    /// quinn's current path MTU: the UDP payload size it sends.
+    payload_bytes: u64,
 }
 
 /// Whether the receiver's stream and connection windows mean anything in `mode`: QUIC's, and
@@ -220,6 +232,7 @@ pub async fn send(config: &SendConfig) -> RunRow {
                     row.error = format!("{e:#}");
                 }
             }
+            put_cpu_and_udp(&mut row, c, m.udp);
             row.status = "ok".into();
             match LatencyHistogram::from_bytes(&c.latency) {
                 Ok(h) => {
@@ -372,6 +385,7 @@ async fn transfer(
         connections: outcomes.len() as u64,
         connection_bytes: outcomes.iter().map(|o| o.sent.bytes).collect(),
         sndbuf: outcomes.iter().map(|o| o.sndbuf).max().unwrap_or(0),
+        udp: first.udp,
         peak_streams: outcomes
             .iter()
             .map(|o| o.sent.peak_streams)
@@ -445,6 +459,7 @@ async fn one_connection(
             Ok(ConnOutcome {
                 sent,
                 sndbuf: probe.sndbuf(),
+                udp: None,
                 cc: tcp_cc(&*socket),
                 stats: tcp_stats(&*socket).unwrap_or_default(),
                 resume: None,
@@ -480,6 +495,10 @@ async fn one_connection(
                     .complete(sent.completion.files, sent.completion.bytes);
             }
             let stats = quic_stats(&quic.conn, Some(&quic.acked));
+            let udp = QuicUdp {
+                offload: quic.udp_offload,
+                payload_bytes: udp_payload_bytes(&quic.conn),
+            };
             // The receiver logs the reason: a failed run must not look like a finished one.
             match &result {
                 Ok(_) => quic.conn.close(0u32.into(), b"done"),
@@ -492,11 +511,28 @@ async fn one_connection(
             Ok(ConnOutcome {
                 sent: result?,
                 sndbuf: quic.udp_sndbuf,
+                udp: Some(udp),
                 cc: Cc::quinn_name(config.cc).to_string(),
                 stats,
                 resume: Some(resume_log),
             })
         }
+    }
+}
+
+/// CPU per GB of payload at both ends, and a QUIC run's UDP offload at both ends.
+fn put_cpu_and_udp(row: &mut RunRow, c: &Completion, udp: Option<QuicUdp>) {
+    let gb = row.bytes as f64 / 1e9;
+    let per_gb = |s: f64| (gb > 0.0).then(|| s / gb);
+    row.receiver_run_cpu_seconds = c.cpu_micros.map(|us| us as f64 / 1e6);
+    row.sender_cpu_s_per_gb = per_gb(row.sender_cpu_seconds);
+    row.receiver_cpu_s_per_gb = row.receiver_run_cpu_seconds.and_then(per_gb);
+    if let Some(u) = udp {
+        row.udp_payload_bytes = Some(u.payload_bytes);
+        row.sender_gso_segments = u.offload.map(|o| o.gso_segments);
+        row.sender_gro_segments = u.offload.map(|o| o.gro_segments);
+        row.receiver_gso_segments = c.udp_gso_segments;
+        row.receiver_gro_segments = c.udp_gro_segments;
     }
 }
 

@@ -69,6 +69,18 @@ pub fn flags(cfg: &Config, receiver_flags: &[String]) -> (Vec<String>, Vec<Strin
             recv.push(allow_plain);
         }
     }
+    // The stock host profile runs quinn's default windows at both ends.
+    if let Ok(Some(w)) = crate::profile::HostProfile::of(&cfg.params).map(|p| p?.quic_windows()) {
+        let connections = cfg
+            .params
+            .iter()
+            .find(|(k, _)| k == "connections")
+            .and_then(|(_, v)| v.text().parse::<u64>().ok())
+            .unwrap_or(1);
+        let (s, r) = w.flags(connections);
+        send.extend(s);
+        recv.extend(r);
+    }
     (send, recv)
 }
 

@@ -18,6 +18,12 @@ pub const CC: &str = "cc";
 pub const PLAIN: &str = "plain";
 /// The receiver's flag that accepts `--plain` transfers.
 pub const ALLOW_PLAIN: &str = "allow-plain";
+/// The host profile both ends run in (`tuned`, `stock`; see the profile module).
+pub const PROFILE: &str = "profile";
+/// The receiver's CPU cap, a fraction of one core (see the cpuquota module).
+pub const RECV_CPU_QUOTA: &str = "recv-cpu-quota";
+/// The emulated link's random loss, changed on the running link (see the lossaxis module).
+pub const LOSS: &str = "loss";
 /// `recv.NAME` is `shoal recv --NAME` alone.
 pub const RECV_PREFIX: &str = "recv.";
 
@@ -26,10 +32,10 @@ pub const RECV_PREFIX: &str = "recv.";
 pub const PER_RUN_FILE_FLAGS: &[&str] = &["stats-out", "latency-out", "trace-dir"];
 
 /// Axes that are the sweep's own, never a flag of either end.
-pub const SWEEP_AXES: &[&str] = &[PAYLOAD, KIND, TIMEOUT];
+pub const SWEEP_AXES: &[&str] = &[PAYLOAD, KIND, TIMEOUT, PROFILE, RECV_CPU_QUOTA, LOSS];
 /// Axes that apply to a baseline arm (all others are Shoal flags and are dropped): the
-/// sweep's own.
-pub const BASELINE_AXES: &[&str] = SWEEP_AXES;
+/// sweep's own, but for the receiver's CPU cap (the sweep caps only `shoal recv`).
+pub const BASELINE_AXES: &[&str] = &[PAYLOAD, KIND, TIMEOUT, PROFILE, LOSS];
 
 /// The transport `shoal send` uses when no `mode` axis picks one (its `--mode` default).
 pub const DEFAULT_MODE: &str = "tcp-bundle";

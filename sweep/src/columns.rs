@@ -84,6 +84,9 @@ pub mod col {
     pub const DEST: Col = Col("dest");
     pub const DEST_FS: Col = Col("dest_fs");
     pub const DEST_PREPARED: Col = Col("dest_prepared");
+    pub const DEST_FS_KIND: Col = Col("dest_fs_kind");
+    pub const DEST_FS_SIZE_BYTES: Col = Col("dest_fs_size_bytes");
+    pub const DEST_MOUNT_OPTIONS: Col = Col("dest_mount_options");
     pub const RECEIVER_HOST: Col = Col("receiver_host");
     pub const RECEIVER_KERNEL: Col = Col("receiver_kernel");
     pub const RECEIVER_VERSION: Col = Col("receiver_version");
@@ -95,6 +98,12 @@ pub mod col {
     pub const RECEIVER_UDP_RCVBUF_ERRORS: Col = Col("receiver_udp_rcvbuf_errors");
     pub const RECEIVER_UDP_IN_ERRORS: Col = Col("receiver_udp_in_errors");
     pub const RECEIVER_CPU_STEAL_SECONDS: Col = Col("receiver_cpu_steal_seconds");
+    pub const RECEIVER_CPU_CGROUP: Col = Col("receiver_cpu_cgroup");
+    pub const RECEIVER_CPU_QUOTA_US: Col = Col("receiver_cpu_quota_us");
+    pub const RECEIVER_CPU_PERIOD_US: Col = Col("receiver_cpu_period_us");
+    pub const RECEIVER_CPU_PERIODS: Col = Col("receiver_cpu_periods");
+    pub const RECEIVER_CPU_THROTTLED: Col = Col("receiver_cpu_throttled");
+    pub const RECEIVER_CPU_THROTTLED_SECONDS: Col = Col("receiver_cpu_throttled_seconds");
     pub const RECEIVER_REPORT: Col = Col("receiver_report");
     pub const CLOCK_OFFSET_MS: Col = Col("clock_offset_ms");
     pub const CLOCK_OFFSET_RTT_MS: Col = Col("clock_offset_rtt_ms");
@@ -196,6 +205,9 @@ pub const TAIL: &[Col] = &[
     col::DEST,
     col::DEST_FS,
     col::DEST_PREPARED,
+    col::DEST_FS_KIND,
+    col::DEST_FS_SIZE_BYTES,
+    col::DEST_MOUNT_OPTIONS,
     col::RECEIVER_HOST,
     col::RECEIVER_KERNEL,
     col::RECEIVER_VERSION,
@@ -207,6 +219,12 @@ pub const TAIL: &[Col] = &[
     col::RECEIVER_UDP_RCVBUF_ERRORS,
     col::RECEIVER_UDP_IN_ERRORS,
     col::RECEIVER_CPU_STEAL_SECONDS,
+    col::RECEIVER_CPU_CGROUP,
+    col::RECEIVER_CPU_QUOTA_US,
+    col::RECEIVER_CPU_PERIOD_US,
+    col::RECEIVER_CPU_PERIODS,
+    col::RECEIVER_CPU_THROTTLED,
+    col::RECEIVER_CPU_THROTTLED_SECONDS,
     col::RECEIVER_REPORT,
     col::CLOCK_OFFSET_MS,
     col::CLOCK_OFFSET_RTT_MS,

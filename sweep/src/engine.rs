@@ -29,6 +29,8 @@ use crate::tcpmetrics::guard_tcp_metrics;
 /// Runs a whole sweep; see docs/sweep.md.
 pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
     proc::install_interrupt_handler();
+    // Before anything is created: the tools a destination volume needs.
+    matrix.dest_fs.check_tools()?;
     std::fs::create_dir_all(&opts.out)
         .with_context(|| format!("cannot create {}", opts.out.display()))?;
     std::fs::copy(&opts.matrix_path, opts.out.join("matrix.toml")).context("copying the matrix")?;

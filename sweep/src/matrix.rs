@@ -180,6 +180,10 @@ pub struct Matrix {
     pub traces: Option<bool>,
     /// `[sweep] probe`: two hosts, probe the path before and after (`None`: yes).
     pub probe: Option<bool>,
+    /// `[sweep] dest_fs`: the receiver's destination file system.
+    pub dest_fs: crate::destfs::DestFs,
+    /// `[sweep] dest_fs_size`: bytes per run's volume (`None`: from the payload).
+    pub dest_fs_size: Option<u64>,
     pub reference: Vec<(String, AxisValue)>,
     pub link: LinkSpec,
     pub payloads: Vec<PayloadSpec>,
@@ -247,6 +251,21 @@ impl Matrix {
         }
         let reference = sweep.reference.map(|r| r.0).unwrap_or_default();
         let link = LinkSpec::try_from(link.context("missing [link] section")?)?;
+        let dest_fs = match &sweep.dest_fs {
+            None => crate::destfs::DestFs::default(),
+            Some(n) => crate::destfs::DestFs::from_name(n).with_context(|| {
+                format!(
+                    "[sweep] dest_fs = {n:?}: unknown (known: {})",
+                    crate::destfs::NAMES
+                )
+            })?,
+        };
+        if dest_fs.is_volume() && matches!(link, LinkSpec::Remote(_)) {
+            bail!(
+                "[sweep] dest_fs = {:?}: a remote receiver writes to its own --dest; dest_fs is for a local sweep",
+                dest_fs.name()
+            );
+        }
         let payloads = payloads(payload.context("missing [payload.NAME]")?)?;
         let receiver_flags = match flags.and_then(|f| f.receiver) {
             Some(names) => names,
@@ -307,6 +326,16 @@ impl Matrix {
         if let LinkSpec::Remote(r) = &link {
             crate::remote_arms::check_arms(configs.iter().map(|c| (c.arm, c.label())), r)?;
         }
+        // These act on the local namespaces, emulator and receiver process: across two hosts
+        // the rows would name settings that were not in effect.
+        if matches!(link, LinkSpec::Remote(_)) {
+            if let Some(a) = axes
+                .iter()
+                .find(|a| [axis::LOSS, axis::PROFILE, axis::RECV_CPU_QUOTA].contains(&a.as_str()))
+            {
+                bail!("axis {a}: acts on the local emulated link's namespaces, emulator and receiver; a remote receiver's sweep cannot set it (set it on the hosts themselves)");
+            }
+        }
         Ok(Matrix {
             runs: sweep.runs,
             seed: sweep.seed,
@@ -314,6 +343,8 @@ impl Matrix {
             quiet_load: sweep.quiet_load,
             traces: sweep.traces,
             probe: sweep.probe,
+            dest_fs,
+            dest_fs_size: sweep.dest_fs_size.map(|s| s.0),
             reference,
             link,
             payloads,

@@ -82,5 +82,9 @@ pub fn initial(s: &Start) -> serde_json::Value {
         "preread": "every source file read in full right before each run (after the source manifest was built once per payload)",
         "destinations": "a new folder per run under the work area; none deleted during the sweep unless free space ran low (then in bulk, with a settle pause); all deleted in bulk at the end unless --keep, then sync",
         "settle_s": s.opts.settle.as_secs_f64(),
+        // The receiver's destination file system: `dir` (folders on the work file system) or a
+        // fresh volume per run (rows: dest_fs_kind, dest_fs, dest_mount_options).
+        "dest_fs": s.matrix.dest_fs,
+        "dest_fs_size": s.matrix.dest_fs_size,
     })
 }

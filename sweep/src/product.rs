@@ -96,6 +96,10 @@ pub fn normalise(params: Vec<(String, AxisValue)>, payloads: &[&str], what: &str
         ),
         None => None,
     };
+    // The sweep's own typed axes: a bad value is an error naming the axes table.
+    crate::profile::check(&params).map_err(|e| anyhow::anyhow!("{what}: {e}"))?;
+    crate::cpuquota::of(&params).map_err(|e| anyhow::anyhow!("{what}: {e}"))?;
+    crate::lossaxis::of(&params).map_err(|e| anyhow::anyhow!("{what}: {e}"))?;
     let mut out = vec![
         (axis::PAYLOAD.to_string(), payload),
         (axis::KIND.to_string(), kind),

@@ -103,7 +103,7 @@ impl Sweep<'_> {
 
         // A fresh destination: a new folder nobody wrote or deleted before (on a remote
         // receiver: one it creates for this run id over its control channel).
-        let dest = self
+        let mut dest = self
             .dest_root
             .join(format!("{order:05}-{}-r{}", cfg.id, p.run));
         let remote_run = match &self.remote {
@@ -118,7 +118,9 @@ impl Sweep<'_> {
                 let folder = prepared.dest;
                 r.runs.borrow_mut().push(run_id.clone());
                 row.set(col::DEST, folder.clone());
-                if let Some(s) = prepared.in_effect {
+                // A baseline's receiving end is tar, ssh or sftp, not `shoal recv`: its
+                // settings would describe a receiver the run never used.
+                if let Some(s) = prepared.in_effect.filter(|_| cfg.arm == Arm::Shoal) {
                     row.set(col::RECEIVER_SETTINGS, s.describe());
                 }
                 row.set(col::RECEIVER_TCP_METRICS, prepared.tcp_metrics);
@@ -165,9 +167,55 @@ impl Sweep<'_> {
                 ),
             },
         );
+        row.set(col::DEST_FS_KIND, self.matrix.dest_fs.name());
         if remote_run.is_none() {
             row.set(col::DEST_FS, payload::fs_type(&self.dest_root));
         }
+        // A fresh volume for this run (dropped, so unmounted and deleted, when the run is
+        // over or fails).
+        let volume = if self.matrix.dest_fs.is_volume() && remote_run.is_none() {
+            let size = self
+                .matrix
+                .dest_fs_size
+                .unwrap_or_else(|| crate::destfs::default_size(payload.bytes, payload.files));
+            let images = self.dest_root.with_file_name("images");
+            let v = crate::destfs::Volume::create(
+                self.matrix.dest_fs,
+                &images,
+                &dest,
+                size,
+                self.opts.keep,
+            )?;
+            v.put(&mut row);
+            dest = v.dest.clone();
+            row.set(col::DEST, dest.display().to_string());
+            Some(v)
+        } else {
+            None
+        };
+        // The host profile, in both namespaces for this run (restored when dropped).
+        let profile = match (crate::profile::HostProfile::of(&cfg.params)?, &self.link) {
+            (Some(prof), Some(l)) => {
+                let a = crate::profile::apply(prof, &l.snd_ns, &l.rcv_ns)?;
+                a.in_effect.put(&mut row);
+                Some(a)
+            }
+            _ => None,
+        };
+        // The link's loss for this run (an axis: changed on the running link).
+        if let (Some(p), Some(l)) = (crate::lossaxis::of(&cfg.params)?, &self.link) {
+            crate::lossaxis::apply(&l.name, p, &mut row)?;
+        }
+        // The receiver's CPU cap: a cgroup of its own for this run (removed when dropped).
+        let cpu_group = match crate::cpuquota::of(&cfg.params)? {
+            Some(q) if cfg.arm == Arm::Shoal && self.link.is_some() => {
+                Some(crate::cpuquota::QuotaGroup::create(
+                    &format!("shoal-{}-{order:05}", std::process::id()),
+                    q,
+                )?)
+            }
+            _ => None,
+        };
 
         // Quiet wait, then pre-read the source into the page cache.
         let waited = self.quiet_wait(progress);
@@ -212,6 +260,7 @@ impl Sweep<'_> {
                 run_id,
                 trace_dir.as_deref(),
                 timeout,
+                cpu_group.as_ref(),
             )
         } else if let Some((run_id, folder)) = &remote_run {
             self.remote_baseline_transfer(order, cfg, payload, run_id, folder, timeout)
@@ -226,6 +275,10 @@ impl Sweep<'_> {
                 row.set(col::RECEIVER_CPU_STEAL_SECONDS, f3((y - x).max(0.0)));
             }
         }
+        if let Some(g) = cpu_group {
+            g.put(&mut row);
+        }
+        drop(profile);
         if let Some(busy) = host_cpu.finish() {
             row.set(col::HOST_BUSY_CORES_P90, format!("{:.2}", busy.p90));
             row.set(col::HOST_BUSY_CORES_MEAN, format!("{:.2}", busy.mean));
@@ -306,6 +359,7 @@ impl Sweep<'_> {
             _ => payload::verify(&payload.manifest, &dest),
         };
         assemble::put_verdict(&mut row, &out, &v, payload, seconds);
+        drop(volume);
         Ok(row)
     }
 }

@@ -41,6 +41,10 @@ pub struct SweepSection {
     pub traces: Option<bool>,
     /// Two hosts: probe the path before the first run and after the last (default true).
     pub probe: Option<bool>,
+    /// The receiver's destination file system (`crate::destfs`; default `dir`).
+    pub dest_fs: Option<String>,
+    /// Size of each run's volume (default from the payload).
+    pub dest_fs_size: Option<Size>,
 }
 
 /// `[link]`: an emulated link's settings, or a remote receiver's (`receiver` set).

@@ -49,6 +49,7 @@ impl Sweep<'_> {
         run_id: Option<&str>,
         trace_dir: Option<&Path>,
         timeout: Duration,
+        cpu_group: Option<&crate::cpuquota::QuotaGroup>,
     ) -> Result<Outcome> {
         let (mut send_flags, recv_flags) = argv::flags(cfg, &self.matrix.receiver_flags);
         send_flags.extend(crate::startwin::send_flags(&self.opts.out, cfg));
@@ -69,6 +70,13 @@ impl Sweep<'_> {
                 .stdout(Stdio::piped())
                 .stderr(std::fs::File::create(self.log(order, "recv"))?);
                 let mut p = Proc::spawn(&mut cmd, Some(&l.rcv_ns), "shoal recv")?;
+                // Capped before the sender starts: the receiver only listens until then.
+                if let Some(g) = cpu_group {
+                    if let Err(e) = g.add(p.pid) {
+                        p.kill(Duration::from_secs(1));
+                        return Err(e.context("moving shoal recv into its CPU-capped cgroup"));
+                    }
+                }
                 let rx = proc::lines(p.child.stdout.take().expect("piped"));
                 let first = rx.recv_timeout(Duration::from_secs(15)).unwrap_or_default();
                 let Some(addr) = first.strip_prefix("listening on ") else {

@@ -7,14 +7,14 @@
 //! the bottleneck.
 
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
+use std::io::{Seek, SeekFrom};
 use std::os::unix::fs::OpenOptionsExt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use anyhow::{bail, Context, Result};
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 use tokio::sync::mpsc;
 
 use super::budget::{BudgetPermit, ByteBudget};
@@ -401,6 +401,7 @@ fn read_file(
         // fills it, and one that shrank ends early. Either fails the run, naming the change
         // (a grown file used to be sent cut to its walk-time size and reported ok).
         let room = n + usize::from(last);
+        // Read into the spare capacity, not zeroed first (`sys::read_into_spare`).
         let mut bytes = BytesMut::with_capacity(head + room);
         match (first, block) {
             (true, None) => codec::encode_file_header(&entry.rel, size, &mut bytes),
@@ -409,8 +410,7 @@ fn read_file(
             }
             (false, _) => {}
         }
-        bytes.put_bytes(0, room);
-        let got = read_up_to(&mut file, &mut bytes[head..], n).map_err(|e| fail("read", e))?;
+        let got = read_up_to(&file, &mut bytes, room, n).map_err(|e| fail("read", e))?;
         if got != n {
             let at = start + (block.map_or(size, |b| b.1) - left) + got as u64;
             let change = if got > n {
@@ -438,17 +438,17 @@ fn read_file(
     }
 }
 
-/// Reads into `buf` until it is full, the file ends, or a read comes back short once `due`
-/// bytes are in (a regular file's read is short only at its end, so no extra read is spent
-/// to see the end). Returns the bytes read: `due` when the file ended there.
-fn read_up_to(file: &mut File, buf: &mut [u8], due: usize) -> std::io::Result<usize> {
-    let mut filled = 0;
-    while filled < buf.len() {
-        match file.read(&mut buf[filled..]) {
+/// Appends to `buf` until `room` bytes are in, the file ends, or a read comes back short
+/// once `due` bytes are in (a regular file's read is short only at its end, so no extra read
+/// is spent to see the end). Returns the bytes appended: `due` when the file ended there.
+fn read_up_to(file: &File, buf: &mut BytesMut, room: usize, due: usize) -> std::io::Result<usize> {
+    let start = buf.len();
+    buf.reserve(room);
+    while buf.len() - start < room {
+        match crate::sys::read_into_spare(file, buf, room - (buf.len() - start)) {
             Ok(0) => break,
-            Ok(r) => {
-                filled += r;
-                if filled == due {
+            Ok(_) => {
+                if buf.len() - start == due {
                     break; // short of the spare byte: the end of the file
                 }
             }
@@ -456,7 +456,7 @@ fn read_up_to(file: &mut File, buf: &mut [u8], due: usize) -> std::io::Result<us
             Err(e) => return Err(e),
         }
     }
-    Ok(filled)
+    Ok(buf.len() - start)
 }
 
 fn deliver(

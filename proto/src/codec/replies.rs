@@ -31,6 +31,14 @@ pub struct Completion {
     pub latency: Vec<u8>,
     /// Errors the receiver met; a non-empty list means the run failed.
     pub errors: Vec<String>,
+    /// Receiver CPU time (user + system) from the run's admission to this report, µs. This
+    /// and the two below travel after the errors, so a receiver that predates them is read as
+    /// `None` (and an older sender ignores them).
+    pub cpu_micros: Option<u64>,
+    /// QUIC: segments per `sendmsg` (GSO) and per `recvmsg` (GRO) of the receiver's UDP
+    /// socket, as quinn-udp reports them for it (1: no offload).
+    pub udp_gso_segments: Option<u64>,
+    pub udp_gro_segments: Option<u64>,
 }
 
 /// One decoded message from the receiver.
@@ -106,6 +114,9 @@ fn decode_completion(body: &[u8]) -> Result<Completion, DecodeError> {
         rcvbuf: field(72)?,
         latency: Vec::new(),
         errors: Vec::new(),
+        cpu_micros: None,
+        udp_gso_segments: None,
+        udp_gro_segments: None,
     };
     let latency_len = read_u32(body, 80).ok_or(short.clone())? as usize;
     c.latency = body
@@ -124,6 +135,13 @@ fn decode_completion(body: &[u8]) -> Result<Completion, DecodeError> {
         let (msg, next) = read_message(body, at)?.ok_or(short.clone())?;
         c.errors.push(msg);
         at = next;
+    }
+    // The trailer (0: not reported), absent from older receivers' reports.
+    let trailer = |i: usize| read_u64(body, at + 8 * i).filter(|&v| v > 0);
+    if read_u64(body, at + 16).is_some() {
+        c.cpu_micros = trailer(0);
+        c.udp_gso_segments = trailer(1);
+        c.udp_gro_segments = trailer(2);
     }
     Ok(c)
 }
@@ -186,6 +204,9 @@ pub fn encode_completion(c: &Completion, out: &mut BytesMut) {
     for e in errors {
         put_message(e, &mut body);
     }
+    body.put_u64(c.cpu_micros.unwrap_or(0));
+    body.put_u64(c.udp_gso_segments.unwrap_or(0));
+    body.put_u64(c.udp_gro_segments.unwrap_or(0));
     out.put_u8(TAG_COMPLETION);
     out.put_u32(body.len() as u32);
     out.put_slice(&body);

@@ -425,6 +425,9 @@ fn replies_round_trip() {
         rcvbuf: 7,
         latency: vec![1, 2, 3],
         errors: vec!["one".into(), "two".into()],
+        cpu_micros: Some(2_500_000),
+        udp_gso_segments: Some(64),
+        udp_gro_segments: None,
     };
     let mut s = BytesMut::new();
     encode_ack(1, &mut s);
@@ -518,4 +521,31 @@ fn block_records_round_trip_and_stay_inside_their_file() {
         d.finish_file_stream(&[]),
         Err(DecodeError::Truncated(_))
     ));
+}
+
+#[test]
+fn a_completion_without_the_cpu_trailer_reads_as_not_reported() {
+    // A receiver that predates the trailer (CPU, GSO, GRO) ends its report after the errors.
+    let c = Completion {
+        files: 1,
+        errors: vec!["e".into()],
+        cpu_micros: Some(7),
+        ..Default::default()
+    };
+    let mut s = BytesMut::new();
+    encode_completion(&c, &mut s);
+    let mut old = s[..s.len() - 24].to_vec();
+    let body_len = u32::from_be_bytes(old[1..5].try_into().unwrap()) - 24;
+    old[1..5].copy_from_slice(&body_len.to_be_bytes());
+    let Some((Reply::Completion(got), n)) = ReplyDecoder.decode(&old).unwrap() else {
+        panic!("no completion");
+    };
+    assert_eq!(n, old.len());
+    assert_eq!(got.cpu_micros, None);
+    assert_eq!(got.errors, c.errors);
+    let Some((Reply::Completion(got), _)) = ReplyDecoder.decode(&s).unwrap() else {
+        panic!("no completion");
+    };
+    assert_eq!(got.cpu_micros, Some(7));
+    assert_eq!((got.udp_gso_segments, got.udp_gro_segments), (None, None));
 }

@@ -1,0 +1,129 @@
+//! Changing a running link's random loss (the sweep's `loss` axis): the rate travels to the
+//! forwarder as a queued signal ([`LOSS_SIGNAL`], value = parts per billion), both directions
+//! read it before every packet, and the forwarder confirms it in its stats file (`loss`). The
+//! link's state file is updated so `link_info` reports the loss in effect. TUN backend only.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::control::{forwarder_stats, is_forwarder};
+use crate::state::{Backend, LinkState};
+
+/// The signal that carries a loss change: `sigqueue(pid, LOSS_SIGNAL, ppb)`.
+pub const LOSS_SIGNAL: i32 = libc::SIGUSR2;
+/// Loss travels as an integer count of parts per billion (0.0000001% resolution).
+const PPB: f64 = 1e9;
+
+/// The loss rate both directions apply, shared with the daemon that changes it.
+#[derive(Debug, Default)]
+pub struct LiveLoss {
+    ppb: AtomicU64,
+    requests: AtomicU64,
+}
+
+/// The loss in effect and how many changes the forwarder took, as in its stats file.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct LossStats {
+    /// Probability per wire packet and direction, in parts per billion.
+    pub loss_ppb: u64,
+    pub requests: u64,
+}
+
+impl LossStats {
+    /// Probability per wire packet and direction.
+    pub fn loss(&self) -> f64 {
+        self.loss_ppb as f64 / PPB
+    }
+}
+
+fn to_ppb(p: f64) -> u64 {
+    (p.clamp(0.0, 1.0) * PPB).round() as u64
+}
+
+impl LiveLoss {
+    pub fn new(p: f64) -> LiveLoss {
+        LiveLoss {
+            ppb: AtomicU64::new(to_ppb(p)),
+            requests: AtomicU64::new(0),
+        }
+    }
+
+    /// The probability now.
+    pub fn p(&self) -> f64 {
+        self.ppb.load(Ordering::Relaxed) as f64 / PPB
+    }
+
+    /// Acts on a [`LOSS_SIGNAL`] whose value was `ppb`.
+    pub fn take(&self, ppb: usize) {
+        self.ppb
+            .store((ppb as u64).min(PPB as u64), Ordering::Relaxed);
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        eprintln!("forwarder: loss now {}% per packet", self.p() * 100.0);
+    }
+
+    pub fn snapshot(&self) -> LossStats {
+        LossStats {
+            loss_ppb: self.ppb.load(Ordering::Relaxed),
+            requests: self.requests.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// Sets link `name`'s random loss to `p` (per wire packet and direction) while it runs, and
+/// returns what the forwarder confirmed (within 2 s).
+pub fn set_loss(name: &str, p: f64) -> Result<LossStats> {
+    crate::state::validate_name(name)?;
+    if !(0.0..=1.0).contains(&p) {
+        bail!("loss {p} is not a probability");
+    }
+    let mut st = LinkState::load(name)?;
+    if st.backend == Backend::Netem {
+        bail!("link {name} uses the netem backend; changing its loss while it runs needs the tun backend");
+    }
+    let pid = st
+        .forwarder_pid
+        .with_context(|| format!("link {name} has no forwarder"))?;
+    if !is_forwarder(pid, name) {
+        bail!("the forwarder of link {name} (pid {pid}) is not running");
+    }
+    let before = forwarder_stats(name).and_then(|s| s.loss).with_context(|| {
+        format!(
+            "the forwarder of link {name} (pid {pid}) cannot change its loss (started by an older shoal?); recreate the link"
+        )
+    })?;
+    // To a PID verified above to be this link's forwarder.
+    crate::sys::queue_signal(pid, LOSS_SIGNAL, to_ppb(p) as usize)
+        .with_context(|| format!("signalling forwarder {pid}"))?;
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(2) {
+        if let Some(now) = forwarder_stats(name).and_then(|s| s.loss) {
+            if now.requests > before.requests {
+                st.loss = now.loss();
+                st.save()?;
+                return Ok(now);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    bail!("forwarder {pid} of link {name} did not confirm the loss change within 2 s")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loss_travels_in_parts_per_billion() {
+        let l = LiveLoss::new(0.01);
+        assert_eq!(l.p(), 0.01);
+        l.take(to_ppb(0.0001) as usize);
+        assert_eq!(l.p(), 0.0001);
+        assert_eq!(l.snapshot().requests, 1);
+        l.take(usize::MAX);
+        assert_eq!(l.p(), 1.0);
+        assert_eq!(to_ppb(-1.0), 0);
+    }
+}

@@ -1,0 +1,102 @@
+//! Reading a per-file stream into the stage's buffer without zeroing memory first.
+//!
+//! Through `tokio_util::compat::Compat`, a yamux stream zeroes the caller's whole spare
+//! capacity on every poll (a futures `AsyncRead` needs an initialised slice): for tcp-streams
+//! that was a 4,608-byte memset per poll, two polls per 4 KiB file, 16% of the receiver's
+//! instructions (results/bench-2026-12-02/callgrind.txt). yamux also hands out each frame's body
+//! as a whole (`futures::Stream<Item = Packet>`), so reading packets costs one copy into the
+//! buffer and no memset. QUIC streams go through quinn's tokio `AsyncRead`, which copies its
+//! chunks into the uninitialised spare capacity (`put_slice`) and zeroes nothing.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use anyhow::{Context as _, Result};
+use bytes::BytesMut;
+use futures::{AsyncWrite, Stream};
+use tokio::io::AsyncReadExt;
+
+/// A per-file stream, read without zeroing.
+pub(crate) enum FileStream {
+    Yamux(AckWhenWaiting),
+    Quic(quinn::RecvStream),
+}
+
+impl FileStream {
+    /// Appends at least one byte to `buf` (room for `want` is reserved where the transport
+    /// reads into it) and returns how many; 0 at end of stream.
+    async fn read(&mut self, buf: &mut BytesMut, want: usize) -> std::io::Result<usize> {
+        match self {
+            FileStream::Yamux(s) => std::future::poll_fn(|cx| s.poll_read_into(cx, buf)).await,
+            FileStream::Quic(s) => {
+                buf.reserve(want);
+                s.read_buf(buf).await
+            }
+        }
+    }
+}
+
+/// One read of a file stream, bounded by `timeout`; 0 at end of stream.
+pub(crate) async fn read_into(
+    rd: &mut FileStream,
+    buf: &mut BytesMut,
+    want: usize,
+    timeout: Duration,
+) -> Result<usize> {
+    match tokio::time::timeout(timeout, rd.read(buf, want)).await {
+        Ok(r) => Ok(r.context("connection failed")?),
+        Err(_) => anyhow::bail!(
+            "peer idle for {:.1} s (recv --idle-timeout); dropped",
+            timeout.as_secs_f64()
+        ),
+    }
+}
+
+/// A yamux file stream that acknowledges itself the first time a read would wait.
+///
+/// yamux lets a sender wait for at most 256 unacknowledged streams, and a stream is
+/// acknowledged by the first frame the receiver sends on it. A stream that has to wait for
+/// data is acknowledged at once (an empty write), so the backlog drains one round trip after
+/// each open rather than after each file. A small file is usually whole in its first read; its
+/// close, a moment later, carries the acknowledgement, which saves a frame per file at both
+/// ends.
+pub(crate) struct AckWhenWaiting {
+    pub stream: yamux::Stream,
+    pub acked: bool,
+}
+
+impl AckWhenWaiting {
+    /// One frame body (yamux's own allocation) per read: the bytes are already in memory,
+    /// counted against the stream's yamux window.
+    fn poll_read_into(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &mut BytesMut,
+    ) -> Poll<std::io::Result<usize>> {
+        loop {
+            match Pin::new(&mut self.stream).poll_next(cx) {
+                Poll::Ready(Some(Ok(packet))) => {
+                    let bytes = packet.as_ref();
+                    if bytes.is_empty() {
+                        continue; // an empty frame: nothing to hand on, not the end
+                    }
+                    buf.extend_from_slice(bytes);
+                    return Poll::Ready(Ok(bytes.len()));
+                }
+                Poll::Ready(Some(Err(e))) => return Poll::Ready(Err(e)),
+                Poll::Ready(None) => return Poll::Ready(Ok(0)),
+                Poll::Pending => {
+                    if !self.acked {
+                        // Pending: the stream's queue to the connection is full and wakes us
+                        // when it is not. A failed write shows up on the next read.
+                        if Pin::new(&mut self.stream).poll_write(cx, &[]).is_ready() {
+                            self.acked = true;
+                        }
+                    }
+                    return Poll::Pending;
+                }
+            }
+        }
+    }
+}
