@@ -53,7 +53,9 @@ pub struct StartArgs {
     /// size (e.g. 64KiB), or `saved`: half the window the path state holds for this receiver
     /// (what --resume would jump to, without its checks; with no fresh state, a warning and
     /// the default). The row's `initial_window_bytes` is read back from the controller
-    /// [default: quinn's, 10 × 1,200 bytes].
+    /// [default: quinn's, 10 × 1,200 bytes]. TCP modes refuse it: TCP's initial window is
+    /// the route's (`initcwnd`); a sweep sets it on the emulated link (the `initial-window`
+    /// axis), or set it by hand with `ip route change … initcwnd N` (docs/resume.md).
     #[arg(long, value_name = "N|SIZE|saved", value_parser = parse_initial_window)]
     pub initial_window: Option<InitialWindow>,
     /// Path-state folder: one JSON record per receiver and transport, saved after every ok
@@ -89,10 +91,18 @@ impl StartArgs {
         to: &str,
         trace_dir: Option<&PathBuf>,
     ) -> Result<StartConfig> {
-        if (self.resume || self.initial_window.is_some()) && !mode.is_quic() {
+        if self.resume && !mode.is_quic() {
+            bail!("--resume applies to QUIC modes (TCP's arm is a sweep's initial-window = \"saved\")");
+        }
+        if self.initial_window.is_some() && !mode.is_quic() {
+            // Changing a route is a host-wide, root-only change that outlives a crashed
+            // sender: only a sweep, which owns both namespaces of its emulated link, does it.
             bail!(
-                "--resume and --initial-window apply to QUIC modes in this build (TCP's initial \
-                 window, initcwnd on the route, is not implemented yet)"
+                "--initial-window applies to QUIC modes; TCP's initial window is the route's \
+                 initcwnd: use a sweep's initial-window axis on the emulated link (it sets and \
+                 restores initcwnd/initrwnd), or as root set it by hand on both hosts: \
+                 ip route change <the route `ip route get RECEIVER` uses> initcwnd N (sender) and \
+                 … initrwnd N (receiver) (docs/resume.md, docs/two-hosts.md)"
             );
         }
         let store = store(&self.path_state);

@@ -49,6 +49,10 @@ pub fn flags(cfg: &Config, receiver_flags: &[String]) -> (Vec<String>, Vec<Strin
         else {
             continue;
         };
+        // TCP's initial window is the routes' (`initcwnd`), set by the sweep, not a flag.
+        if k == "initial-window" && crate::startwin::on_routes(cfg) {
+            continue;
+        }
         let args: Vec<String> = match v {
             AxisValue::Bool(true) => vec![format!("--{name}")],
             AxisValue::Bool(false) => vec![],

@@ -61,6 +61,7 @@ pub mod col {
     pub const BYTES_READY: Col = Col("bytes_ready");
     pub const MB_PER_S: Col = Col("mb_per_s");
     pub const FILES_PER_S: Col = Col("files_per_s");
+    pub const INITIAL_WINDOW_BYTES: Col = Col("initial_window_bytes");
 
     // After RunRow's: the verdict, verification and the run's environment.
     pub const SEND_STATUS: Col = Col("send_status");
@@ -91,6 +92,8 @@ pub mod col {
     pub const RECEIVER_VERSION: Col = Col("receiver_version");
     pub const RECEIVER_SETTINGS: Col = Col("receiver_settings");
     pub const RECEIVER_TCP_METRICS: Col = Col("receiver_tcp_metrics");
+    pub const INITCWND_SEGMENTS: Col = Col("initcwnd_segments");
+    pub const INITRWND_SEGMENTS: Col = Col("initrwnd_segments");
     pub const RECEIVER_CPU_SECONDS: Col = Col("receiver_cpu_seconds");
     pub const RECEIVER_UDP_RCVBUF_ERRORS: Col = Col("receiver_udp_rcvbuf_errors");
     pub const RECEIVER_UDP_IN_ERRORS: Col = Col("receiver_udp_in_errors");
@@ -177,6 +180,7 @@ pub const RUNROW_FILLED: &[Col] = &[
     col::BYTES_READY,
     col::MB_PER_S,
     col::FILES_PER_S,
+    col::INITIAL_WINDOW_BYTES,
 ];
 
 /// Columns after RunRow's: the verdict, verification and the run's environment.
@@ -209,6 +213,8 @@ pub const TAIL: &[Col] = &[
     col::RECEIVER_VERSION,
     col::RECEIVER_SETTINGS,
     col::RECEIVER_TCP_METRICS,
+    col::INITCWND_SEGMENTS,
+    col::INITRWND_SEGMENTS,
     col::RECEIVER_CPU_SECONDS,
     col::RECEIVER_UDP_RCVBUF_ERRORS,
     col::RECEIVER_UDP_IN_ERRORS,

@@ -42,13 +42,25 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
     let started_at = metrics::utc_timestamp();
     /// Clock probes per estimate of a remote receiver's clock offset.
     const CLOCK_PROBES: usize = 8;
-    let the_plan = plan(matrix.configs.len(), opts.runs, opts.seed);
-    let total = the_plan.len();
+    let the_plan = crate::startwin::with_warmups(
+        plan(matrix.configs.len(), opts.runs, opts.seed),
+        &matrix.configs,
+    );
+    let warmup_count = the_plan
+        .iter()
+        .filter(|p| p.run == crate::startwin::WARMUP_RUN)
+        .count();
+    let total = the_plan.len() - warmup_count;
     println!(
-        "sweep {sweep_id}: {} configurations × {} runs = {total} runs, order seed {}",
+        "sweep {sweep_id}: {} configurations × {} runs = {total} runs, order seed {}{}",
         matrix.configs.len(),
         opts.runs,
-        opts.seed
+        opts.seed,
+        if warmup_count > 0 {
+            format!(" (and {warmup_count} unrecorded warm-up runs)")
+        } else {
+            String::new()
+        }
     );
 
     // A remote receiver must take control connections: that is how every run gets a fresh
@@ -236,8 +248,9 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
 
     let header = columns::header(&matrix.axes);
     let mut csv = RunsCsv::create(&opts.out.join("runs.csv"), header)?;
-    let mut progress = Progress::new(total);
+    let mut progress = Progress::new(the_plan.len());
     let (mut done, mut ok) = (0, 0);
+    let mut warmups = Vec::new();
     for (i, p) in the_plan.iter().enumerate() {
         if proc::interrupted() {
             break;
@@ -250,6 +263,19 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
             // The run was cut short by the user, not by the transfer: don't count it.
             progress.note("interrupted: the current run is not recorded");
             break;
+        }
+        if p.run == crate::startwin::WARMUP_RUN {
+            // Leaves path state for the configuration's recorded runs; never a row.
+            let is_ok = row.get(col::STATUS) == Some("ok");
+            warmups.push(serde_json::json!({
+                "config": cfg.id, "order": order, "status": row.text(col::STATUS),
+                "verified": row.text(col::VERIFIED), "error": row.text(col::ERROR),
+            }));
+            progress.finish(
+                is_ok,
+                &format!("warm-up, not recorded: {}", result_line(cfg, &row)),
+            );
+            continue;
         }
         row.set(
             col::REFERENCE,
@@ -323,6 +349,14 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
     if let (Some(r), Some(start)) = (&sw.remote, &path_start) {
         let end = crate::pathcheck::measure(&r.control, "after the last run");
         meta["path_probe"] = crate::pathcheck::to_meta(start, &end);
+    }
+    if !warmups.is_empty() {
+        println!(
+            "{} warm-up run(s), not recorded: one cold run before the first run of each \
+             configuration with resume = true or initial-window = \"saved\" (meta.json \"warmups\")",
+            warmups.len()
+        );
+        meta["warmups"] = serde_json::json!(warmups);
     }
     meta["finished"] = serde_json::json!(metrics::utc_timestamp());
     meta["runs_done"] = serde_json::json!(done);

@@ -16,6 +16,8 @@ pub struct LinkCtx {
     pub snd_ns: String,
     pub rcv_ns: String,
     pub rcv_addr: String,
+    /// The sender's address (the receiver's route back, for `initrwnd`).
+    pub snd_addr: String,
     /// The sender namespace's default TCP congestion controller: what the baselines' TCP
     /// connections (ssh, socat) use, since they do not choose one.
     pub default_cc: String,
@@ -228,6 +230,7 @@ pub fn bring_up(
         snd_ns: st.snd_ns.clone(),
         rcv_ns: st.rcv_ns.clone(),
         rcv_addr: st.rcv_addr.clone(),
+        snd_addr: st.snd_addr.clone(),
         default_cc: shoal_link::netns::read_sysctl_in(
             &st.snd_ns,
             "net.ipv4.tcp_congestion_control",

@@ -94,6 +94,13 @@ pub fn check(
                          settings: {e}"
                     ));
                 }
+                if crate::startwin::on_routes(cfg) {
+                    problems.push(format!(
+                        "{name}: initial-window in a TCP mode needs the emulated link (the sweep \
+                         sets initcwnd on routes it owns); across two hosts set it by hand as \
+                         root on both (docs/two-hosts.md) and drop the axis"
+                    ));
+                }
             }
         }
     }
@@ -149,8 +156,13 @@ pub fn plan_text(matrix: &Matrix, runs: u32, seed: u64, timeout: Duration, check
     ));
     for c in &matrix.configs {
         let t = c.time_limit(timeout);
+        let warm = if crate::startwin::wants_state(c) {
+            " + 1 unrecorded warm-up run"
+        } else {
+            ""
+        };
         out.push_str(&format!(
-            "  {}  {}  (limit {})\n",
+            "  {}  {}  (limit {}){warm}\n",
             c.id,
             c.label(),
             fmt_duration(t)

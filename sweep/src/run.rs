@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use shoal_common::metrics;
 
 use crate::arm::Arm;
@@ -236,7 +236,16 @@ impl Sweep<'_> {
         // Sender, receiver and emulator share this machine's cores (with a remote receiver,
         // this is the sending host alone).
         let host_cpu = crate::hostcpu::Sampler::start(Duration::from_millis(100));
+        // TCP's initial window on the emulated link's routes, for this run alone.
+        let mut window = None;
         let out = if cfg.arm == Arm::Shoal {
+            match crate::startwin::apply(self.link.as_ref(), &self.opts.out, cfg) {
+                Ok(w) => window = w,
+                Err(e) => bail!("{e:#}"),
+            }
+            if let Some(n) = window.as_ref().and_then(|w| w.note.as_ref()) {
+                progress.note(n);
+            }
             let run_id = remote_run.as_ref().map(|(id, _)| id.as_str());
             // The sender runs on this host (with a remote receiver too): its traces land here.
             let trace_dir = self
@@ -286,6 +295,11 @@ impl Sweep<'_> {
             ..Default::default()
         });
 
+        // The routes go back as they were before anything else can fail.
+        if let Some(g) = window.as_mut().and_then(|w| w.guard.take()) {
+            let log = g.restore()?;
+            std::fs::write(self.log(order, "routes"), log)?;
+        }
         if let (Some(l), Some(b)) = (&self.link, before) {
             counters(&l.name).put_run_share(&b, &mut row);
         }
@@ -328,6 +342,9 @@ impl Sweep<'_> {
                 out.wall_seconds
             }
         };
+        if let Some(w) = &window {
+            w.put(&mut row);
+        }
         row.set(col::SECONDS, format!("{seconds:.6}"));
         assemble::put_outcome(&mut row, &out);
 

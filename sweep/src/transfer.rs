@@ -51,7 +51,8 @@ impl Sweep<'_> {
         timeout: Duration,
         cpu_group: Option<&crate::cpuquota::QuotaGroup>,
     ) -> Result<Outcome> {
-        let (send_flags, recv_flags) = argv::flags(cfg, &self.matrix.receiver_flags);
+        let (mut send_flags, recv_flags) = argv::flags(cfg, &self.matrix.receiver_flags);
+        send_flags.extend(crate::startwin::send_flags(&self.opts.out, cfg));
         let mut out = Outcome::default();
 
         // Receiver: one run, into this run's fresh destination, in the receiver namespace.
