@@ -319,6 +319,11 @@ def main(args):
     --check, exits 1 and shows the difference when the page is not what its data give)."""
     import difflib
     import os
+    if not args or args[0] in ("-h", "--help") or (args[0].startswith("-") and
+                                                    args[0] not in ("--ratios", "--page")):
+        print(__doc__.split("\n\n")[0] + "\n\n" + __doc__.split("\n\n")[1],
+              file=sys.stdout if args[:1] in (["-h"], ["--help"]) else sys.stderr)
+        return 0 if args[:1] in (["-h"], ["--help"]) else 2
     if args[:1] == ["--ratios"]:
         sys.stdout.write(ratios(*args[1:3]))
         return 0
@@ -339,7 +344,7 @@ def main(args):
         if old != new:
             open(page, "w").write(new)
         return 0
-    sys.stdout.write(tables(args[0] if args else "runs.csv"))
+    sys.stdout.write(tables(args[0]))
     return 0
 
 
