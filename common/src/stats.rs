@@ -149,6 +149,19 @@ pub fn set_tcp_cc(socket: &impl AsFd, cc: Cc) -> io::Result<()> {
     SockRef::from(socket).set_tcp_congestion(cc.linux_name().as_bytes())
 }
 
+/// The sending end's figures of a path probe's bulk flow (`shoal probe`), read from its
+/// socket's TCP_INFO: the same at the receiver (B → A) and at the sweep (A → B).
+pub fn probe_sender_tcp(socket: &impl AsFd) -> Option<shoal_proto::probe::SenderTcp> {
+    let s = tcp_stats(socket).ok()?;
+    Some(shoal_proto::probe::SenderTcp {
+        retransmits: s.retransmits,
+        segments_out: s.sent_packets,
+        rtt_ms: s.rtt_ms,
+        min_rtt_ms: s.min_rtt_ms,
+        cc: tcp_cc(socket),
+    })
+}
+
 /// The controller a TCP socket really uses, as the kernel reports it.
 pub fn tcp_cc(socket: &impl AsFd) -> String {
     SockRef::from(socket)

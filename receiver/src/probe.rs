@@ -10,8 +10,8 @@ use anyhow::{bail, Context, Result};
 use bytes::{Buf, BytesMut};
 use shoal_common::control::{self, Reply};
 use shoal_common::probe::{
-    BulkReport, GoodputMeter, SenderTcp, KIND_PROBE_DATA, MAX_PROBE_BYTES, MAX_PROBE_FRAME,
-    MAX_PROBE_SECONDS, PROBE_FRAME,
+    BulkReport, GoodputMeter, KIND_PROBE_DATA, MAX_PROBE_BYTES, MAX_PROBE_FRAME, MAX_PROBE_SECONDS,
+    PROBE_FRAME,
 };
 use shoal_common::stats;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
@@ -92,21 +92,9 @@ pub(crate) async fn source<W: AsyncWrite + Unpin>(
         while !stats::tcp_all_acked(sock).unwrap_or(true) && waited.elapsed() < ACK_WAIT {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
-        report.sender_tcp = sender_tcp(sock);
+        report.sender_tcp = stats::probe_sender_tcp(sock);
     }
     Ok(bulk_reply(report))
-}
-
-/// The sending end's figures of a bulk flow's socket.
-pub(crate) fn sender_tcp(sock: &OwnedFd) -> Option<SenderTcp> {
-    let s = stats::tcp_stats(sock).ok()?;
-    Some(SenderTcp {
-        retransmits: s.retransmits,
-        segments_out: s.sent_packets,
-        rtt_ms: s.rtt_ms,
-        min_rtt_ms: s.min_rtt_ms,
-        cc: stats::tcp_cc(sock),
-    })
 }
 
 fn bulk_reply(report: BulkReport) -> Reply {

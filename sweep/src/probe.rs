@@ -17,7 +17,7 @@ use anyhow::{bail, Context, Result};
 use bytes::BytesMut;
 use shoal_common::control::{self, Reply, Request, KIND_JSON};
 use shoal_common::metrics;
-use shoal_common::probe::{BulkReport, GoodputMeter, SenderTcp, KIND_PROBE_DATA, PROBE_FRAME};
+use shoal_common::probe::{BulkReport, GoodputMeter, KIND_PROBE_DATA, PROBE_FRAME};
 use shoal_common::stats;
 
 use crate::pathreport::{Direction, PathProbe, RttSummary};
@@ -164,7 +164,7 @@ fn bulk_up(tls: &mut TlsStream, buf: &mut BytesMut, opts: &ProbeOptions) -> Resu
     while !stats::tcp_all_acked(&tls.sock).unwrap_or(true) && waited.elapsed() < ACK_WAIT {
         std::thread::sleep(Duration::from_millis(5));
     }
-    report.sender_tcp = sender_tcp(&tls.sock);
+    report.sender_tcp = stats::probe_sender_tcp(&tls.sock);
     Ok(report)
 }
 
@@ -205,15 +205,4 @@ fn read_reply(tls: &mut TlsStream, buf: &mut BytesMut) -> Result<Reply> {
         bail!("the receiver says: {}", reply.error);
     }
     Ok(reply)
-}
-
-fn sender_tcp(sock: &std::net::TcpStream) -> Option<SenderTcp> {
-    let s = stats::tcp_stats(sock).ok()?;
-    Some(SenderTcp {
-        retransmits: s.retransmits,
-        segments_out: s.sent_packets,
-        rtt_ms: s.rtt_ms,
-        min_rtt_ms: s.min_rtt_ms,
-        cc: stats::tcp_cc(sock),
-    })
 }
