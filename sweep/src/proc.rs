@@ -27,6 +27,19 @@ pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
 }
 
+/// A killed run's error: `interrupted` when Ctrl-C or SIGTERM stopped the sweep, else the
+/// limit it ran into (the time it ran, at most `limit`).
+pub fn killed_error(ran: Duration, limit: Duration) -> String {
+    if interrupted() {
+        "interrupted".into()
+    } else {
+        format!(
+            "killed at the {} limit",
+            crate::progress::fmt_duration(ran.min(limit))
+        )
+    }
+}
+
 /// How a child ended.
 #[derive(Clone, Debug, Default)]
 pub struct Exit {

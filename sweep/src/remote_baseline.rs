@@ -20,7 +20,6 @@ use crate::linkspec::{LinkSpec, RemoteReceiver};
 use crate::matrix::Config;
 use crate::payload::Payload;
 use crate::proc::{self, Exit, Proc};
-use crate::progress::fmt_duration;
 use crate::remote::Remote;
 use crate::remote_arms::host_of;
 use crate::transfer::Outcome;
@@ -263,14 +262,7 @@ impl Sweep<'_> {
     ) {
         if killed {
             out.timed_out = true;
-            out.error = if proc::interrupted() {
-                "interrupted".into()
-            } else {
-                format!(
-                    "killed at the {} limit",
-                    fmt_duration(Duration::from_secs_f64(out.wall_seconds).min(timeout))
-                )
-            };
+            out.error = proc::killed_error(Duration::from_secs_f64(out.wall_seconds), timeout);
         } else if !exit.success() {
             out.error = format!("{arm} {}: {}", exit.describe(), proc::tail_of(log, 300));
         }

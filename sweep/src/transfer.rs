@@ -267,14 +267,7 @@ impl Sweep<'_> {
         }
         if killed {
             out.timed_out = true;
-            out.error = if proc::interrupted() {
-                "interrupted".into()
-            } else {
-                format!(
-                    "killed at the {} limit",
-                    fmt_duration(t0.elapsed().min(timeout))
-                )
-            };
+            out.error = proc::killed_error(t0.elapsed(), timeout);
         }
         out.wall_seconds = t0.elapsed().as_secs_f64();
         if out.timed_out {
