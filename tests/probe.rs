@@ -86,7 +86,16 @@ fn probe_matches_the_link(p: &serde_json::Value, what: &str, check_idle_ms: f64)
             tcp["segments_out"].as_u64().unwrap() > 0,
             "{what} {dir}: {p}"
         );
-        assert!(p[dir]["loss"].as_f64().unwrap() >= 0.0);
+        // Loss is the sending end's retransmitted / sent segments, a fraction.
+        let (re, out) = (
+            tcp["retransmits"].as_u64().unwrap() as f64,
+            tcp["segments_out"].as_u64().unwrap() as f64,
+        );
+        let loss = p[dir]["loss"].as_f64().unwrap();
+        assert!(
+            (loss - re / out).abs() < 1e-9 && loss < 1.0,
+            "{what} {dir}: loss {loss} against {re} / {out}"
+        );
         // Under load the queue (1 BDP) adds to the RTT; never less than the idle path.
         let loaded = p[dir]["loaded_rtt"]["median_ms"].as_f64().unwrap();
         assert!(p[dir]["loaded_rtt"]["probes"].as_u64().unwrap() > 0);
