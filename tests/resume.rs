@@ -85,9 +85,12 @@ fn state_saved_at_1gbit_is_safe_at_100mbit() {
     let saved = json(&show);
     let saved_cwnd = saved["cwnd_bytes"].as_u64().unwrap();
     println!(
-        "saved at 1 Gbit/s: cwnd {saved_cwnd} B, min RTT {} ms",
-        saved["min_rtt_ms"]
+        "saved at 1 Gbit/s: cwnd {saved_cwnd} B, min RTT {} ms, goodput {} B/s, peak delivery {} B/s",
+        saved["min_rtt_ms"], saved["goodput_bytes_per_s"], saved["peak_delivery_bytes_per_s"]
     );
+    // The saving run measured its peak delivery rate, which bounds the saved window.
+    let peak = saved["peak_delivery_bytes_per_s"].as_u64().unwrap();
+    assert!(peak >= saved["goodput_bytes_per_s"].as_u64().unwrap());
 
     let slow = link_up(&UpConfig::new(&name, RTT, 100_000_000));
     let rx = ReceiverProc::start_at(listen, Some(&rcv), &t.path().join("id"), &dst, &[]);
@@ -107,9 +110,18 @@ fn state_saved_at_1gbit_is_safe_at_100mbit() {
 
     for r in &resumed {
         let jump = r["resume_jump_bytes"].as_u64().unwrap();
+        let window = r["resume_saved_window_bytes"].as_u64().unwrap();
         assert!(
-            jump > 0 && jump <= saved_cwnd / 2,
-            "jump {jump} of saved {saved_cwnd}"
+            window <= saved_cwnd,
+            "saved window {window} > cwnd {saved_cwnd}"
+        );
+        assert!(
+            ["peak", "cwnd"].contains(&r["resume_saved_window_cap"].as_str().unwrap()),
+            "{r}"
+        );
+        assert!(
+            jump > 0 && jump <= window / 2,
+            "jump {jump} of saved {window}"
         );
         let outcome = r["resume"].as_str().unwrap();
         assert!(["validated", "retreated"].contains(&outcome), "{outcome}");
@@ -120,8 +132,8 @@ fn state_saved_at_1gbit_is_safe_at_100mbit() {
     for (c, r) in cold.iter().zip(&resumed) {
         let f = |r: &serde_json::Value| {
             format!(
-                "{} s lost {} B cwnd {} B",
-                r["seconds"], r["lost_bytes"], r["cwnd_bytes"]
+                "{} s lost {} B cwnd {} B jump {} B",
+                r["seconds"], r["lost_bytes"], r["cwnd_bytes"], r["resume_jump_bytes"]
             )
         };
         println!("cold {} | resumed {} ({})", f(c), f(r), r["resume"]);

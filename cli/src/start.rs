@@ -44,7 +44,8 @@ fn parse_initial_window(s: &str) -> Result<InitialWindow, String> {
 pub struct StartArgs {
     /// Careful Resume (RFC 9959; QUIC modes): when the path state holds a fresh record for
     /// this receiver (same pin and --to host), check the first RTT against the saved one,
-    /// then jump to half the saved congestion window, paced over an RTT, validate it within
+    /// then jump to half the saved window (the smaller of the saved cwnd and the saved peak
+    /// delivery rate × min RTT per connection), paced over an RTT, validate it within
     /// one RTT and retreat to half of what was delivered on a loss. The row's `resume` column
     /// says what happened [default: off].
     #[arg(long)]
@@ -113,9 +114,9 @@ impl StartArgs {
         } else {
             Lookup::Missing
         };
-        let saved = match &lookup {
-            Lookup::Fresh(r) => Some(r.saved()),
-            Lookup::Expired(_) | Lookup::Missing => None,
+        let (saved, saved_cap) = match &lookup {
+            Lookup::Fresh(r) => (Some(r.saved()), r.saved_window().1.name()),
+            Lookup::Expired(_) | Lookup::Missing => (None, ""),
         };
         let initial_window = match self.initial_window {
             None => None,
@@ -142,6 +143,7 @@ impl StartArgs {
         Ok(StartConfig {
             resume: self.resume,
             saved,
+            saved_cap,
             initial_window,
             phases_out: trace_dir.map(|d| d.join(PHASES_FILE)),
         })
@@ -164,7 +166,9 @@ impl StartArgs {
 #[derive(Debug, Subcommand)]
 pub enum PathCommand {
     /// List the saved path state: per receiver and transport, the window and min RTT the last
-    /// ok run reached, its goodput, and its age (fresh or expired).
+    /// ok run reached, its goodput and peak delivery rate, the saved window a resumed run
+    /// would start from (and whether the peak, the goodput or the cwnd bounded it), and its
+    /// age (fresh or expired).
     Show {
         /// Path-state folder [default: as `send --path-state`].
         #[arg(long, value_name = "DIR")]
@@ -212,13 +216,19 @@ pub fn path_command(cmd: PathCommand) -> Result<bool> {
                             now,
                             path_state_lifetime,
                         );
+                        let (window, cap) = r.saved_window();
+                        let peak = r
+                            .peak_delivery_bytes_per_s
+                            .map_or("none".into(), |p| format!("{:.1} MB/s", p as f64 / 1e6));
                         println!(
-                            "{key}: {} {} cwnd {} min RTT {:.1} ms goodput {:.1} MB/s, {} s old ({})",
+                            "{key}: {} {} cwnd {} min RTT {:.1} ms goodput {:.1} MB/s peak delivery {peak} saved window {} (by {}), {} s old ({})",
                             r.transport,
                             r.address,
                             human_bytes(r.cwnd_bytes),
                             r.min_rtt_ms,
                             r.goodput_bytes_per_s as f64 / 1e6,
+                            human_bytes(window),
+                            cap.name(),
                             age.as_secs(),
                             if fresh { "fresh" } else { "expired" }
                         );

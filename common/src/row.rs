@@ -135,6 +135,19 @@ pub struct RunRow {
     /// built (QUIC); empty in TCP modes.
     #[serde(default)]
     pub initial_window_bytes: Option<u64>,
+    /// The saved window the run's start took from the path state (before halving: the jump
+    /// is at most half of it), bytes, and what bounded it: `peak` (peak delivery rate × min
+    /// RTT per connection), `goodput` (the same with whole-run goodput: a record without a
+    /// peak) or `cwnd` (the cwnd the saving run ended with). Empty when no state was used.
+    #[serde(default)]
+    pub resume_saved_window_bytes: Option<u64>,
+    #[serde(default)]
+    pub resume_saved_window_cap: String,
+    /// The highest rate of newly acknowledged bytes over any window of at least one min RTT
+    /// and 100 ms, summed over connections, bytes/s (sender/src/peak.rs); the path state saves
+    /// it. Empty for a failed run or one too short to span a window.
+    #[serde(default)]
+    pub peak_delivery_bytes_per_s: Option<u64>,
     /// CPU (user + system) the receiver reported for the run, from its admission to its
     /// completion report (the whole receiving process: runs it serves at once share it), s.
     #[serde(default)]

@@ -9,6 +9,7 @@ mod config;
 mod finish;
 pub mod net;
 pub mod path_state;
+mod peak;
 mod probe;
 mod progress;
 mod ready;

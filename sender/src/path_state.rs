@@ -40,6 +40,11 @@ pub struct PathRecord {
     /// the kernel gave one.
     pub goodput_bytes_per_s: u64,
     pub delivery_rate_bytes_per_s: Option<u64>,
+    /// The run's peak delivery rate (sender/src/peak.rs: newly acknowledged bytes over any
+    /// window of at least one min RTT and 100 ms, summed over connections), bytes/s. Records
+    /// saved before it existed have none and fall back to the goodput.
+    #[serde(default)]
+    pub peak_delivery_bytes_per_s: Option<u64>,
     pub connections: u64,
     /// When it was saved, seconds since the Unix epoch.
     pub saved_at: u64,
@@ -47,20 +52,67 @@ pub struct PathRecord {
     pub run_id: String,
 }
 
+/// What bounded a saved window (the row's `resume_saved_window_cap`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cap {
+    /// Peak delivery rate × min RTT per connection.
+    Peak,
+    /// Whole-run goodput × min RTT per connection (a record without a peak).
+    Goodput,
+    /// The cwnd the saving run ended with.
+    Cwnd,
+}
+
+impl Cap {
+    pub fn name(self) -> &'static str {
+        match self {
+            Cap::Peak => "peak",
+            Cap::Goodput => "goodput",
+            Cap::Cwnd => "cwnd",
+        }
+    }
+}
+
 impl PathRecord {
-    /// The state the Careful Resume machine uses. Its window is the smaller of the cwnd the
-    /// run ended with and the window it actually used, goodput × min RTT per connection: a
-    /// cwnd can grow well past what the path carried (a queue, an application-limited
-    /// tail; 11 MB at the end of a run on a 1 Gbit/s × 40 ms = 5 MB path in
-    /// tests/resume.rs), and the jump is half of it, so an inflated cwnd is sent as loss.
+    /// The state the Careful Resume machine uses (its window: [`PathRecord::saved_window`]).
     pub fn saved(&self) -> Saved {
-        let rtt = Duration::from_micros((self.min_rtt_ms.max(0.0) * 1e3).round() as u64);
-        let used = u128::from(self.goodput_bytes_per_s) * rtt.as_micros()
+        Saved {
+            cwnd: self.saved_window().0,
+            rtt: self.rtt(),
+        }
+    }
+
+    fn rtt(&self) -> Duration {
+        Duration::from_micros((self.min_rtt_ms.max(0.0) * 1e3).round() as u64)
+    }
+
+    /// The saved window and what bounded it: the smaller of the cwnd the run ended with and
+    /// the window the path carried at its best, peak delivery rate × min RTT per connection
+    /// (whole-run goodput × min RTT for a record saved before the peak was measured).
+    ///
+    /// Why not the cwnd alone: a cwnd can grow well past what the path carried (a queue, an
+    /// application-limited tail; 11 MB at the end of a run on a 1 Gbit/s × 40 ms = 5 MB path
+    /// in tests/resume.rs), and the jump is half of it, so an inflated cwnd is sent as loss.
+    /// Why the peak and not the goodput: goodput averages in the run's own slow start and
+    /// tail, so on the 141 ms / 1 Gbit/s link (17.6 MB) it saved 1.9–5.1 MB (docs/resume.md).
+    /// A rate measured over at least one RTT, times the min RTT, is a bandwidth-delay product
+    /// estimate, which RFC 9959's observe phase allows a sender to save as its capacity in
+    /// place of the cwnd. NOT QUOTED: the RFC's text was not available offline when this was
+    /// written, so the section is not quoted here; check its wording (and section number)
+    /// before citing this as conforming (docs/resume.md, "Path state").
+    pub fn saved_window(&self) -> (u64, Cap) {
+        let (rate, cap) = match self.peak_delivery_bytes_per_s.filter(|&p| p > 0) {
+            Some(p) => (p, Cap::Peak),
+            None => (self.goodput_bytes_per_s, Cap::Goodput),
+        };
+        let carried = u128::from(rate) * self.rtt().as_micros()
             / 1_000_000
             / u128::from(self.connections.max(1));
-        Saved {
-            cwnd: self.cwnd_bytes.min(u64::try_from(used).unwrap_or(u64::MAX)),
-            rtt,
+        let carried = u64::try_from(carried).unwrap_or(u64::MAX);
+        if self.cwnd_bytes <= carried {
+            (self.cwnd_bytes, Cap::Cwnd)
+        } else {
+            (carried, cap)
         }
     }
 
@@ -272,6 +324,7 @@ mod tests {
             min_rtt_ms: 141.0,
             goodput_bytes_per_s: 70_000_000,
             delivery_rate_bytes_per_s: None,
+            peak_delivery_bytes_per_s: None,
             connections: 1,
             saved_at,
             run_id: "00".into(),
@@ -333,6 +386,51 @@ mod tests {
         r.connections = 2;
         assert_eq!(r.saved().cwnd, 4_935_000);
         assert_eq!(r.saved().rtt, Duration::from_millis(141));
+        assert_eq!(r.saved_window().1, Cap::Goodput);
+    }
+
+    #[test]
+    fn the_peak_delivery_rate_bounds_the_window_when_the_record_has_one() {
+        let mut r = record(&Pin([7; 32]), 1);
+        r.cwnd_bytes = 30_000_000;
+        // 125 MB/s at its best × 141 ms = 17.6 MB, where goodput × RTT is 9.87 MB.
+        r.peak_delivery_bytes_per_s = Some(125_000_000);
+        assert_eq!(r.saved_window(), (17_625_000, Cap::Peak));
+        assert_eq!(r.saved().cwnd, 17_625_000);
+        r.connections = 4;
+        assert_eq!(r.saved_window(), (4_406_250, Cap::Peak));
+        // Still never above the cwnd the run ended with.
+        r.cwnd_bytes = 4_000_000;
+        assert_eq!(r.saved_window(), (4_000_000, Cap::Cwnd));
+        // A zero peak (nothing measured) is no peak.
+        r.peak_delivery_bytes_per_s = Some(0);
+        assert_eq!(r.saved_window(), (2_467_500, Cap::Goodput));
+    }
+
+    #[test]
+    fn a_record_saved_before_the_peak_loads_and_falls_back_to_goodput() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = PathStore::new(dir.path().to_path_buf());
+        let pin = Pin([7; 32]);
+        let r = record(&pin, 1_000);
+        let file = store.save(&r).unwrap();
+        // The file as an earlier build wrote it: no peak_delivery_bytes_per_s key.
+        let mut old: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(&file).unwrap()).unwrap();
+        old.as_object_mut()
+            .unwrap()
+            .remove("peak_delivery_bytes_per_s")
+            .unwrap();
+        fs::write(&file, serde_json::to_string_pretty(&old).unwrap()).unwrap();
+        let found = store.lookup("quic", &pin, &r.address, DEFAULT_LIFETIME, 1_000);
+        let Lookup::Fresh(back) = found.unwrap() else {
+            panic!("the old record is not fresh");
+        };
+        assert_eq!(back.peak_delivery_bytes_per_s, None);
+        assert_eq!(back.saved_window(), (8_000_000, Cap::Cwnd));
+        let mut big = back;
+        big.cwnd_bytes = 20_000_000;
+        assert_eq!(big.saved_window(), (9_870_000, Cap::Goodput));
     }
 
     #[test]

@@ -24,6 +24,8 @@ pub struct StartConfig {
     /// none, or it had expired; the row then says `no-state`).
     pub resume: bool,
     pub saved: Option<Saved>,
+    /// What bounded `saved`'s window (`path_state::Cap::name`; empty without state).
+    pub saved_cap: &'static str,
     /// `--initial-window` resolved to bytes (QUIC).
     pub initial_window: Option<u64>,
     /// Where to write the phase changes (`--trace-dir`'s `resume-phases.csv`).
@@ -55,7 +57,8 @@ fn rank(o: Outcome) -> u8 {
     }
 }
 
-/// The row's `resume`, `resume_jump_bytes` and `initial_window_bytes`.
+/// The row's `resume`, `resume_jump_bytes`, `resume_saved_window_*` and
+/// `initial_window_bytes`.
 pub(crate) fn put_row(row: &mut RunRow, start: &StartConfig, mode: Mode, logs: &[ResumeLog]) {
     row.resume = if !start.resume {
         "off".into()
@@ -70,6 +73,11 @@ pub(crate) fn put_row(row: &mut RunRow, start: &StartConfig, mode: Mode, logs: &
         row.resume_jump_bytes = Some(logs.iter().map(ResumeLog::jump).max().unwrap_or(0));
     }
     if mode.is_quic() {
+        // The saved window `--resume` or `--initial-window saved` started from.
+        if let Some(s) = start.saved {
+            row.resume_saved_window_bytes = Some(s.cwnd);
+            row.resume_saved_window_cap = start.saved_cap.into();
+        }
         // Read back from the controller quinn built (its `initial_window()`).
         row.initial_window_bytes = logs.iter().find_map(ResumeLog::initial_window);
     }
@@ -131,6 +139,7 @@ pub fn record_of(row: &RunRow, pin: &str, address: &str) -> Option<PathRecord> {
         min_rtt_ms: row.min_rtt_ms.filter(|&r| r > 0.0)?,
         goodput_bytes_per_s: (row.mb_per_s * 1e6) as u64,
         delivery_rate_bytes_per_s: row.delivery_rate_bytes_per_s,
+        peak_delivery_bytes_per_s: row.peak_delivery_bytes_per_s,
         connections: row.connections,
         saved_at: now_unix(),
         run_id: row.run_id.clone(),

@@ -26,7 +26,7 @@ use crate::finish::Sent;
 use crate::probe::Probe;
 use crate::progress::{Counters, Progress, Totals};
 use crate::waits::Waits;
-use crate::{bundle, clock, net, replies, resume, sampler, sniff, streams};
+use crate::{bundle, clock, net, peak, replies, resume, sampler, sniff, streams};
 
 /// Write buffer under yamux (tcp-streams): frames are coalesced up to this size.
 const YAMUX_WRITE_BUFFER: usize = 64 << 10;
@@ -52,6 +52,8 @@ struct Measured {
     resume: Vec<ResumeLog>,
     /// The run's clock started here.
     t0: std::time::Instant,
+    /// The peak delivery rate over the run's connections, bytes/s (`peak`).
+    peak_delivery: Option<u64>,
 }
 
 /// What one connection measured.
@@ -225,6 +227,7 @@ pub async fn send(config: &SendConfig) -> RunRow {
             row.stream_wait_ms = m.waits.stream.as_secs_f64() * 1e3;
             row.cc = m.cc;
             put_transport_stats(&mut row, config.mode, &m.stats);
+            row.peak_delivery_bytes_per_s = m.peak_delivery;
             resume::put_row(&mut row, &config.start, config.mode, &m.resume);
             if let Some(path) = &config.start.phases_out {
                 let logs = &m.resume;
@@ -340,6 +343,8 @@ async fn transfer(
         }
         _ => None,
     };
+    // Always on: the path state saves the peak (path_state::PathRecord::saved).
+    let peak = peak::spawn(probes.clone(), clock.started_at());
     // --max-streams is for the run, like the read-ahead: N connections share it (each file
     // outstanding is memory at this end and an open file at the receiver's; 8 connections ×
     // 4,096 each held ~210 MB here and ran the study's receiver out of descriptors).
@@ -375,6 +380,7 @@ async fn transfer(
     if let Some(s) = sampler {
         s.stop().await;
     }
+    let peak_delivery = peak.stop().await;
     let outcomes = outcomes?;
     let first = &outcomes[0];
     let stats: Vec<ConnStats> = outcomes.iter().map(|o| o.stats).collect();
@@ -396,6 +402,7 @@ async fn transfer(
         stats: ConnStats::aggregate(&stats),
         resume: outcomes.iter().filter_map(|o| o.resume.clone()).collect(),
         t0: clock.started_at(),
+        peak_delivery,
     })
 }
 
