@@ -73,7 +73,8 @@ fn state_saved_at_1gbit_is_safe_at_100mbit() {
 
     let fast = link_up(&UpConfig::new(&name, RTT, 1_000_000_000));
     let rx = ReceiverProc::start_at(listen, Some(&rcv), &t.path().join("id"), &dst, &[]);
-    // A longer warm-up, so the saved window (at most goodput × min RTT) is worth a jump.
+    // A longer warm-up, so the saved window (at most peak delivery rate × min RTT) is worth a
+    // jump.
     let warm_src = t.path().join("warm");
     gen(&warm_src, 16384, "4KiB", 164, 22);
     let warm = run_once(&name, &rx, &warm_src, &dst, &["--path-state", state_arg]);

@@ -145,3 +145,38 @@ pub fn record_of(row: &RunRow, pin: &str, address: &str) -> Option<PathRecord> {
         run_id: row.run_id.clone(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn the_row_records_the_saved_window_the_start_used() {
+        let start = StartConfig {
+            resume: true,
+            saved: Some(Saved {
+                cwnd: 4_402_000,
+                rtt: Duration::from_millis(40),
+            }),
+            saved_cap: "peak",
+            ..Default::default()
+        };
+        let mut row = RunRow::default();
+        put_row(&mut row, &start, Mode::QuicBundle, &[]);
+        assert_eq!(row.resume_saved_window_bytes, Some(4_402_000));
+        assert_eq!(row.resume_saved_window_cap, "peak");
+        assert_eq!(row.resume_jump_bytes, Some(0), "no connection jumped");
+        // No state: nothing recorded.
+        let mut row = RunRow::default();
+        let none = StartConfig {
+            resume: true,
+            ..Default::default()
+        };
+        put_row(&mut row, &none, Mode::QuicBundle, &[]);
+        assert_eq!(row.resume_saved_window_bytes, None);
+        assert_eq!(row.resume_saved_window_cap, "");
+        assert_eq!(row.resume, "no-state");
+    }
+}

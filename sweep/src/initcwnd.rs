@@ -54,8 +54,9 @@ pub fn segments(bytes: u64, mss: u64) -> u64 {
     bytes.div_ceil(mss.max(1)).max(1)
 }
 
-/// The window `saved` resolves to, in bytes: half the saved window (capped by goodput × min
-/// RTT per connection, `PathRecord::saved`) of the freshest TCP record for `rcv_addr` in
+/// The window `saved` resolves to, in bytes: half the saved window (the smaller of the saved
+/// cwnd and peak delivery rate × min RTT per connection, `PathRecord::saved`) of the freshest
+/// TCP record for `rcv_addr` in
 /// `dir`; `None` when there is none or it is older than `lifetime`.
 pub fn saved_bytes(dir: &Path, rcv_addr: &str, lifetime: Duration) -> Result<Option<u64>> {
     let store = PathStore::new(dir.to_path_buf());
