@@ -45,7 +45,15 @@ fn tcp_initial_window_is_set_on_the_routes_read_back_and_restored() {
             Some("saved") if r["initcwnd_segments"].is_empty() => None,
             Some("saved") => {
                 saved_with_state += 1;
-                Some(r["initcwnd_segments"].parse().unwrap())
+                // The row records the saved window the routes' initcwnd is half of.
+                let window: u64 = r["resume_saved_window_bytes"].parse().unwrap();
+                let n: u64 = r["initcwnd_segments"].parse().unwrap();
+                assert_eq!(n, (window / 2).div_ceil(mss).max(1), "{r:?}");
+                assert!(
+                    ["peak", "cwnd"].contains(&r["resume_saved_window_cap"].as_str()),
+                    "{r:?}"
+                );
+                Some(n)
             }
             _ => None,
         };
@@ -76,6 +84,7 @@ fn tcp_initial_window_is_set_on_the_routes_read_back_and_restored() {
             None => {
                 assert_eq!(r["initcwnd_segments"], "", "{r:?}");
                 assert_eq!(r["initial_window_bytes"], "", "{r:?}");
+                assert_eq!(r["resume_saved_window_bytes"], "", "{r:?}");
             }
         }
         // Every configuration keeps its own path state.

@@ -62,6 +62,8 @@ pub mod col {
     pub const MB_PER_S: Col = Col("mb_per_s");
     pub const FILES_PER_S: Col = Col("files_per_s");
     pub const INITIAL_WINDOW_BYTES: Col = Col("initial_window_bytes");
+    pub const RESUME_SAVED_WINDOW_BYTES: Col = Col("resume_saved_window_bytes");
+    pub const RESUME_SAVED_WINDOW_CAP: Col = Col("resume_saved_window_cap");
 
     // After RunRow's: the verdict, verification and the run's environment.
     pub const SEND_STATUS: Col = Col("send_status");
@@ -181,6 +183,8 @@ pub const RUNROW_FILLED: &[Col] = &[
     col::MB_PER_S,
     col::FILES_PER_S,
     col::INITIAL_WINDOW_BYTES,
+    col::RESUME_SAVED_WINDOW_BYTES,
+    col::RESUME_SAVED_WINDOW_CAP,
 ];
 
 /// Columns after RunRow's: the verdict, verification and the run's environment.

@@ -54,11 +54,15 @@ pub fn segments(bytes: u64, mss: u64) -> u64 {
     bytes.div_ceil(mss.max(1)).max(1)
 }
 
-/// The window `saved` resolves to, in bytes: half the saved window (the smaller of the saved
-/// cwnd and peak delivery rate × min RTT per connection, `PathRecord::saved`) of the freshest
-/// TCP record for `rcv_addr` in
-/// `dir`; `None` when there is none or it is older than `lifetime`.
-pub fn saved_bytes(dir: &Path, rcv_addr: &str, lifetime: Duration) -> Result<Option<u64>> {
+/// The saved window of the freshest TCP record for `rcv_addr` in `dir` (the smaller of the
+/// saved cwnd and peak delivery rate × min RTT per connection, `PathRecord::saved_window`)
+/// and what bounded it; `saved` resolves to half of it. `None` when there is none or it is
+/// older than `lifetime`.
+pub fn saved_window(
+    dir: &Path,
+    rcv_addr: &str,
+    lifetime: Duration,
+) -> Result<Option<(u64, &'static str)>> {
     let store = PathStore::new(dir.to_path_buf());
     if !dir.exists() {
         return Ok(None);
@@ -77,7 +81,10 @@ pub fn saved_bytes(dir: &Path, rcv_addr: &str, lifetime: Duration) -> Result<Opt
             best = Some(rec);
         }
     }
-    Ok(best.map(|r| shoal_common::careful_resume::jump_cwnd(&r.saved(), u64::MAX)))
+    Ok(best.map(|r| {
+        let (window, cap) = r.saved_window();
+        (window, cap.name())
+    }))
 }
 
 /// Runs `ip ARGS` inside namespace `ns`; its stdout, or an error with its stderr.

@@ -58,11 +58,14 @@ pub struct Applied {
     pub in_effect: Option<InEffect>,
     pub mss: u64,
     pub note: Option<String>,
+    /// `saved`: the saved window the routes' initcwnd is half of, and what bounded it.
+    pub saved: Option<(u64, &'static str)>,
 }
 
 impl Applied {
     /// The row's `initcwnd_segments`, `initrwnd_segments` and `initial_window_bytes`
-    /// (initcwnd × the link's MSS), after `shoal send`'s own row was put in.
+    /// (initcwnd × the link's MSS), and with `saved` the `resume_saved_window_*` pair, after
+    /// `shoal send`'s own row was put in.
     pub fn put(&self, row: &mut Row) {
         if let Some(e) = self.in_effect {
             row.set(col::INITCWND_SEGMENTS, e.initcwnd.to_string());
@@ -71,6 +74,10 @@ impl Applied {
                 col::INITIAL_WINDOW_BYTES,
                 (e.initcwnd * self.mss).to_string(),
             );
+        }
+        if let Some((window, cap)) = self.saved.filter(|_| self.in_effect.is_some()) {
+            row.set(col::RESUME_SAVED_WINDOW_BYTES, window.to_string());
+            row.set(col::RESUME_SAVED_WINDOW_CAP, cap.to_string());
         }
     }
 }
@@ -100,16 +107,22 @@ pub fn apply(link: Option<&LinkCtx>, out: &Path, cfg: &Config) -> Result<Option<
         .and_then(|m| m.parse().ok())
         .unwrap_or(1500);
     let mss = initcwnd::mss(mtu);
+    let mut saved = None;
     let segments = match want {
         Want::Segments(n) => n,
         Want::Bytes(b) => initcwnd::segments(b, mss),
         Want::Saved => {
-            match initcwnd::saved_bytes(&state_dir(out, cfg), &l.rcv_addr, lifetime(cfg)?)? {
-                Some(b) => initcwnd::segments(b, mss),
+            match initcwnd::saved_window(&state_dir(out, cfg), &l.rcv_addr, lifetime(cfg)?)? {
+                Some((window, cap)) => {
+                    saved = Some((window, cap));
+                    // Half, as QUIC's `--initial-window saved` (careful_resume::jump_cwnd).
+                    initcwnd::segments(window / 2, mss)
+                }
                 None => {
                     return Ok(Some(Applied {
                         guard: None,
                         in_effect: None,
+                        saved: None,
                         mss,
                         note: Some(format!(
                             "{}: initial-window saved: no fresh TCP path state in {}; routes \
@@ -129,6 +142,7 @@ pub fn apply(link: Option<&LinkCtx>, out: &Path, cfg: &Config) -> Result<Option<
         in_effect: Some(in_effect),
         mss,
         note: None,
+        saved,
     }))
 }
 
