@@ -96,6 +96,7 @@ pub mod col {
     pub const RECEIVER_TCP_METRICS: Col = Col("receiver_tcp_metrics");
     pub const INITCWND_SEGMENTS: Col = Col("initcwnd_segments");
     pub const INITRWND_SEGMENTS: Col = Col("initrwnd_segments");
+    pub const INITIAL_RCV_WINDOW_BYTES: Col = Col("initial_rcv_window_bytes");
     pub const RECEIVER_CPU_SECONDS: Col = Col("receiver_cpu_seconds");
     pub const RECEIVER_UDP_RCVBUF_ERRORS: Col = Col("receiver_udp_rcvbuf_errors");
     pub const RECEIVER_UDP_IN_ERRORS: Col = Col("receiver_udp_in_errors");
@@ -219,6 +220,7 @@ pub const TAIL: &[Col] = &[
     col::RECEIVER_TCP_METRICS,
     col::INITCWND_SEGMENTS,
     col::INITRWND_SEGMENTS,
+    col::INITIAL_RCV_WINDOW_BYTES,
     col::RECEIVER_CPU_SECONDS,
     col::RECEIVER_UDP_RCVBUF_ERRORS,
     col::RECEIVER_UDP_IN_ERRORS,

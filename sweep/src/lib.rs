@@ -47,6 +47,7 @@ pub mod report;
 mod run;
 mod schema;
 pub mod spread;
+mod startbuf;
 mod startwin;
 mod sys;
 mod table;

@@ -10,6 +10,12 @@
 //! namespace's value inside a namespace and refuse writes there (EINVAL), so they are set
 //! host-wide for the run and restored after it (and raised again by the next `shoal link up`
 //! if a crash left them low).
+//!
+//! A TCP run with an `initial-window` axis writes `tcp_rmem` (receiver namespace) and
+//! `tcp_wmem` (sender namespace) too (startbuf.rs): it is applied after the profile,
+//! raises the defaults from what the profile set (the larger of the two wins, never lower),
+//! and restores them to the profile's values before the profile restores its own; the row's
+//! `link_rcv_tcp_rmem`/`link_snd_tcp_wmem` then hold what the run had (read back after both).
 
 use anyhow::{bail, Context, Result};
 use shoal_link::netns;

@@ -278,6 +278,14 @@ impl Sweep<'_> {
         if let Some(g) = cpu_group {
             g.put(&mut row);
         }
+        // The initial window's buffer defaults first: they were raised from what the profile
+        // set, which the profile then puts back.
+        if let Some(w) = window.as_mut() {
+            let log = w.restore_buffers()?;
+            if !log.is_empty() {
+                std::fs::write(self.log(order, "buffers"), log)?;
+            }
+        }
         drop(profile);
         if let Some(busy) = host_cpu.finish() {
             row.set(col::HOST_BUSY_CORES_P90, format!("{:.2}", busy.p90));

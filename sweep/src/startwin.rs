@@ -1,6 +1,8 @@
 //! How a configuration's runs start their windows in a sweep: each configuration keeps its
 //! own path-state folder (so one arm never starts from another arm's state), and a TCP run
-//! with the `initial-window` axis gets it on the emulated link's routes (`initcwnd`).
+//! with the `initial-window` axis gets it on the emulated link's routes (`initcwnd`), with
+//! receive and send buffer defaults large enough for the window to be the first flight
+//! (crate::startbuf).
 
 use std::path::{Path, PathBuf};
 
@@ -12,6 +14,7 @@ use crate::initcwnd::{self, InEffect, RouteGuard, Want};
 use crate::linkctx::LinkCtx;
 use crate::matrix::Config;
 use crate::plan::Planned;
+use crate::startbuf::{self, BufGuard};
 
 /// `shoal send`'s flag, also a matrix axis.
 pub const PATH_STATE: &str = "path-state";
@@ -52,10 +55,14 @@ pub fn on_routes(cfg: &Config) -> bool {
     cfg.get(initcwnd::AXIS).is_some() && !cfg.shoal_mode().starts_with(axis::QUIC_MODE_PREFIX)
 }
 
-/// What one run had on its routes (kept alive for the run: dropping it restores them).
+/// What one run had on its routes and buffer defaults (kept alive for the run: dropping it
+/// restores them).
 pub struct Applied {
     pub guard: Option<RouteGuard>,
     pub in_effect: Option<InEffect>,
+    /// The raised buffer defaults: restored before the host profile restores its own.
+    pub buffers: Option<BufGuard>,
+    pub buffers_in_effect: Option<startbuf::InEffect>,
     pub mss: u64,
     pub note: Option<String>,
     /// `saved`: the saved window the routes' initcwnd is half of, and what bounded it.
@@ -74,10 +81,29 @@ impl Applied {
                 col::INITIAL_WINDOW_BYTES,
                 (e.initcwnd * self.mss).to_string(),
             );
+            if let Some(b) = self.buffers_in_effect {
+                let t = |v: [u64; 3]| format!("{} {} {}", v[0], v[1], v[2]);
+                row.set(col::LINK_RCV_TCP_RMEM, t(b.rcv_tcp_rmem));
+                row.set(col::LINK_SND_TCP_WMEM, t(b.snd_tcp_wmem));
+                row.set(
+                    col::INITIAL_RCV_WINDOW_BYTES,
+                    b.initial_rcv_window(e.initrwnd, self.mss).to_string(),
+                );
+            }
         }
         if let Some((window, cap)) = self.saved.filter(|_| self.in_effect.is_some()) {
             row.set(col::RESUME_SAVED_WINDOW_BYTES, window.to_string());
             row.set(col::RESUME_SAVED_WINDOW_CAP, cap.to_string());
+        }
+    }
+
+    /// Puts the buffer defaults back (the sweep calls this before the host profile is
+    /// dropped, so the profile then restores what it found).
+    /// The restore's log text (empty when nothing was raised).
+    pub fn restore_buffers(&mut self) -> Result<String> {
+        match self.buffers.take() {
+            Some(b) => b.restore(),
+            None => Ok(String::new()),
         }
     }
 }
@@ -123,6 +149,8 @@ pub fn apply(link: Option<&LinkCtx>, out: &Path, cfg: &Config) -> Result<Option<
                         guard: None,
                         in_effect: None,
                         saved: None,
+                        buffers: None,
+                        buffers_in_effect: None,
                         mss,
                         note: Some(format!(
                             "{}: initial-window saved: no fresh TCP path state in {}; routes \
@@ -137,9 +165,14 @@ pub fn apply(link: Option<&LinkCtx>, out: &Path, cfg: &Config) -> Result<Option<
     };
     let (guard, in_effect) =
         RouteGuard::apply(&l.snd_ns, &l.rcv_ns, &l.snd_addr, &l.rcv_addr, segments)?;
+    // The larger of the two windows as read back (the sweep sets both to `segments`).
+    let window = in_effect.initcwnd.max(in_effect.initrwnd) * mss;
+    let (buffers, buffers_in_effect) = BufGuard::apply(&l.snd_ns, &l.rcv_ns, window)?;
     Ok(Some(Applied {
         guard: Some(guard),
         in_effect: Some(in_effect),
+        buffers: Some(buffers),
+        buffers_in_effect: Some(buffers_in_effect),
         mss,
         note: None,
         saved,
