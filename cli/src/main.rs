@@ -285,7 +285,7 @@ struct SendArgs {
     /// over the connections (at least 1 MiB each). Only hides file open/read latency: data in
     /// flight is in the socket buffers (TCP) or quinn's send window (QUIC) [default: 8MiB for
     /// TCP modes, 2MiB for QUIC modes: quinn already holds up to --send-window of data ready
-    /// to send, and 8 MiB more cost ~13 MB of sender RSS (docs/benchmarks.md, Memory)]
+    /// to send, and 8 MiB cost ~5 MB more sender RSS (docs/benchmarks.md, Memory)]
     #[arg(long, value_parser = parse_size)]
     read_ahead: Option<u64>,
     #[command(flatten)]
