@@ -6,6 +6,8 @@
 #
 #   scripts/bench-rss.sh [SHOAL_BIN] [FILES] [SIZE] [RUNS] [MODES]
 #     defaults: target/release/shoal, 65536, 4KiB, 1, "tcp-bundle tcp-streams quic-bundle quic-streams"
+#   SEND_ARGS / RECV_ARGS (environment): extra flags for `shoal send` / `shoal recv`, e.g.
+#     SEND_ARGS="--connections 8" or RECV_ARGS="--conn-window 8MiB" (experiments)
 # Targets (issue 19): bundle modes <= 32 MB at each end, per-file modes <= 48 MB with 4,096
 # streams outstanding (the default --max-streams).
 set -euo pipefail
@@ -21,11 +23,11 @@ SRC=$W/src-$FILES-$SIZE
 for i in $(seq "$RUNS"); do
   for mode in $MODES; do
     rm -rf $W/dst; log=$W/recv.log
-    "$BIN" recv --listen 127.0.0.1:0 --dest $W/dst --identity $W/id --once --flat >$log 2>&1 &
+    "$BIN" recv --listen 127.0.0.1:0 --dest $W/dst --identity $W/id --once --flat ${RECV_ARGS:-} >$log 2>&1 &
     rp=$!
     addr=""
     for _ in $(seq 100); do addr=$(sed -n 's/^listening on //p' $log); [ -n "$addr" ] && break; sleep 0.1; done
-    "$BIN" send --to "$addr" --src "$SRC" --mode "$mode" --identity $W/id --json >$W/row.json 2>$W/send.err || true
+    "$BIN" send --to "$addr" --src "$SRC" --mode "$mode" --identity $W/id ${SEND_ARGS:-} --json >$W/row.json 2>$W/send.err || true
     wait $rp || true
     python3 - "$W/row.json" "$mode" "$i" <<'PY'
 import json, sys

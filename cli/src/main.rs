@@ -283,9 +283,11 @@ struct SendArgs {
     interval: Option<Duration>,
     /// Bytes the reader may read ahead of the socket (held in memory until written), split
     /// over the connections (at least 1 MiB each). Only hides file open/read latency: data in
-    /// flight is in the socket buffers (TCP) or quinn's send window (QUIC).
-    #[arg(long, default_value = "8MiB", value_parser = parse_size)]
-    read_ahead: u64,
+    /// flight is in the socket buffers (TCP) or quinn's send window (QUIC) [default: 8MiB for
+    /// TCP modes, 2MiB for QUIC modes: quinn already holds up to --send-window of data ready
+    /// to send, and 8 MiB cost ~5 MB more sender RSS (docs/benchmarks.md, Memory)]
+    #[arg(long, value_parser = parse_size)]
+    read_ahead: Option<u64>,
     #[command(flatten)]
     flow: FlowArgs,
     /// Write the full per-file latency distribution (CSV: run_id, value_ms, percentile,
@@ -432,6 +434,16 @@ fn parses(args: &[std::ffi::OsString]) -> Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
+/// `send --read-ahead` when not given: QUIC modes need little, since quinn's send buffer
+/// already holds up to a send window of data ready to go (docs/benchmarks.md, Memory).
+fn default_read_ahead(mode: Mode) -> u64 {
+    if mode.is_quic() {
+        2 << 20
+    } else {
+        8 << 20
+    }
+}
+
 fn runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -575,7 +587,8 @@ async fn send(a: SendArgs) -> Result<ExitCode> {
         pin,
         token,
         reader: ReaderConfig {
-            budget: usize::try_from(a.read_ahead).unwrap_or(usize::MAX),
+            budget: usize::try_from(a.read_ahead.unwrap_or(default_read_ahead(a.mode)))
+                .unwrap_or(usize::MAX),
             ..Default::default()
         },
         flow: a.flow.config(),
