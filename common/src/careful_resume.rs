@@ -7,31 +7,37 @@
 //! congestion window to use; on the way to `Normal` it says what window (and threshold) the
 //! ordinary controller should continue from. `common::quic_resume` adapts it to quinn.
 //!
-//! Phases and rules (RFC 9959 §4; section numbers in the comments below):
-//! - Reconnaissance (§4.2): the ordinary controller runs from its initial window. The first
-//!   batch of acknowledgements gives the current RTT; a current RTT outside
-//!   [saved_rtt / 2, 10 × saved_rtt) means the path is not the one the state describes, and
-//!   the jump is abandoned (Normal). A congestion event here also abandons it.
-//! - Unvalidated (§4.3): cwnd jumps to `jump_cwnd = min(saved_cwnd / 2, flow-control limit)`;
-//!   PipeSize starts at the flight size and grows by every acknowledged byte. The first packet
-//!   sent in this phase being acknowledged (one RTT later) ends it.
-//! - Validating (§4.4): cwnd is set to the flight size (no more than what the jump put in
-//!   flight; at least PipeSize and the ordinary controller's window); acknowledgement of the
-//!   last packet sent unvalidated ends it (Normal, validated).
-//! - Safe Retreat (§4.5): a congestion event in Unvalidated or Validating sets
-//!   cwnd = PipeSize / 2 and holds it until the last packet sent before the retreat is
-//!   acknowledged; Normal then continues with ssthresh = PipeSize. The PipeSize taken is the
-//!   one at the retreat — what the path delivered in about one RTT since the jump; PipeSize
-//!   keeps growing during Safe Retreat (§4.5), but over more than one RTT, so it would
-//!   overstate the capacity.
+//! Phases and rules, checked against the text of draft-ietf-tsvwg-careful-resume-22 (the
+//! version RFC 9959 was published from two revisions later; section numbers are the draft's:
+//! §3 the phases, §4 the implementation notes). docs/resume.md, "Against RFC 9959's text", has
+//! the rule-by-rule table.
+//! - Reconnaissance (§3.2, §4.2): the ordinary controller runs from its initial window. The
+//!   machine waits until all the initial data (everything sent before the first
+//!   acknowledgement) is acknowledged; the minimum RTT seen in the phase must then be more than
+//!   saved_rtt / 2 and no more than 10 × saved_rtt (§3.2, §4.2.1), else the jump is abandoned
+//!   (Normal). A congestion event here also abandons it. An application-limited sender waits.
+//! - Unvalidated (§3.3): PipeSize = the flight size; cwnd jumps to
+//!   `jump_cwnd = min(saved_cwnd / 2, flow-control limit)` and is not increased; PipeSize grows
+//!   by every acknowledged byte. The first packet sent in this phase being acknowledged (one
+//!   RTT later) ends it: if the flight size is below the initial window or no more than
+//!   PipeSize the jump was not used (rate-limited): cwnd = max(PipeSize, initial window) and
+//!   Normal; otherwise cwnd = the flight size and Validating.
+//! - Validating (§3.4): cwnd grows as in slow start (by each acknowledged byte); the
+//!   acknowledgement of the last packet sent unvalidated ends it (Normal, validated).
+//! - Safe Retreat (§3.5): a congestion event in Unvalidated or Validating sets
+//!   cwnd = PipeSize / 2 (never below the controller's minimum window, §3.5's note on QUIC) and
+//!   holds it until the last packet sent before the retreat is acknowledged; Normal then
+//!   continues with ssthresh = the latest PipeSize × Beta (Beta = 0.5, the RFC's default).
+//! - Persistent congestion (§3.6) in any phase ends Careful Resume: Normal, with the ordinary
+//!   controller's own (collapsed) window.
 //!
 //! The saved state itself is checked before the machine is built: state older than its
-//! lifetime (one hour by default, §5) is ignored ([`is_fresh`]).
+//! lifetime (one hour by default, §4.3.1) is ignored ([`is_fresh`]).
 
 use std::time::Duration;
 
-/// What an earlier connection to the same receiver learned (RFC 9959 §5: saved_cwnd and
-/// saved_rtt).
+/// What an earlier connection to the same receiver learned (RFC 9959 §3.1: saved_cwnd and
+/// saved_rtt; §4.1 lets saved_cwnd be an acknowledged-rate estimate, not only a cwnd).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Saved {
     /// Congestion window reached, bytes.
@@ -70,17 +76,20 @@ pub enum Outcome {
     /// Still in Reconnaissance (the run ended before the first RTT sample, or stayed
     /// application-limited).
     Pending,
-    /// The current RTT did not match the saved one (§4.2).
+    /// The current RTT did not match the saved one (§3.2, §4.2.1).
     RefusedRtt,
-    /// A congestion event in Reconnaissance (§4.2).
+    /// A congestion event in Reconnaissance (§3.2).
     RefusedLoss,
     /// The jump window was no larger than the window already reached: nothing to gain.
     NotNeeded,
     /// Jumped, not yet validated when the run ended.
     Taken,
-    /// Jumped and validated (§4.4).
+    /// Jumped and validated (§3.4).
     Validated,
-    /// Jumped and retreated on congestion (§4.5).
+    /// Jumped but did not use the jump (§3.3 "Check flight_size": flight size below the
+    /// initial window or no more than PipeSize); back to the ordinary controller at PipeSize.
+    RateLimited,
+    /// Jumped and retreated on congestion (§3.5).
     Retreated,
 }
 
@@ -95,6 +104,7 @@ impl Outcome {
             Outcome::NotNeeded => "not-needed",
             Outcome::Taken => "taken",
             Outcome::Validated => "validated",
+            Outcome::RateLimited => "rate-limited",
             Outcome::Retreated => "retreated",
         }
     }
@@ -120,17 +130,21 @@ pub struct Transition {
 }
 
 /// Is state saved at `saved_at` still usable at `now` (both seconds since the Unix epoch)?
-/// RFC 9959 §5: saved state has a lifetime; state from the future (a clock stepped back) is
-/// not trusted either.
+/// RFC 9959 §4.3.1 (and §3.2, "Lifetime"): saved state has a lifetime; state from the future
+/// (a clock stepped back) is not trusted either.
 pub fn is_fresh(saved_at: u64, now: u64, lifetime: Duration) -> bool {
     saved_at <= now && now - saved_at <= lifetime.as_secs()
 }
 
 /// The jump window for `saved` under a flow-control limit: never more than half the saved
-/// window (§4.3).
+/// window (§3.3 "Setting the jump_cwnd"; the flow-control limit is §4.7's).
 pub fn jump_cwnd(saved: &Saved, flow_limit: u64) -> u64 {
     (saved.cwnd / 2).min(flow_limit)
 }
+
+/// Beta, the factor on PipeSize for ssthresh on leaving Safe Retreat (§3.5: between 0.5 and 1,
+/// default 0.5, "chosen to reduce the probability of inducing a second round of congestion").
+pub const BETA: f64 = 0.5;
 
 /// One connection's Careful Resume state.
 #[derive(Debug, Clone)]
@@ -148,9 +162,16 @@ pub struct CarefulResume {
     last_sent: Option<u64>,
     first_unvalidated: Option<u64>,
     last_unvalidated: Option<u64>,
-    /// The last packet sent when Safe Retreat began, and PipeSize then.
+    /// The last packet sent when Safe Retreat began.
     retreat_mark: Option<u64>,
-    retreat_pipesize: u64,
+    /// Reconnaissance: bytes sent before the first acknowledgement (the initial data, §3.2;
+    /// also the initial window the rate-limited exit never goes below, §3.3), whether an
+    /// acknowledgement has come, the last packet of the initial data, and the minimum RTT
+    /// of the phase (§4.2.1 note 1).
+    initial_bytes: u64,
+    acked_any: bool,
+    initial_mark: Option<u64>,
+    recon_min_rtt: Option<Duration>,
 }
 
 impl CarefulResume {
@@ -176,7 +197,10 @@ impl CarefulResume {
             first_unvalidated: None,
             last_unvalidated: None,
             retreat_mark: None,
-            retreat_pipesize: 0,
+            initial_bytes: 0,
+            acked_any: false,
+            initial_mark: None,
+            recon_min_rtt: None,
         }
     }
 
@@ -210,16 +234,24 @@ impl CarefulResume {
     pub fn on_sent(&mut self, pn: u64, bytes: u64) {
         self.flight += bytes;
         self.last_sent = Some(pn);
+        if !self.acked_any {
+            self.initial_bytes += bytes;
+        }
         if self.phase == Phase::Unvalidated {
             self.first_unvalidated.get_or_insert(pn);
             self.last_unvalidated = Some(pn);
         }
     }
 
-    /// `bytes` were acknowledged. §4.3–§4.5: PipeSize counts every byte acknowledged from
-    /// the jump on.
+    /// `bytes` were acknowledged. §3.3–§3.5: PipeSize counts every byte acknowledged from
+    /// the jump on; §3.4: in Validating the window grows as the ordinary controller's would
+    /// in slow start (one byte per byte acknowledged).
     pub fn on_ack(&mut self, bytes: u64) {
+        self.acked_any = true;
         self.flight = self.flight.saturating_sub(bytes);
+        if self.phase == Phase::Validating {
+            self.cwnd = self.cwnd.saturating_add(bytes);
+        }
         if matches!(
             self.phase,
             Phase::Unvalidated | Phase::Validating | Phase::SafeRetreat
@@ -244,20 +276,10 @@ impl CarefulResume {
         let acked =
             |mark: Option<u64>| matches!((largest_acked, mark), (Some(a), Some(m)) if a >= m);
         match self.phase {
-            Phase::Reconnaissance => self.reconnaissance(app_limited, rtt, inner_cwnd),
-            Phase::Unvalidated if acked(self.first_unvalidated) => {
-                // §4.4: on entry, cwnd is the flight size: what the jump actually put in
-                // flight. Never below PipeSize (already delivered) nor the ordinary
-                // controller's window: a sender that did not fill the jump (application- or
-                // flow-control-limited; seen on a loaded machine, flight 2,400 B) would
-                // otherwise crawl at the minimum window for the whole phase.
-                self.cwnd = self
-                    .flight
-                    .max(self.pipesize)
-                    .max(inner_cwnd)
-                    .max(self.min_window);
-                Some(self.go(Phase::Validating, None))
+            Phase::Reconnaissance => {
+                self.reconnaissance(app_limited, largest_acked, rtt, inner_cwnd)
             }
+            Phase::Unvalidated if acked(self.first_unvalidated) => Some(self.leave_unvalidated()),
             Phase::Validating if acked(self.last_unvalidated) => {
                 self.outcome = Outcome::Validated;
                 let handover = Handover {
@@ -267,10 +289,12 @@ impl CarefulResume {
                 Some(self.go(Phase::Normal, Some(handover)))
             }
             Phase::SafeRetreat if acked(self.retreat_mark) => {
-                // §4.5: Normal continues from the retreated window with ssthresh = PipeSize.
+                // §3.5: Normal continues from the retreated window (it "MUST NOT be increased"
+                // in the phase) with ssthresh no larger than the most recently measured
+                // PipeSize × Beta.
                 let handover = Handover {
                     cwnd: self.cwnd,
-                    ssthresh: Some(self.retreat_pipesize.max(self.min_window)),
+                    ssthresh: Some(safe_retreat_ssthresh(self.pipesize, self.min_window)),
                 };
                 Some(self.go(Phase::Normal, Some(handover)))
             }
@@ -278,17 +302,45 @@ impl CarefulResume {
         }
     }
 
+    /// §3.3 "Check flight_size", on the acknowledgement of the first unvalidated packet: a
+    /// jump the sender did not use (flight size below the initial window, or no more than
+    /// PipeSize) ends Careful Resume at max(PipeSize, initial window); otherwise cwnd = the
+    /// flight size and Validating.
+    fn leave_unvalidated(&mut self) -> Transition {
+        let iw = self.initial_bytes.max(self.min_window);
+        if self.flight < iw || self.flight <= self.pipesize {
+            self.outcome = Outcome::RateLimited;
+            let handover = Handover {
+                cwnd: self.pipesize.max(iw),
+                ssthresh: None,
+            };
+            return self.go(Phase::Normal, Some(handover));
+        }
+        self.cwnd = self.flight;
+        self.go(Phase::Validating, None)
+    }
+
     fn reconnaissance(
         &mut self,
         app_limited: bool,
+        largest_acked: Option<u64>,
         rtt: Option<Duration>,
         inner_cwnd: u64,
     ) -> Option<Transition> {
-        let (saved, rtt) = (self.saved?, rtt?);
-        // §4.2: the current RTT must confirm the saved one: at least half of it and less
-        // than ten times it.
-        // Saturating: the saved RTT comes from a file.
-        if rtt < saved.rtt / 2 || rtt >= saved.rtt.saturating_mul(10) {
+        let saved = self.saved?;
+        // §4.2.1 note 1: the minimum RTT over the phase, checked on the way to Unvalidated.
+        if let Some(r) = rtt {
+            self.recon_min_rtt = Some(self.recon_min_rtt.map_or(r, |m| m.min(r)));
+        }
+        // §3.2 "Path confirmed": only once all the initial data is acknowledged.
+        let mark = *self.initial_mark.get_or_insert(self.last_sent.unwrap_or(0));
+        if largest_acked.is_none_or(|a| a < mark) {
+            return None;
+        }
+        let rtt = self.recon_min_rtt?;
+        // §3.2 "Minimum RTT too small": at most saved_rtt / 2 ends it; §4.2.1: more than ten
+        // times saved_rtt is a path change. Saturating: the saved RTT comes from a file.
+        if !rtt_confirms(rtt, saved.rtt) {
             self.outcome = Outcome::RefusedRtt;
             return Some(self.go(Phase::Normal, None));
         }
@@ -297,16 +349,28 @@ impl CarefulResume {
             self.outcome = Outcome::NotNeeded;
             return Some(self.go(Phase::Normal, None));
         }
-        // §4.2: jump only when the sender has more to send than the window allows.
+        // §3.2, §4.2: a rate-limited sender may stay here until it has more to send than the
+        // window allows.
         if app_limited {
             return None;
         }
-        // §4.3: PipeSize starts at the flight size; cwnd jumps.
+        // §3.3: PipeSize starts at the flight size; cwnd jumps.
         self.pipesize = self.flight;
         self.jump = jump;
         self.cwnd = jump;
         self.outcome = Outcome::Taken;
         Some(self.go(Phase::Unvalidated, None))
+    }
+
+    /// Persistent congestion (an RTO in TCP terms): §3.6, Careful Resume ends in any phase and
+    /// the ordinary controller (which answered the event itself) continues alone.
+    pub fn on_persistent_congestion(&mut self) -> Option<Transition> {
+        self.outcome = match self.phase {
+            Phase::Normal => return None,
+            Phase::Reconnaissance => Outcome::RefusedLoss,
+            Phase::Unvalidated | Phase::Validating | Phase::SafeRetreat => Outcome::Retreated,
+        };
+        Some(self.go(Phase::Normal, None))
     }
 
     /// A congestion event (`lost_bytes` lost; 0 for an ECN mark).
@@ -318,14 +382,17 @@ impl CarefulResume {
                 Some(self.go(Phase::Normal, None))
             }
             Phase::Unvalidated | Phase::Validating => {
-                // §4.5: cwnd = PipeSize / 2, held until everything sent so far is acknowledged.
+                // §3.5: cwnd no more than PipeSize / 2 (QUIC's minimum window is the floor, as
+                // §3.5's note says), held until the last packet sent in the Unvalidated or
+                // Validating Phase is acknowledged ("Loss Recovery"; appendix A: the highest
+                // packet number sent on entry).
                 self.cwnd = (self.pipesize / 2).max(self.min_window);
                 self.retreat_mark = self.last_sent;
-                self.retreat_pipesize = self.pipesize;
                 self.outcome = Outcome::Retreated;
                 Some(self.go(Phase::SafeRetreat, None))
             }
-            // Further losses in Safe Retreat are the same episode; Normal is the controller's.
+            // Further losses in Safe Retreat are the same episode (§3.5: the window is held);
+            // Normal is the controller's.
             Phase::SafeRetreat | Phase::Normal => None,
         }
     }
@@ -346,6 +413,17 @@ impl CarefulResume {
     }
 }
 
+/// §3.2 / §4.2.1: does the current (minimum) RTT confirm the saved one? More than half of it
+/// and no more than ten times it.
+pub fn rtt_confirms(current: Duration, saved: Duration) -> bool {
+    current > saved / 2 && current <= saved.saturating_mul(10)
+}
+
+/// §3.5: ssthresh on leaving Safe Retreat, PipeSize × Beta (never below the minimum window).
+pub fn safe_retreat_ssthresh(pipesize: u64, min_window: u64) -> u64 {
+    ((pipesize as f64 * BETA) as u64).max(min_window)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -358,15 +436,15 @@ mod tests {
     const IW: u64 = 12_000;
     const MIN: u64 = 2_400;
 
-    /// A machine that has sent its initial window (packets 0..10) and got its first batch of
-    /// acknowledgements with `rtt`.
+    /// A machine that has sent its initial window (packets 0..10) and got it acknowledged
+    /// (largest 9, 10,800 bytes still counted in flight) with minimum RTT `rtt`.
     fn after_first_rtt(rtt: Duration) -> (CarefulResume, Option<Transition>) {
         let mut cr = CarefulResume::new(Some(SAVED), u64::MAX, MIN);
         for pn in 0..10 {
             cr.on_sent(pn, 1_200);
         }
         cr.on_ack(1_200);
-        let t = cr.on_end_acks(10_800, false, Some(0), Some(rtt), IW);
+        let t = cr.on_end_acks(10_800, false, Some(9), Some(rtt), IW);
         (cr, t)
     }
 
@@ -380,16 +458,18 @@ mod tests {
     }
 
     #[test]
-    fn rtt_below_half_the_saved_aborts_the_jump() {
-        let (cr, t) = after_first_rtt(49 * MS);
-        assert_eq!(t.map(|t| t.to), Some(Phase::Normal));
-        assert_eq!(cr.outcome(), Outcome::RefusedRtt);
-        assert_eq!(cr.window(IW), IW, "the ordinary controller's window");
+    fn reconnaissance_rtt_at_or_below_half_the_saved_aborts_the_jump() {
+        for rtt in [49 * MS, 50 * MS] {
+            let (cr, t) = after_first_rtt(rtt);
+            assert_eq!(t.map(|t| t.to), Some(Phase::Normal), "{rtt:?}");
+            assert_eq!(cr.outcome(), Outcome::RefusedRtt);
+            assert_eq!(cr.window(IW), IW, "the ordinary controller's window");
+        }
     }
 
     #[test]
-    fn rtt_of_ten_times_the_saved_aborts_the_jump() {
-        let (cr, _) = after_first_rtt(1_000 * MS);
+    fn reconnaissance_rtt_above_ten_times_the_saved_aborts_the_jump() {
+        let (cr, _) = after_first_rtt(1_001 * MS);
         assert_eq!(cr.outcome(), Outcome::RefusedRtt);
         assert_eq!(cr.phase(), Phase::Normal);
     }
@@ -406,13 +486,51 @@ mod tests {
     }
 
     #[test]
-    fn rtt_within_bounds_jumps_to_half_the_saved_window() {
-        for rtt in [50 * MS, 100 * MS, 999 * MS] {
+    fn reconnaissance_rtt_within_bounds_jumps_to_half_the_saved_window() {
+        for rtt in [51 * MS, 100 * MS, 1_000 * MS] {
             let (cr, t) = after_first_rtt(rtt);
             assert_eq!(t.map(|t| t.to), Some(Phase::Unvalidated), "{rtt:?}");
             assert_eq!(cr.window(IW), SAVED.cwnd / 2);
             assert_eq!(cr.outcome(), Outcome::Taken);
         }
+    }
+
+    #[test]
+    fn reconnaissance_checks_the_minimum_rtt_of_the_phase() {
+        let mut cr = CarefulResume::new(Some(SAVED), u64::MAX, MIN);
+        for pn in 0..10 {
+            cr.on_sent(pn, 1_200);
+        }
+        cr.on_ack(1_200);
+        // A first sample of 40 ms (too small), then 100 ms: the minimum, 40 ms, decides.
+        assert_eq!(
+            cr.on_end_acks(9_600, false, Some(0), Some(40 * MS), IW),
+            None
+        );
+        cr.on_end_acks(0, false, Some(9), Some(100 * MS), IW);
+        assert_eq!(cr.outcome(), Outcome::RefusedRtt);
+    }
+
+    #[test]
+    fn reconnaissance_jumps_only_after_all_initial_data_is_acknowledged() {
+        let mut cr = CarefulResume::new(Some(SAVED), u64::MAX, MIN);
+        for pn in 0..10 {
+            cr.on_sent(pn, 1_200);
+        }
+        cr.on_ack(1_200);
+        assert_eq!(
+            cr.on_end_acks(10_800, false, Some(0), Some(100 * MS), IW),
+            None
+        );
+        // Sent after the first acknowledgement: not initial data.
+        cr.on_sent(10, 1_200);
+        assert_eq!(
+            cr.on_end_acks(10_800, false, Some(8), Some(100 * MS), IW),
+            None
+        );
+        assert_eq!(cr.phase(), Phase::Reconnaissance);
+        let t = cr.on_end_acks(1_200, false, Some(9), None, IW);
+        assert_eq!(t.map(|t| t.to), Some(Phase::Unvalidated));
     }
 
     #[test]
@@ -432,7 +550,7 @@ mod tests {
     }
 
     #[test]
-    fn loss_in_unvalidated_retreats_to_half_the_pipesize() {
+    fn safe_retreat_sets_cwnd_to_half_the_pipesize_and_holds_it() {
         let mut cr = jumped();
         // PipeSize started at the flight size at the jump (10,800) and grows with acks.
         cr.on_ack(1_200);
@@ -445,7 +563,17 @@ mod tests {
         cr.on_ack(1_200);
         assert_eq!(cr.window(IW), 6_000);
         assert_eq!(cr.on_congestion(1_200), None, "the same episode");
-        // Normal once everything sent before the retreat is acknowledged, ssthresh = PipeSize.
+    }
+
+    #[test]
+    fn safe_retreat_sets_ssthresh_to_the_latest_pipesize_times_beta() {
+        let mut cr = jumped();
+        cr.on_ack(1_200);
+        cr.on_congestion(1_200);
+        // PipeSize keeps growing during the retreat (§3.5 "Tracking PipeSize").
+        cr.on_ack(60_000);
+        assert_eq!(cr.pipesize(), 10_800 + 1_200 + 60_000);
+        // Normal once everything sent before the retreat is acknowledged.
         assert_eq!(
             cr.on_end_acks(0, false, Some(108), Some(100 * MS), IW),
             None
@@ -458,9 +586,10 @@ mod tests {
             t.handover,
             Some(Handover {
                 cwnd: 6_000,
-                ssthresh: Some(12_000)
+                ssthresh: Some(72_000 / 2)
             })
         );
+        assert_eq!(safe_retreat_ssthresh(1_000, MIN), MIN, "the minimum window");
     }
 
     #[test]
@@ -470,6 +599,8 @@ mod tests {
         assert_eq!(cr.window(IW), (10_800 / 2).max(MIN));
         let mut cr = CarefulResume::new(Some(SAVED), u64::MAX, MIN);
         cr.on_end_acks(0, false, None, Some(100 * MS), IW);
+        cr.on_end_acks(0, false, Some(0), Some(100 * MS), IW);
+        assert_eq!(cr.phase(), Phase::Unvalidated);
         cr.on_congestion(0);
         assert_eq!(cr.window(IW), MIN);
     }
@@ -484,7 +615,7 @@ mod tests {
     }
 
     #[test]
-    fn acknowledged_jump_validates() {
+    fn validating_sets_cwnd_to_the_flight_size_then_grows_and_validates() {
         let mut cr = jumped();
         assert_eq!(
             cr.on_end_acks(100_000, false, Some(9), Some(100 * MS), IW),
@@ -495,26 +626,60 @@ mod tests {
             .unwrap();
         assert_eq!((t.from, t.to), (Phase::Unvalidated, Phase::Validating));
         assert_eq!(cr.window(IW), 100_000, "the flight size at entry");
+        // §3.4: the window grows with acknowledgements, as in slow start.
+        cr.on_ack(1_200);
+        assert_eq!(cr.window(IW), 101_200);
         let t = cr
             .on_end_acks(0, false, Some(109), Some(100 * MS), IW)
             .unwrap();
         assert_eq!(t.to, Phase::Normal);
-        assert_eq!(t.handover.unwrap().ssthresh, None);
+        assert_eq!(
+            t.handover,
+            Some(Handover {
+                cwnd: 101_200,
+                ssthresh: None
+            })
+        );
         assert_eq!(cr.outcome(), Outcome::Validated);
         assert_eq!(cr.window(IW), IW, "the ordinary controller's again");
     }
 
     #[test]
-    fn validating_never_starts_below_what_was_delivered() {
+    fn unused_jump_with_flight_below_the_initial_window_ends_at_the_pipesize() {
         let mut cr = jumped();
         cr.on_ack(50_000);
         // The jump was hardly used: 2,400 bytes in flight when its first packet is acked.
-        cr.on_end_acks(2_400, true, Some(10), Some(100 * MS), IW);
-        assert_eq!(cr.phase(), Phase::Validating);
-        assert_eq!(cr.window(IW), 10_800 + 50_000, "PipeSize");
+        let t = cr
+            .on_end_acks(2_400, true, Some(10), Some(100 * MS), IW)
+            .unwrap();
+        assert_eq!(t.to, Phase::Normal);
+        assert_eq!(cr.outcome(), Outcome::RateLimited);
+        assert_eq!(t.handover.unwrap().cwnd, 10_800 + 50_000, "PipeSize");
+    }
+
+    #[test]
+    fn unused_jump_with_flight_no_more_than_the_pipesize_ends_not_below_the_initial_window() {
         let mut cr = jumped();
-        cr.on_end_acks(2_400, true, Some(10), Some(100 * MS), 30_000);
-        assert_eq!(cr.window(IW), 30_000, "the ordinary controller's window");
+        // Flight 12,000 ≥ the initial data (12,000) but ≤ PipeSize (10,800 + 1,200).
+        cr.on_ack(1_200);
+        let t = cr
+            .on_end_acks(12_000, true, Some(10), Some(100 * MS), IW)
+            .unwrap();
+        assert_eq!(cr.outcome(), Outcome::RateLimited);
+        assert_eq!(t.handover.unwrap().cwnd, 12_000);
+    }
+
+    #[test]
+    fn persistent_congestion_ends_careful_resume_in_any_phase() {
+        let mut cr = jumped();
+        cr.on_congestion(1_200);
+        let t = cr.on_persistent_congestion().unwrap();
+        assert_eq!((t.to, t.handover), (Phase::Normal, None));
+        assert_eq!(cr.window(IW), IW, "the ordinary controller's own window");
+        assert_eq!(cr.on_persistent_congestion(), None);
+        let mut cr = CarefulResume::new(Some(SAVED), u64::MAX, MIN);
+        cr.on_persistent_congestion();
+        assert_eq!(cr.outcome(), Outcome::RefusedLoss);
     }
 
     #[test]

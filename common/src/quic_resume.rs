@@ -6,12 +6,14 @@
 //! behaviour; in Unvalidated, Validating and Safe Retreat the window is the machine's. quinn's
 //! controllers have no setter for their window or slow-start threshold, so when the machine
 //! reaches Normal after a jump the real controller is rebuilt with the handover window as its
-//! initial window (it then continues in slow start, as RFC 9959 §4.4 lets it). After a Safe
-//! Retreat (§4.5: cwnd = PipeSize / 2, ssthresh = PipeSize) the rebuilt controller
-//! slow-starts from PipeSize / 2, and the wrapper holds the threshold for it: when its window
-//! reaches PipeSize it is rebuilt once more at PipeSize / β and given one congestion event,
-//! which leaves CUBIC (β = 0.7) or NewReno (β = 0.5) in congestion avoidance at PipeSize
-//! (CUBIC with W_max = PipeSize / β, as after any loss). A congestion event before that
+//! initial window (it then continues in slow start, as RFC 9959 §3.7 lets it; section numbers
+//! are draft-ietf-tsvwg-careful-resume-22's, see `careful_resume`). After a Safe Retreat
+//! (§3.5: cwnd = PipeSize / 2, ssthresh = the latest PipeSize × 0.5) the rebuilt controller
+//! slow-starts from the retreat window, and the wrapper holds the threshold for it: when its
+//! window reaches the threshold it is rebuilt once more at threshold / β and given one
+//! congestion event, which leaves CUBIC (β = 0.7) or NewReno (β = 0.5) in congestion avoidance
+//! at the threshold (CUBIC with W_max = threshold / β, as after any loss). Persistent
+//! congestion (§3.6) ends Careful Resume with the real controller's own collapsed window. A congestion event before that
 //! ends the wrapper's part. BBR, which has no slow-start threshold, is only rebuilt at the
 //! handover window and starts its model again from there. (A first version entered
 //! congestion avoidance at β × PipeSize / 2 straight away: on the test's 100 Mbit/s link it
@@ -20,9 +22,9 @@
 //! Pacing: quinn's pacer (quinn-proto 0.11.19, `connection/pacing.rs`) releases at most
 //! 1.25 × window per smoothed RTT, with bursts of about 2 ms of that rate, and recomputes its
 //! capacity whenever `window()` changes — so the jumped window is paced over an RTT by quinn
-//! itself, as §4.3 requires, not sent as one burst.
+//! itself, as §3.3 ("Pacing transmission") requires, not sent as one burst.
 //!
-//! RTT for the §4.2 check: quinn updates its RTT estimator only after `on_end_acks`, so on the
+//! RTT for the §3.2 / §4.2.1 check: quinn updates its RTT estimator only after `on_end_acks`, so on the
 //! first batch of acknowledgements the estimator still holds its initial guess. The wrapper
 //! therefore takes the batch's own sample, the shortest `now − sent` of its acknowledged
 //! packets (this includes the peer's ack delay, as any RTT sample does).
@@ -106,7 +108,7 @@ pub struct Resuming {
 impl Resuming {
     /// `saved`: the fresh path state (`None`: none or expired; the controller then only
     /// records "no-state"); `flow_limit`: the most the peer's flow control lets this
-    /// connection have in flight (the jump never exceeds it, §4.3).
+    /// connection have in flight (the jump never exceeds it, RFC 9959 §4.7).
     pub fn wrap(
         cc: Option<Cc>,
         initial_window: Option<u64>,
@@ -265,7 +267,11 @@ impl Controller for ResumeController {
             // The rebuilt controller answered a loss itself: the held threshold is moot.
             self.ss_cap = None;
         }
-        let t = self.machine.on_congestion(lost_bytes);
+        let t = if is_persistent_congestion {
+            self.machine.on_persistent_congestion()
+        } else {
+            self.machine.on_congestion(lost_bytes)
+        };
         self.apply(now, t);
     }
 
@@ -333,16 +339,18 @@ mod tests {
         }
         let t1 = t0 + Duration::from_millis(100);
         c.note_ack(t1, t0, 1_200);
-        c.on_end_acks(t1, 10_800, false, Some(0));
+        // Jumps once all the initial data is acknowledged (RFC 9959 §3.2).
+        c.on_end_acks(t1, 10_800, false, Some(9));
         assert_eq!(c.window(), 4_000_000, "half the saved window");
         assert_eq!(log.outcome(), Some(Outcome::Taken));
-        for pn in 10..20 {
+        for pn in 10..40 {
             c.on_sent(t1, 1_200, pn);
         }
         let t2 = t1 + Duration::from_millis(100);
         c.note_ack(t2, t1, 1_200);
-        c.on_end_acks(t2, 12_000, false, Some(10));
-        c.on_end_acks(t2, 0, false, Some(19));
+        // 36,000 bytes in flight > PipeSize (12,000): Validating, not rate-limited (§3.3).
+        c.on_end_acks(t2, 36_000, false, Some(10));
+        c.on_end_acks(t2, 0, false, Some(39));
         assert_eq!(log.outcome(), Some(Outcome::Validated));
         let phases: Vec<Phase> = log.changes().iter().map(|c| c.to).collect();
         assert_eq!(

@@ -125,7 +125,7 @@ pub struct RunRow {
     pub cpu_steal_seconds: Option<f64>,
     /// `send --resume` (RFC 9959 Careful Resume, QUIC): `off` when not asked; else what
     /// became of the jump (docs/csv-schema.md): no-state, pending, refused-rtt,
-    /// refused-loss, not-needed, taken, validated, retreated.
+    /// refused-loss, not-needed, taken, rate-limited, validated, retreated.
     #[serde(default)]
     pub resume: String,
     /// The jump window taken, bytes (0: none; empty without --resume or in TCP modes).

@@ -1,5 +1,5 @@
 //! Path state: what a finished run learnt about the path to one receiver, kept for the next
-//! run to the same receiver (`send --resume`, `--initial-window saved`; RFC 9959 §5).
+//! run to the same receiver (`send --resume`, `--initial-window saved`; RFC 9959 §4.3.1).
 //!
 //! One JSON file per receiver and transport in a state folder (default
 //! `$XDG_STATE_HOME/shoal/paths`, else `~/.local/state/shoal/paths`; `--path-state DIR`),
@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use shoal_common::careful_resume::{is_fresh, Saved};
 use shoal_common::identity::Pin;
 
-/// `--path-state-lifetime`'s default (RFC 9959 §5).
+/// `--path-state-lifetime`'s default (RFC 9959 §4.3.1, which sets no value).
 pub const DEFAULT_LIFETIME: Duration = Duration::from_secs(3_600);
 
 /// What one run learnt about the path to a receiver.

@@ -52,8 +52,9 @@ fn rank(o: Outcome) -> u8 {
         Outcome::Taken => 3,
         Outcome::Pending => 4,
         Outcome::NotNeeded => 5,
-        Outcome::Validated => 6,
-        Outcome::NoState => 7,
+        Outcome::RateLimited => 6,
+        Outcome::Validated => 7,
+        Outcome::NoState => 8,
     }
 }
 
