@@ -22,6 +22,26 @@ fn refused(out: &std::process::Output, cause: &str) {
 /// most `max_files` of them and `max_bytes` together (no file over a limit is kept under its
 /// name, nor a partial one); then `dst` is emptied for the next run.
 fn kept_within(src: &std::path::Path, dst: &std::path::Path, max_files: usize, max_bytes: u64) {
+    // The sender may have its refusal (a late connection is refused at once) while the
+    // receiver still ends the run (closing files, removing partial ones): wait until what
+    // `dst` holds stops changing and is only files of `src` (a bounded wait, not a timing).
+    let settled = || {
+        let mut e = entries(dst);
+        e.sort();
+        e
+    };
+    let mut last = settled();
+    for _ in 0..100 {
+        std::thread::sleep(Duration::from_millis(200));
+        let now = settled();
+        let foreign = now
+            .iter()
+            .any(|p| p.is_file() && !src.join(p.strip_prefix(dst).unwrap()).is_file());
+        if now == last && !foreign {
+            break;
+        }
+        last = now;
+    }
     let files = only_complete_copies_of(src, dst);
     let bytes: u64 = entries(dst)
         .iter()

@@ -557,7 +557,13 @@ impl Run {
         // The whole process's CPU since admission: runs served at the same time share it.
         completion.cpu_micros =
             Some(((metrics::cpu_seconds() - self.cpu_start).max(0.0) * 1e6) as u64);
-        hub.remove(&self.hello.run_id, &completion.errors);
+        // Only a run of several connections can have one arrive after its end; a run of one
+        // is forgotten, so the same run id may be sent again (`send --run-id` with `--flat`).
+        let failed: &[String] = match self.hello.conn_count {
+            1 => &[],
+            _ => &completion.errors,
+        };
+        hub.remove(&self.hello.run_id, failed);
         let finished = Finished { completion, sync };
         self.done.send_replace(Some(finished.clone()));
         finished
