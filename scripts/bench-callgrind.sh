@@ -13,13 +13,13 @@
 #     FILES  default 8192 (× 4 KiB, shoal gen --seed 1)
 #   PEER=/path/to/shoal runs the other (unmeasured) end with that binary, so an A/B of one
 #   end's instructions does not change what arrives at it (default: BIN at both ends).
-# Needs a tmpfs at /var/tmp/shoal-cg (mounted here if it is not; root).
+# Needs a tmpfs at /var/tmp/shoal-cg, or at CG_WORK if set (mounted here if it is not; root).
 set -euo pipefail
 BIN=$(readlink -f "$1"); OUT=$(mkdir -p "$2" && readlink -f "$2")
 MODES=${3:-"tcp-bundle tcp-streams quic-bundle quic-streams"}
 SIDES=${4:-"recv send"}
 FILES=${5:-8192}
-W=/var/tmp/shoal-cg
+W=${CG_WORK:-/var/tmp/shoal-cg}
 mkdir -p $W
 mountpoint -q $W || mount -t tmpfs -o size=2G,nr_inodes=0 shoalcg $W
 SRC=$W/src-$FILES

@@ -1,5 +1,7 @@
 //! Receiver resource limits (issue 7): each one exceeded gives the sender a clear error that
-//! names the option, nothing is created, and the receiver serves the next run.
+//! names the option, and the receiver serves the next run. The run's size is enforced on the
+//! running counts as files arrive (the sender announces no totals, protocol 4): what a refused
+//! run leaves is complete files within the limits, never one over them.
 
 mod support;
 
@@ -14,6 +16,43 @@ fn refused(out: &std::process::Output, cause: &str) {
     assert!(!out.status.success(), "expected a refusal: {}", text(out));
     let all = text(out);
     assert!(all.contains(cause), "expected {cause:?} in:\n{all}");
+}
+
+/// After a run refused on its size: `dst` holds only complete copies of files of `src`, at
+/// most `max_files` of them and `max_bytes` together (no file over a limit is kept under its
+/// name, nor a partial one); then `dst` is emptied for the next run.
+fn kept_within(src: &std::path::Path, dst: &std::path::Path, max_files: usize, max_bytes: u64) {
+    // The sender may have its refusal (a late connection is refused at once) while the
+    // receiver still ends the run (closing files, removing partial ones): wait until what
+    // `dst` holds stops changing and is only files of `src` (a bounded wait, not a timing).
+    let settled = || {
+        let mut e = entries(dst);
+        e.sort();
+        e
+    };
+    let mut last = settled();
+    for _ in 0..100 {
+        std::thread::sleep(Duration::from_millis(200));
+        let now = settled();
+        let foreign = now
+            .iter()
+            .any(|p| p.is_file() && !src.join(p.strip_prefix(dst).unwrap()).is_file());
+        if now == last && !foreign {
+            break;
+        }
+        last = now;
+    }
+    let files = only_complete_copies_of(src, dst);
+    let bytes: u64 = entries(dst)
+        .iter()
+        .filter(|e| e.is_file())
+        .map(|e| e.metadata().unwrap().len())
+        .sum();
+    assert!(
+        files <= max_files && bytes <= max_bytes,
+        "kept {files} files, {bytes} bytes"
+    );
+    clear(dst);
 }
 
 #[test]
@@ -36,23 +75,23 @@ fn run_size_and_path_limits_refuse_with_the_option_named() {
         ],
     );
 
-    // Too many files: refused from the hello, before anything is created.
+    // Too many files: refused at the 21st, before it is created.
     let many = t.path().join("many");
     gen(&many, 21, "1KiB", 2, 1);
     refused(
         &rx.send(&many, &[]),
-        "announces 21 files; this receiver accepts at most 20 per run (recv --max-files)",
+        "would be the run's file number 21; this receiver accepts at most 20 files per run (recv --max-files)",
     );
-    assert!(entries(&dst).is_empty());
+    kept_within(&many, &dst, 20, 64 << 10);
 
-    // Too many bytes: 5 × 16 KiB = 80 KiB > 64 KiB.
+    // Too many bytes: 5 × 16 KiB = 80 KiB > 64 KiB, refused at the fifth file.
     let big = t.path().join("big");
     gen(&big, 5, "16KiB", 1, 2);
     refused(
         &rx.send(&big, &[]),
-        "announces 81920 bytes; this receiver accepts at most 65536 per run (recv --max-bytes)",
+        "(16384 bytes) would take the run past 65536 bytes, after 65536 bytes already; this receiver accepts at most 65536 bytes per run (recv --max-bytes)",
     );
-    assert!(entries(&dst).is_empty());
+    kept_within(&big, &dst, 4, 64 << 10);
 
     // A path past --max-path-len.
     let long = t.path().join("long");
@@ -169,6 +208,7 @@ fn limits_hold_in_every_mode() {
     for mode in ["tcp-streams", "quic-bundle", "quic-streams", "tcp-wait"] {
         let args = ["--mode", mode];
         refused(&rx.send(&many, &args), "(recv --max-files)");
+        kept_within(&many, &dst, 20, 20 << 10);
         refused(
             &rx.send(&deep, &args),
             "path is 4 levels deep, deeper than the limit of 3",
@@ -249,4 +289,47 @@ fn a_run_that_would_open_more_files_than_the_limit_is_refused_up_front() {
     );
     assert!(out.status.success(), "{}", text(&out));
     assert!(trees_identical(&src, &dst));
+}
+
+/// A tree over the receiver's `--max-files` or `--max-bytes`, in every mode, over one and two
+/// connections: the sender announces no totals (protocol 4), so the receiver refuses the run
+/// on its running counts, across the run's connections, naming the limit; what it keeps is
+/// complete files within the limits.
+#[test]
+fn running_counts_refuse_a_tree_over_the_limits_in_every_mode() {
+    let t = tempfile::tempdir().unwrap();
+    let id = t.path().join("id");
+    let dst = t.path().join("dst");
+    let rx = ReceiverProc::start(&id, &dst, &["--max-files", "30", "--max-bytes", "48KiB"]);
+    // 40 files of 512 bytes: 20 KiB, within the bytes, over the files.
+    let files = t.path().join("files");
+    gen(&files, 40, "512", 4, 1);
+    // 8 files of 8 KiB: 64 KiB, within the files, over the bytes.
+    let bytes = t.path().join("bytes");
+    gen(&bytes, 8, "8KiB", 2, 2);
+    for mode in all_modes() {
+        for connections in ["1", "2"] {
+            let args = ["--mode", mode, "--connections", connections];
+            let what = format!("{mode} × {connections}");
+            let out = rx.send(&files, &args);
+            refused(
+                &out,
+                "this receiver accepts at most 30 files per run (recv --max-files)",
+            );
+            kept_within(&files, &dst, 30, 48 << 10);
+            let out = rx.send(&bytes, &args);
+            refused(
+                &out,
+                "this receiver accepts at most 49152 bytes per run (recv --max-bytes)",
+            );
+            kept_within(&bytes, &dst, 8, 48 << 10);
+            eprintln!("{what}: refused on running counts");
+        }
+    }
+    // The receiver still serves a run within its limits.
+    let ok = t.path().join("ok");
+    gen(&ok, 30, "1KiB", 2, 3);
+    let out = rx.send(&ok, &["--connections", "2"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(trees_identical(&ok, &dst));
 }

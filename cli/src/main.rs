@@ -195,10 +195,12 @@ struct RecvArgs {
     /// Connections (TCP and QUIC) served at once; past it new ones are refused and logged.
     #[arg(long, default_value_t = shoal_receiver::DEFAULT_MAX_CONNECTIONS as u32, value_parser = clap::value_parser!(u32).range(1..))]
     max_connections: u32,
-    /// Most files one run may announce (refused before anything is created).
+    /// Most files one run may bring: enforced on the run's running count as files arrive (the
+    /// file past it is refused before it is created; files kept are within the limit).
     #[arg(long, default_value_t = shoal_receiver::DEFAULT_MAX_FILES)]
     max_files: u64,
-    /// Most content bytes one run may announce: 4096, 4KiB, 1TiB…
+    /// Most content bytes one run may bring, enforced like --max-files on each file's size
+    /// before it is created: 4096, 4KiB, 1TiB…
     #[arg(long, default_value = "4TiB", value_parser = parse_size)]
     max_bytes: u64,
     /// Longest path a peer may send, in bytes (each component stays ≤ 255).

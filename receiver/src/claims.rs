@@ -1,38 +1,78 @@
-//! A run's accounting of what its records announce: files and bytes so far against the hello's
-//! totals, and one connection's end marker against what that connection carried. Pure.
+//! A run's accounting of what its records bring: files and bytes so far, held within the
+//! receiver's limits (`recv --max-files`, `--max-bytes`) and, when the hello announced the
+//! run's totals, within those; and one connection's end marker against what that connection
+//! carried. The limits are enforced on these running counts, as records arrive, because a
+//! sender that walks its tree while it sends announces no totals (protocol 4) and a hostile
+//! one may announce anything. Pure.
 
 use anyhow::anyhow;
 use shoal_common::codec::{self, Hello};
 
-/// Files and bytes announced by records so far, checked against the hello.
+/// Files and bytes brought by records so far, and the ceilings they must stay within.
 #[derive(Debug, Default)]
 pub(crate) struct Claims {
     pub files: u64,
     pub bytes: u64,
+    ceiling: Ceiling,
+}
+
+/// The most files and bytes a run may bring. `Default` (a connection's own tally) has none.
+#[derive(Debug, Default)]
+struct Ceiling {
+    /// The receiver's limits: (files, bytes).
+    limits: Option<(u64, u64)>,
+    /// The hello's totals, when it announced them.
+    announced: Option<(u64, u64)>,
 }
 
 impl Claims {
-    /// `path` is only formatted when the claim is refused (no allocation per record).
-    pub(crate) fn claim(
-        &mut self,
-        hello: &Hello,
-        path: impl std::fmt::Display,
-        size: u64,
-    ) -> anyhow::Result<()> {
-        self.files += 1;
-        if self.files > hello.file_count {
-            return Err(anyhow!(
-                "more files than the {} the hello announced",
-                hello.file_count
-            ));
+    /// A run's tally: within `max_files` and `max_bytes`, and within the hello's totals if it
+    /// announced them.
+    pub(crate) fn for_run(hello: &Hello, max_files: u64, max_bytes: u64) -> Self {
+        Claims {
+            files: 0,
+            bytes: 0,
+            ceiling: Ceiling {
+                limits: Some((max_files, max_bytes)),
+                announced: hello.announced(),
+            },
         }
-        let remaining = hello.total_bytes - self.bytes;
-        if size > remaining {
-            return Err(anyhow!(
-                "file \"{path}\" claims {size} bytes, but only {remaining} of the announced total remain"
-            ));
+    }
+
+    /// Counts one file of `size` bytes (a whole file, or the first block of one), refused if
+    /// it takes the run past a ceiling. `path` is only formatted when the claim is refused (no
+    /// allocation per record).
+    pub(crate) fn claim(&mut self, path: impl std::fmt::Display, size: u64) -> anyhow::Result<()> {
+        let files = self.files + 1;
+        let bytes = self.bytes.checked_add(size);
+        if let Some((max_files, max_bytes)) = self.ceiling.limits {
+            if files > max_files {
+                return Err(anyhow!(
+                    "file \"{path}\" would be the run's file number {files}; this receiver accepts at most {max_files} files per run (recv --max-files)"
+                ));
+            }
+            if bytes.is_none_or(|b| b > max_bytes) {
+                return Err(anyhow!(
+                    "file \"{path}\" ({size} bytes) would take the run past {max_bytes} bytes, after {} bytes already; this receiver accepts at most {max_bytes} bytes per run (recv --max-bytes)",
+                    self.bytes
+                ));
+            }
         }
-        self.bytes += size;
+        if let Some((announced_files, announced_bytes)) = self.ceiling.announced {
+            if files > announced_files {
+                return Err(anyhow!(
+                    "more files than the {announced_files} the hello announced"
+                ));
+            }
+            let remaining = announced_bytes.saturating_sub(self.bytes);
+            if size > remaining {
+                return Err(anyhow!(
+                    "file \"{path}\" claims {size} bytes, but only {remaining} of the announced total remain"
+                ));
+            }
+        }
+        self.files = files;
+        self.bytes = bytes.unwrap_or(u64::MAX);
         Ok(())
     }
 
@@ -49,5 +89,59 @@ impl Claims {
             ));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shoal_common::codec::TOTALS_UNKNOWN;
+    use shoal_common::config::Mode;
+
+    fn hello(files: u64, bytes: u64) -> Hello {
+        Hello {
+            run_id: [0; 16],
+            token: Vec::new(),
+            mode: Mode::TcpBundle,
+            file_count: files,
+            total_bytes: bytes,
+            conn_index: 0,
+            conn_count: 1,
+            max_streams: 1,
+            cc: None,
+        }
+    }
+
+    #[test]
+    fn limits_hold_on_running_counts_when_no_totals_were_announced() {
+        let h = hello(TOTALS_UNKNOWN, TOTALS_UNKNOWN);
+        let mut c = Claims::for_run(&h, 2, 100);
+        c.claim("a", 60).unwrap();
+        let e = c.claim("b", 41).unwrap_err().to_string();
+        assert!(
+            e.contains("\"b\"") && e.contains("(recv --max-bytes)"),
+            "{e}"
+        );
+        c.claim("b", 40).unwrap();
+        let e = c.claim("c", 0).unwrap_err().to_string();
+        assert!(
+            e.contains("file number 3") && e.contains("(recv --max-files)"),
+            "{e}"
+        );
+        assert_eq!((c.files, c.bytes), (2, 100), "refused claims count nothing");
+        // A size that would overflow the count is refused, not wrapped.
+        let mut c = Claims::for_run(&h, 10, u64::MAX);
+        c.claim("a", u64::MAX).unwrap();
+        assert!(c.claim("b", 1).is_err());
+    }
+
+    #[test]
+    fn announced_totals_are_ceilings_too() {
+        let mut c = Claims::for_run(&hello(1, 10), 100, 1000);
+        let e = c.claim("a", 11).unwrap_err().to_string();
+        assert!(e.contains("only 10 of the announced total remain"), "{e}");
+        c.claim("a", 10).unwrap();
+        let e = c.claim("b", 0).unwrap_err().to_string();
+        assert!(e.contains("the 1 the hello announced"), "{e}");
     }
 }

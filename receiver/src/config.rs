@@ -29,9 +29,10 @@ pub struct ReceiverConfig {
     pub write_budget: usize,
     /// Connections (TCP and QUIC) served at once; past it a new one is refused at once.
     pub max_connections: usize,
-    /// Most files one run may announce in its hello (refused before anything is created).
+    /// Most files one run may bring, on its running count (`claims.rs`); a hello announcing
+    /// more is refused before anything is created.
     pub max_files: u64,
-    /// Most content bytes one run may announce in its hello.
+    /// Most content bytes one run may bring, as `max_files`.
     pub max_bytes: u64,
     /// Deadline from accepting a connection to its decoded hello (TLS handshake included),
     /// whatever the peer sends meanwhile: bounds a slow-loris peer.

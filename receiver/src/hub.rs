@@ -41,7 +41,17 @@ pub(crate) struct Hub {
     /// Run ids whose prepared folder was cleaned up (most recent last, bounded): such a run
     /// is refused rather than written into `--dest` itself.
     forgotten: Mutex<std::collections::VecDeque<[u8; 16]>>,
+    /// Run ids of runs that failed (most recent last, bounded): a connection of such a run
+    /// that arrives after the failure is refused rather than starting the run anew (it would
+    /// hold the destination until the idle timeout). Runs fail midway on their size now that
+    /// the limits are enforced on what arrives, often before every connection has arrived.
+    failed: Mutex<std::collections::VecDeque<([u8; 16], String)>>,
 }
+
+/// Most failed run ids [`Hub`] remembers.
+const MAX_FAILED: usize = 4096;
+/// Longest reason kept per failed run.
+const MAX_REASON: usize = 512;
 
 /// Creates `--dest/<run id>` for a run by hand: a new folder, never one an earlier run wrote
 /// (a run that overwrote a tree would measure another workload, and could hide a failure
@@ -261,6 +271,14 @@ impl Hub {
             }
             None => {
                 let run_hex = hex::encode(hello.run_id);
+                let failed = self.failed.lock().expect("failed lock");
+                if let Some((_, why)) = failed.iter().find(|(id, _)| *id == hello.run_id) {
+                    bail!(
+                        "run {run_hex} failed before its connection {} arrived: {why}",
+                        hello.conn_index
+                    );
+                }
+                drop(failed);
                 let prepared = self.prepared_dest(&hello.run_id);
                 if prepared.is_none() && self.was_forgotten(&hello.run_id) {
                     bail!("run {run_hex}'s folder was cleaned up; refusing to write that run into the destination itself");
@@ -330,7 +348,7 @@ impl Hub {
                     first_byte: ready,
                     cpu_start: metrics::cpu_seconds(),
                     budget: Arc::new(Semaphore::new(config.write_budget)),
-                    claims: Mutex::new(Claims::default()),
+                    claims: Mutex::new(Claims::for_run(hello, config.max_files, config.max_bytes)),
                     blocks: Mutex::new(BlockLedger::default()),
                     cancel,
                     next_file_id: AtomicU64::new(0),
@@ -352,7 +370,10 @@ impl Hub {
         };
         let mut st = run.state.lock().expect("run lock");
         if st.closed {
-            bail!("the run has already ended or failed");
+            match st.errors.first() {
+                Some(why) => bail!("the run has already failed: {why}"),
+                None => bail!("the run has already ended or failed"),
+            }
         }
         let index = hello.conn_index as usize;
         if st.seen_index[index] {
@@ -372,8 +393,27 @@ impl Hub {
         Ok(Membership { run, batches })
     }
 
-    fn remove(&self, run_id: &[u8; 16]) {
-        self.runs.lock().expect("hub lock").remove(run_id);
+    /// Forgets a run that ended; remembers why if it failed (`errors`).
+    fn remove(&self, run_id: &[u8; 16], errors: &[String]) {
+        let mut runs = self.runs.lock().expect("hub lock");
+        if !errors.is_empty() {
+            let mut ids = self.failed.lock().expect("failed lock");
+            if ids.len() >= MAX_FAILED {
+                ids.pop_front();
+            }
+            // Bounded: a few hundred bytes of the reason is enough to name it.
+            let mut why = errors.join("; ");
+            if why.len() > MAX_REASON {
+                let mut cut = MAX_REASON;
+                while !why.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                why.truncate(cut);
+                why.push('…');
+            }
+            ids.push_back((*run_id, why));
+        }
+        runs.remove(run_id);
     }
 }
 
@@ -499,14 +539,31 @@ impl Run {
                 errors.push(format!("{} more file(s) missing blocks", missing.len() - 4));
             }
         }
-        let mut completion = run::completion(&self.hello, &report, errors, self.first_byte, &facts);
+        let claimed = {
+            let c = self.claims.lock().expect("claims");
+            (c.files, c.bytes)
+        };
+        let mut completion = run::completion(
+            &self.hello,
+            claimed,
+            &report,
+            errors,
+            self.first_byte,
+            &facts,
+        );
         completion.peak_streams = peak;
         completion.connections = u64::from(joined);
         completion.sync_follows = sync.is_some();
         // The whole process's CPU since admission: runs served at the same time share it.
         completion.cpu_micros =
             Some(((metrics::cpu_seconds() - self.cpu_start).max(0.0) * 1e6) as u64);
-        hub.remove(&self.hello.run_id);
+        // Only a run of several connections can have one arrive after its end; a run of one
+        // is forgotten, so the same run id may be sent again (`send --run-id` with `--flat`).
+        let failed: &[String] = match self.hello.conn_count {
+            1 => &[],
+            _ => &completion.errors,
+        };
+        hub.remove(&self.hello.run_id, failed);
         let finished = Finished { completion, sync };
         self.done.send_replace(Some(finished.clone()));
         finished

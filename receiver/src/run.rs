@@ -92,21 +92,23 @@ pub(crate) fn admit(
             );
         }
     }
-    // Run size against this receiver's limits, before anything is created; nothing is
-    // allocated per announced file, so a large announcement costs nothing until refused.
-    if hello.file_count > config.max_files {
-        bail!(
-            "the run announces {} files; this receiver accepts at most {} per run (recv --max-files)",
-            hello.file_count,
-            config.max_files
-        );
-    }
-    if hello.total_bytes > config.max_bytes {
-        bail!(
-            "the run announces {} bytes; this receiver accepts at most {} per run (recv --max-bytes)",
-            hello.total_bytes,
-            config.max_bytes
-        );
+    // An announced run size against this receiver's limits, before anything is created;
+    // nothing is allocated per announced file, so a large announcement costs nothing until
+    // refused. A hello with unknown totals (protocol 4) passes here: the limits are enforced
+    // on the running counts as records arrive (`Claims`), whatever was announced.
+    if let Some((files, bytes)) = hello.announced() {
+        if files > config.max_files {
+            bail!(
+                "the run announces {files} files; this receiver accepts at most {} per run (recv --max-files)",
+                config.max_files
+            );
+        }
+        if bytes > config.max_bytes {
+            bail!(
+                "the run announces {bytes} bytes; this receiver accepts at most {} per run (recv --max-bytes)",
+                config.max_bytes
+            );
+        }
     }
     if hello.conn_count > MAX_CONNECTIONS {
         bail!(
@@ -120,10 +122,12 @@ pub(crate) fn admit(
     Ok(())
 }
 
-/// Builds the completion from the writer's report and the transport's own errors; a
+/// Builds the completion from the writer's report and the transport's own errors (`claimed`:
+/// the files and bytes the run's records claimed, see `Claims`); a
 /// non-empty `errors` list means the run failed.
 pub(crate) fn completion(
     hello: &Hello,
+    claimed: (u64, u64),
     report: &WriterReport,
     mut errors: Vec<String>,
     first_byte: Instant,
@@ -139,12 +143,14 @@ pub(crate) fn completion(
             report.removed_partials[0]
         ));
     }
-    if errors.is_empty()
-        && (report.files_ready != hello.file_count || report.bytes_written != hello.total_bytes)
-    {
+    // Every file the run brought must be ready: the hello's totals if it announced them, else
+    // what the records claimed (each connection's end marker matched what it carried, so
+    // these are the senders' end-of-run totals).
+    let (files, bytes) = hello.announced().unwrap_or(claimed);
+    if errors.is_empty() && (report.files_ready != files || report.bytes_written != bytes) {
         errors.push(format!(
-            "{} of {} files and {} of {} bytes ready",
-            report.files_ready, hello.file_count, report.bytes_written, hello.total_bytes
+            "{} of {files} files and {} of {bytes} bytes ready",
+            report.files_ready, report.bytes_written
         ));
     }
     let last = report.last_close.unwrap_or_else(Instant::now);

@@ -87,7 +87,7 @@ impl Intake {
     }
 
     /// Decodes every whole record `buf` holds into write ops (stopping after an end marker),
-    /// claiming each file against the run's hello and counting it in `mine`, the connection's
+    /// claiming each file against the run's ceilings (`Claims`) and counting it in `mine`, the connection's
     /// own tally for its end marker. Content is split off `buf`, not copied.
     pub(crate) fn take(
         &mut self,
@@ -103,10 +103,7 @@ impl Intake {
         while let Some((record, n)) = self.decoder.decode(buf)? {
             match record {
                 Record::File(h) => {
-                    run.claims
-                        .lock()
-                        .expect("claims")
-                        .claim(&run.hello, &h.path, h.size)?;
+                    run.claims.lock().expect("claims").claim(&h.path, h.size)?;
                     mine.files += 1;
                     mine.bytes += h.size;
                     buf.advance(n);
@@ -129,10 +126,7 @@ impl Intake {
                         || run.next_file_id.fetch_add(1, Ordering::Relaxed),
                     )?;
                     if reserved.first {
-                        run.claims
-                            .lock()
-                            .expect("claims")
-                            .claim(&run.hello, &b.path, b.size)?;
+                        run.claims.lock().expect("claims").claim(&b.path, b.size)?;
                     }
                     mine.files += 1;
                     mine.bytes += b.len;

@@ -170,7 +170,7 @@ pub(crate) async fn receive<R: AsyncRead + Unpin>(
     // refused, not dropped unread: one in flight or already arrived fails the run.
     if failure.is_none() && !stopped {
         let extra = handlers.len() + usize::from(inbound.try_recv().is_ok());
-        if let Err(e) = count.extra_streams(extra, run.hello.file_count) {
+        if let Err(e) = count.extra_streams(extra, run.hello.announced().map(|(files, _)| files)) {
             failure = Some(e.to_string());
         }
     }

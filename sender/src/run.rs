@@ -357,8 +357,11 @@ async fn transfer(
             run_id,
             token: config.token.clone(),
             mode: config.mode,
-            file_count,
-            total_bytes,
+            // The receiver enforces its limits on what arrives and learns the run's totals from
+            // the end markers: the hello does not announce them (protocol 4), so the walk need
+            // not be over before the first connection opens.
+            file_count: codec::TOTALS_UNKNOWN,
+            total_bytes: codec::TOTALS_UNKNOWN,
             conn_index: i,
             conn_count: n,
             max_streams: streams_per_connection,
@@ -383,6 +386,16 @@ async fn transfer(
     let peak_delivery = peak.stop().await;
     let outcomes = outcomes?;
     let first = &outcomes[0];
+    // The receiver checked what arrived against what the records claimed; this checks that
+    // against what the walk found (the hello announced no totals).
+    let c = &first.sent.completion;
+    if (c.files, c.bytes) != (file_count, total_bytes) {
+        bail!(
+            "the receiver reports {} files and {} bytes ready, but the walk found {file_count} files and {total_bytes} bytes",
+            c.files,
+            c.bytes
+        );
+    }
     let stats: Vec<ConnStats> = outcomes.iter().map(|o| o.stats).collect();
     Ok(Measured {
         completion: first.sent.completion.clone(),

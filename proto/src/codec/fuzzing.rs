@@ -325,8 +325,8 @@ fn check_count(end: EndMarker) {
     let whole = done >= end.files;
     assert_eq!(count.complete().is_some(), whole);
     assert_eq!(count.no_more_streams().is_ok(), whole);
-    assert!(count.extra_streams(0, end.files).is_ok());
-    assert!(count.extra_streams(1, end.files).is_err());
+    assert!(count.extra_streams(0, Some(end.files)).is_ok());
+    assert!(count.extra_streams(1, Some(end.files)).is_err());
 }
 
 /// Fuzz body for `ReplyDecoder`: replies decoded one after another, whole and byte by

@@ -10,7 +10,12 @@ pub struct Hello {
     pub run_id: [u8; 16],
     pub token: Vec<u8>,
     pub mode: Mode,
+    /// Files of the whole run, or [`TOTALS_UNKNOWN`]: a sender that walks its tree while it
+    /// sends does not know them yet. The receiver never relies on them for its limits (it
+    /// enforces those on what arrives); when known it refuses an announcement over them up
+    /// front and checks the run's end against them.
     pub file_count: u64,
+    /// Content bytes of the whole run, or [`TOTALS_UNKNOWN`] (as `file_count`).
     pub total_bytes: u64,
     pub conn_index: u16,
     pub conn_count: u16,
@@ -20,6 +25,17 @@ pub struct Hello {
     /// Congestion controller the sender asked for (`None`: system default); the receiver uses
     /// the same on its TCP sockets.
     pub cc: Option<crate::wire::Cc>,
+}
+
+/// `file_count` and `total_bytes` of a hello whose sender does not know them (protocol 4).
+pub const TOTALS_UNKNOWN: u64 = u64::MAX;
+
+impl Hello {
+    /// The run's (files, bytes) as announced, if the sender knew them when it connected.
+    pub fn announced(&self) -> Option<(u64, u64)> {
+        (self.file_count != TOTALS_UNKNOWN && self.total_bytes != TOTALS_UNKNOWN)
+            .then_some((self.file_count, self.total_bytes))
+    }
 }
 
 pub(super) fn decode_hello(input: &[u8]) -> Result<Option<(Hello, usize)>, DecodeError> {
@@ -113,4 +129,34 @@ pub fn encode_hello(hello: &Hello, out: &mut BytesMut) {
     out.put_u64(hello.total_bytes);
     out.put_u16(hello.token.len() as u16);
     out.put_slice(&hello.token);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_totals_round_trip_and_are_not_announced() {
+        let mut hello = Hello {
+            run_id: [7; 16],
+            token: b"t".to_vec(),
+            mode: Mode::TcpBundle,
+            file_count: TOTALS_UNKNOWN,
+            total_bytes: TOTALS_UNKNOWN,
+            conn_index: 0,
+            conn_count: 1,
+            max_streams: 1,
+            cc: None,
+        };
+        let mut out = BytesMut::new();
+        encode_hello(&hello, &mut out);
+        let (back, n) = decode_hello(&out).unwrap().unwrap();
+        assert_eq!((back.clone(), n), (hello.clone(), out.len()));
+        assert_eq!(back.announced(), None);
+        (hello.file_count, hello.total_bytes) = (3, 12);
+        assert_eq!(hello.announced(), Some((3, 12)));
+        // One unknown figure makes the announcement unknown.
+        hello.total_bytes = TOTALS_UNKNOWN;
+        assert_eq!(hello.announced(), None);
+    }
 }

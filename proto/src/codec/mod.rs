@@ -32,7 +32,9 @@ pub const MAGIC: [u8; 4] = *b"SHOL";
 /// The protocol version this build speaks.
 /// 2: the completion says whether a sync report follows it (`Reply::Synced`).
 /// 3: block records (`TAG_BLOCK`): a large file carried as blocks over the run's connections.
-pub const PROTOCOL_VERSION: u16 = 3;
+/// 4: the hello's file count and bytes may be unknown ([`TOTALS_UNKNOWN`]): the sender walks
+///    its tree while it sends; the receiver enforces its limits on what arrives.
+pub const PROTOCOL_VERSION: u16 = 4;
 /// Largest hello body accepted.
 pub const MAX_HELLO_BODY: usize = 64 * 1024;
 /// Longest token accepted.

@@ -28,8 +28,15 @@ pub enum StreamError {
     FileOnControl,
     #[error("the connection ended after {done} of {files} file streams")]
     TooFewStreams { done: u64, files: u64 },
-    #[error("a file stream beyond the {files} files this connection's end marker counts (the hello announced {announced})")]
-    TooManyStreams { files: u64, announced: u64 },
+    #[error(
+        "a file stream beyond the {files} files this connection's end marker counts{}",
+        .announced.map(|a| format!(" (the hello announced {a})")).unwrap_or_default()
+    )]
+    TooManyStreams {
+        files: u64,
+        /// The hello's file count, if it announced one.
+        announced: Option<u64>,
+    },
 }
 
 /// Which rules a [`StreamDecoder`] applies.
@@ -170,7 +177,7 @@ impl FileStreamCount {
 
     /// After completion: `extra` file streams arrived or in flight beyond the count (the hello
     /// announced `announced` files) are an error.
-    pub fn extra_streams(&self, extra: usize, announced: u64) -> Result<(), StreamError> {
+    pub fn extra_streams(&self, extra: usize, announced: Option<u64>) -> Result<(), StreamError> {
         match self.end {
             Some(e) if extra > 0 => Err(StreamError::TooManyStreams {
                 files: e.files,
@@ -366,9 +373,9 @@ mod tests {
         );
         c.stream_done();
         assert_eq!((c.complete(), c.done()), (Some(end), 2));
-        assert_eq!(c.extra_streams(0, 2), Ok(()));
+        assert_eq!(c.extra_streams(0, Some(2)), Ok(()));
         assert_eq!(
-            c.extra_streams(1, 2).unwrap_err().to_string(),
+            c.extra_streams(1, Some(2)).unwrap_err().to_string(),
             "a file stream beyond the 2 files this connection's end marker counts (the hello announced 2)"
         );
     }
