@@ -62,6 +62,13 @@ def regime(r):
         parts.append(f"rcv cpu {r['param_recv_cpu_quota']}")
     if r.get("param_loss"):
         parts.append(f"loss {r['param_loss']}")
+    # Issue 21's start-up axes: Careful Resume and the initial window.
+    if r.get("param_resume") == "true":
+        parts.append("--resume")
+    elif r.get("param_resume") == "false":
+        parts.append("cold")
+    if r.get("param_initial_window"):
+        parts.append(f"initial-window {r['param_initial_window']}")
     return (" · " + " · ".join(parts)) if parts else ""
 
 
