@@ -1,31 +1,39 @@
 #!/usr/bin/env bash
-# vendor/yamux must be exactly upstream yamux 0.14.1 (from the crates.io registry) with
-# vendor/yamux/shoal.patch applied: no change hides in the vendored tree. Run by scripts/test.sh.
-# After changing the vendored code, regenerate the patch (see vendor/yamux/README.shoal.md).
+# Every crate under vendor/ that Shoal patches must be exactly the published crate (from the
+# crates.io registry) with vendor/CRATE/shoal.patch applied: no change hides in a vendored tree.
+# Run by scripts/test.sh. After changing vendored code, regenerate its patch (see
+# vendor/CRATE/README.shoal.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-# Fetch upstream through a throwaway package (the workspace itself uses the vendored copy).
-mkdir -p "$tmp/fetch/src"
-cat > "$tmp/fetch/Cargo.toml" <<'TOML'
+check() {
+  local name=$1 version=$2
+  # Fetch upstream through a throwaway package (the workspace itself uses the vendored copy).
+  local fetch="$tmp/fetch-$name"
+  mkdir -p "$fetch/src"
+  cat > "$fetch/Cargo.toml" <<TOML
 [package]
-name = "fetch-upstream-yamux"
+name = "fetch-upstream-$name"
 version = "0.0.0"
 edition = "2021"
 [dependencies]
-yamux = "=0.14.1"
+$name = { version = "=$version", default-features = false }
 TOML
-echo 'fn main() {}' > "$tmp/fetch/src/main.rs"
-cargo fetch -q --manifest-path "$tmp/fetch/Cargo.toml"
-up=$(find "${CARGO_HOME:-$HOME/.cargo}/registry/src" -maxdepth 2 -type d -name 'yamux-0.14.1' | head -1)
-[ -n "$up" ] || { echo "check-vendor: upstream yamux 0.14.1 not found after cargo fetch" >&2; exit 1; }
-mkdir "$tmp/tree"
-cp -r "$up/src" "$up/Cargo.toml" "$tmp/tree/"
-patch -s -p1 -d "$tmp/tree" < vendor/yamux/shoal.patch
-if diff -r "$tmp/tree/src" vendor/yamux/src && diff "$tmp/tree/Cargo.toml" vendor/yamux/Cargo.toml; then
-  echo "check-vendor: vendor/yamux = yamux 0.14.1 + shoal.patch"
-else
-  echo "check-vendor: vendor/yamux differs from yamux 0.14.1 + vendor/yamux/shoal.patch (diff above)" >&2
-  exit 1
-fi
+  echo 'fn main() {}' > "$fetch/src/main.rs"
+  cargo fetch -q --manifest-path "$fetch/Cargo.toml"
+  local up
+  up=$(find "${CARGO_HOME:-$HOME/.cargo}/registry/src" -maxdepth 2 -type d -name "$name-$version" | head -1)
+  [ -n "$up" ] || { echo "check-vendor: upstream $name $version not found after cargo fetch" >&2; exit 1; }
+  mkdir "$tmp/tree-$name"
+  cp -r "$up/src" "$up/Cargo.toml" "$tmp/tree-$name/"
+  patch -s -p1 -d "$tmp/tree-$name" < "vendor/$name/shoal.patch"
+  if diff -r "$tmp/tree-$name/src" "vendor/$name/src" && diff "$tmp/tree-$name/Cargo.toml" "vendor/$name/Cargo.toml"; then
+    echo "check-vendor: vendor/$name = $name $version + shoal.patch"
+  else
+    echo "check-vendor: vendor/$name differs from $name $version + vendor/$name/shoal.patch (diff above)" >&2
+    exit 1
+  fi
+}
+check yamux 0.14.1
+check quinn-proto 0.11.19
