@@ -11,6 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
+use shoal_common::careful_resume::Saved;
 use shoal_common::units::parse_size;
 use shoal_sender::path_state::{host_of, PathStore};
 
@@ -54,15 +55,16 @@ pub fn segments(bytes: u64, mss: u64) -> u64 {
     bytes.div_ceil(mss.max(1)).max(1)
 }
 
-/// The saved window of the freshest TCP record for `rcv_addr` in `dir` (the smaller of the
-/// saved cwnd and peak delivery rate × min RTT per connection, `PathRecord::saved_window`)
-/// and what bounded it; `saved` resolves to half of it. `None` when there is none or it is
-/// older than `lifetime`.
-pub fn saved_window(
+/// The saved state of the freshest TCP record for `rcv_addr` in `dir` (its window the smaller
+/// of the saved cwnd and peak delivery rate × min RTT per connection,
+/// `PathRecord::saved_window`) and what bounded that window; `saved` resolves to its jump
+/// window, as QUIC's `--initial-window saved` does. `None` when there is none or it is older
+/// than `lifetime`.
+pub fn saved_state(
     dir: &Path,
     rcv_addr: &str,
     lifetime: Duration,
-) -> Result<Option<(u64, &'static str)>> {
+) -> Result<Option<(Saved, &'static str)>> {
     let store = PathStore::new(dir.to_path_buf());
     if !dir.exists() {
         return Ok(None);
@@ -81,10 +83,7 @@ pub fn saved_window(
             best = Some(rec);
         }
     }
-    Ok(best.map(|r| {
-        let (window, cap) = r.saved_window();
-        (window, cap.name())
-    }))
+    Ok(best.map(|r| (r.saved(), r.saved_window().1.name())))
 }
 
 /// Runs `ip ARGS` inside namespace `ns`; its stdout, or an error with its stderr.

@@ -195,8 +195,8 @@ impl InEffect {
     }
 }
 
-const TCP_RMEM: &str = "net.ipv4.tcp_rmem";
-const TCP_WMEM: &str = "net.ipv4.tcp_wmem";
+pub(crate) const TCP_RMEM: &str = "net.ipv4.tcp_rmem";
+pub(crate) const TCP_WMEM: &str = "net.ipv4.tcp_wmem";
 const RMEM_MAX: &str = "net.core.rmem_max";
 const WMEM_MAX: &str = "net.core.wmem_max";
 
@@ -205,7 +205,8 @@ fn normalise(v: &str) -> String {
     v.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-fn triple(t: [u64; 3]) -> String {
+/// A `tcp_rmem`/`tcp_wmem` triple as the kernel takes it (and as the row records it).
+pub(crate) fn triple(t: [u64; 3]) -> String {
     format!("{} {} {}", t[0], t[1], t[2])
 }
 

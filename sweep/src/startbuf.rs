@@ -26,8 +26,7 @@
 use anyhow::{bail, Context, Result};
 use shoal_link::netns;
 
-const TCP_RMEM: &str = "net.ipv4.tcp_rmem";
-const TCP_WMEM: &str = "net.ipv4.tcp_wmem";
+use crate::profile::{triple, TCP_RMEM, TCP_WMEM};
 
 /// The default buffer a window of `window` bytes needs: twice it (the 50 % scaling ratio),
 /// rounded up to 64 KiB.
@@ -52,10 +51,6 @@ pub fn parse_triple(key: &str, text: &str) -> Result<[u64; 3]> {
 pub fn raised(t: [u64; 3], need: u64) -> [u64; 3] {
     let d = t[1].max(need);
     [t[0], d, t[2].max(d)]
-}
-
-fn text(t: [u64; 3]) -> String {
-    format!("{} {} {}", t[0], t[1], t[2])
 }
 
 /// The triples in effect for the run, read back from the kernel.
@@ -102,13 +97,13 @@ impl BufGuard {
             if after != before {
                 // Recorded before the write, so a failed write is restored too.
                 g.changed.push((ns.to_string(), key, before_text));
-                netns::set_sysctl_in(ns, key, &text(after))?;
+                netns::set_sysctl_in(ns, key, &triple(after))?;
             }
             read[i] = parse_triple(key, &netns::read_sysctl_in(ns, key)?)?;
             if read[i][1] < want {
                 bail!(
                     "{key} in namespace {ns} reads {} after raising its default to {want}",
-                    text(read[i])
+                    triple(read[i])
                 );
             }
         }

@@ -14,6 +14,7 @@ use crate::initcwnd::{self, InEffect, RouteGuard, Want};
 use crate::linkctx::LinkCtx;
 use crate::matrix::Config;
 use crate::plan::Planned;
+use crate::profile::triple;
 use crate::startbuf::{self, BufGuard};
 
 /// `shoal send`'s flag, also a matrix axis.
@@ -82,9 +83,8 @@ impl Applied {
                 (e.initcwnd * self.mss).to_string(),
             );
             if let Some(b) = self.buffers_in_effect {
-                let t = |v: [u64; 3]| format!("{} {} {}", v[0], v[1], v[2]);
-                row.set(col::LINK_RCV_TCP_RMEM, t(b.rcv_tcp_rmem));
-                row.set(col::LINK_SND_TCP_WMEM, t(b.snd_tcp_wmem));
+                row.set(col::LINK_RCV_TCP_RMEM, triple(b.rcv_tcp_rmem));
+                row.set(col::LINK_SND_TCP_WMEM, triple(b.snd_tcp_wmem));
                 row.set(
                     col::INITIAL_RCV_WINDOW_BYTES,
                     b.initial_rcv_window(e.initrwnd, self.mss).to_string(),
@@ -138,11 +138,12 @@ pub fn apply(link: Option<&LinkCtx>, out: &Path, cfg: &Config) -> Result<Option<
         Want::Segments(n) => n,
         Want::Bytes(b) => initcwnd::segments(b, mss),
         Want::Saved => {
-            match initcwnd::saved_window(&state_dir(out, cfg), &l.rcv_addr, lifetime(cfg)?)? {
-                Some((window, cap)) => {
-                    saved = Some((window, cap));
-                    // Half, as QUIC's `--initial-window saved` (careful_resume::jump_cwnd).
-                    initcwnd::segments(window / 2, mss)
+            match initcwnd::saved_state(&state_dir(out, cfg), &l.rcv_addr, lifetime(cfg)?)? {
+                Some((state, cap)) => {
+                    saved = Some((state.cwnd, cap));
+                    // The jump window, as QUIC's `--initial-window saved`.
+                    let jump = shoal_common::careful_resume::jump_cwnd(&state, u64::MAX);
+                    initcwnd::segments(jump, mss)
                 }
                 None => {
                     return Ok(Some(Applied {
