@@ -174,6 +174,13 @@ pub struct ReceiverProc {
     pub log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
+/// A receiver's run report on stdout: `run …` as text, or a JSON object with `"event": "run"`
+/// (`recv --json`).
+fn is_run_line(line: &str) -> bool {
+    line.starts_with("run ")
+        || serde_json::from_str::<serde_json::Value>(line).is_ok_and(|v| v["event"] == "run")
+}
+
 impl ReceiverProc {
     pub fn start(identity: &Path, dest: &Path, extra: &[&str]) -> Self {
         Self::start_at("127.0.0.1:0", None, identity, dest, extra)
@@ -300,10 +307,7 @@ impl ReceiverProc {
                 .lines
                 .recv_timeout(Duration::from_secs(60))
                 .expect("receiver reported a run");
-            let json_run = || {
-                serde_json::from_str::<serde_json::Value>(&line).is_ok_and(|v| v["event"] == "run")
-            };
-            if line.starts_with("run ") || json_run() {
+            if is_run_line(&line) {
                 return line;
             }
         }
@@ -317,13 +321,8 @@ impl ReceiverProc {
         let end = std::time::Instant::now() + Duration::from_secs(60);
         while std::time::Instant::now() < end {
             match self.lines.recv_timeout(Duration::from_millis(200)) {
-                Ok(line) => {
-                    let json_run = serde_json::from_str::<serde_json::Value>(&line)
-                        .is_ok_and(|v| v["event"] == "run");
-                    if line.starts_with("run ") || json_run {
-                        return line;
-                    }
-                }
+                Ok(line) if is_run_line(&line) => return line,
+                Ok(_) => {}
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
             }
