@@ -436,14 +436,21 @@ mod tests {
     const IW: u64 = 12_000;
     const MIN: u64 = 2_400;
 
-    /// A machine that has sent its initial window (packets 0..10) and got it acknowledged
-    /// (largest 9, 10,800 bytes still counted in flight) with minimum RTT `rtt`.
-    fn after_first_rtt(rtt: Duration) -> (CarefulResume, Option<Transition>) {
+    /// A machine that has sent its initial window (packets 0..10, 1,200 bytes each) and had
+    /// the first 1,200 bytes of it acknowledged, before its `on_end_acks`.
+    fn initial_window_sent() -> CarefulResume {
         let mut cr = CarefulResume::new(Some(SAVED), u64::MAX, MIN);
         for pn in 0..10 {
             cr.on_sent(pn, 1_200);
         }
         cr.on_ack(1_200);
+        cr
+    }
+
+    /// A machine that has sent its initial window (packets 0..10) and got it acknowledged
+    /// (largest 9, 10,800 bytes still counted in flight) with minimum RTT `rtt`.
+    fn after_first_rtt(rtt: Duration) -> (CarefulResume, Option<Transition>) {
+        let mut cr = initial_window_sent();
         let t = cr.on_end_acks(10_800, false, Some(9), Some(rtt), IW);
         (cr, t)
     }
@@ -497,11 +504,7 @@ mod tests {
 
     #[test]
     fn reconnaissance_checks_the_minimum_rtt_of_the_phase() {
-        let mut cr = CarefulResume::new(Some(SAVED), u64::MAX, MIN);
-        for pn in 0..10 {
-            cr.on_sent(pn, 1_200);
-        }
-        cr.on_ack(1_200);
+        let mut cr = initial_window_sent();
         // A first sample of 40 ms (too small), then 100 ms: the minimum, 40 ms, decides.
         assert_eq!(
             cr.on_end_acks(9_600, false, Some(0), Some(40 * MS), IW),
@@ -513,11 +516,7 @@ mod tests {
 
     #[test]
     fn reconnaissance_jumps_only_after_all_initial_data_is_acknowledged() {
-        let mut cr = CarefulResume::new(Some(SAVED), u64::MAX, MIN);
-        for pn in 0..10 {
-            cr.on_sent(pn, 1_200);
-        }
-        cr.on_ack(1_200);
+        let mut cr = initial_window_sent();
         assert_eq!(
             cr.on_end_acks(10_800, false, Some(0), Some(100 * MS), IW),
             None

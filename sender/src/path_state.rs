@@ -96,10 +96,10 @@ impl PathRecord {
     /// Why the peak and not the goodput: goodput averages in the run's own slow start and
     /// tail, so on the 141 ms / 1 Gbit/s link (17.6 MB) it saved 1.9–5.1 MB (docs/resume.md).
     /// A rate measured over at least one RTT, times the min RTT, is a bandwidth-delay product
-    /// estimate, which RFC 9959's observe phase allows a sender to save as its capacity in
-    /// place of the cwnd. NOT QUOTED: the RFC's text was not available offline when this was
-    /// written, so the section is not quoted here; check its wording (and section number)
-    /// before citing this as conforming (docs/resume.md, "Path state").
+    /// estimate, which RFC 9959 allows a sender to save in place of the cwnd: §3.1 measures
+    /// saved_cwnd as the bytes sent in an RTT, computable from the data acknowledged in one,
+    /// and §4.1 names the acknowledged rate as a basis (section numbers of draft -22, the text
+    /// checked: docs/resume.md, "Against RFC 9959's text").
     pub fn saved_window(&self) -> (u64, Cap) {
         let (rate, cap) = match self.peak_delivery_bytes_per_s.filter(|&p| p > 0) {
             Some(p) => (p, Cap::Peak),
