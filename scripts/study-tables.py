@@ -3,13 +3,18 @@
 
     scripts/study-tables.py results/study-2026-11-30/runs.csv
     scripts/study-tables.py --ratios results/X/runs.csv [PAYLOAD]
+    scripts/study-tables.py --ratio-table results/X/runs.csv PAYLOAD NUM/DEN [NUM/DEN ...]
     scripts/study-tables.py --page docs/results.md [--check]
+
+--ratio-table: ratios of medians between any two arms, each named MODE or
+MODE:COLUMN=VALUE (e.g. quic-bundle:param_resume=true/quic-bundle:param_resume=false), with
+the same bootstrap interval as --ratios.
 
 --ratios: the reference study's four ratios (QUIC and TCP CUBIC/BBR, BBR ×8/×1) and its
 bundled TCP figure as measured, per context (link rate and loss, host profile, receiver CPU
 cap), with a 95% bootstrap interval of each ratio of medians, whether it is within ±25% of the
 study's, and the rows' own evidence (UDP receive-buffer drops, receiver throttled time, lost /
-sent, RTT). --page rewrites every `<!-- generated: tables|ratios PATH [PAYLOAD] -->` …
+sent, RTT). --page rewrites every `<!-- generated: tables|ratios|ratio-table PATH [ARGS] -->` …
 `<!-- end -->` region of the page from the committed runs.csv it names; with --check it only
 compares and exits 1, showing the difference (tests/study_page.rs).
 
@@ -286,7 +291,41 @@ def ratios(path, payload=None):
     return "".join(out)
 
 
-GENERATORS = {"tables": tables, "ratios": ratios}
+def pick_arm(rows, spec):
+    """The MB/s of the rows of arm `spec`: MODE, or MODE:COLUMN=VALUE (e.g.
+    `quic-bundle:param_resume=true`, `tcp-bundle:param_initial_window=saved`)."""
+    mode, _, cond = spec.partition(":")
+    key, _, value = cond.partition("=")
+    return mbps([r for r in rows if (r.get("param_mode") or "tcp-bundle") == mode
+                 and (not key or r.get(key) == value)])
+
+
+def ratio_table(path, payload, *pairs):
+    """Ratios of medians between named arms of one runs.csv, verified runs of `payload`:
+    each pair is NUM/DEN, each side an arm as `pick_arm` reads it; the interval is
+    `bootstrap_ratio`'s, the same as the study ratios'."""
+    import random
+    rows = [r for r in csv.DictReader(open(path))
+            if r["kind"] == "shoal" and r["status"] == "ok" and r["payload"] == payload]
+    rng = random.Random(BOOTSTRAP_SEED)
+    out = ["| numerator | denominator | MB/s medians | ratio | 95% interval | runs |\n",
+           "|---|---|---|---|---|---|\n"]
+    for pair in pairs:
+        num_spec, den_spec = pair.split("/")
+        a, b = pick_arm(rows, num_spec), pick_arm(rows, den_spec)
+        if not a or not b:
+            raise SystemExit(f"{path} {payload}: no verified runs of {num_spec if not a else den_spec}")
+        ma, mb = statistics.median(a), statistics.median(b)
+        lo, hi = bootstrap_ratio(a, b, rng)
+        out.append(f"| `{num_spec}` | `{den_spec}` | {ma:.2f} / {mb:.2f} | {ma / mb:.3f} "
+                   f"| {lo:.3f}–{hi:.3f} | {len(a)} / {len(b)} |\n")
+    out.append(f"\nPayload `{payload}`, verified runs only; the interval is a 95% percentile "
+               f"bootstrap of the ratio of medians ({BOOTSTRAP_RESAMPLES:,} resamples of each "
+               f"side's runs, seed {BOOTSTRAP_SEED}).\n")
+    return "".join(out)
+
+
+GENERATORS = {"tables": tables, "ratios": ratios, "ratio-table": ratio_table}
 BEGIN = "<!-- generated: "
 END = "<!-- end -->"
 
@@ -294,8 +333,9 @@ END = "<!-- end -->"
 def render_page(text, root):
     """The page with every generated region rewritten from its data.
 
-    A region is `<!-- generated: KIND PATH [ARG] -->` … `<!-- end -->`: KIND is `tables` or
-    `ratios`, PATH a runs.csv relative to the repository root, ARG (ratios) a payload name."""
+    A region is `<!-- generated: KIND PATH [ARG ...] -->` … `<!-- end -->`: KIND is `tables`,
+    `ratios` or `ratio-table`, PATH a runs.csv relative to the repository root, ARGs a payload
+    name (ratios) or a payload and NUM/DEN pairs (ratio-table)."""
     import os
     lines = text.splitlines(keepends=True)
     out, i = [], 0
@@ -327,12 +367,15 @@ def main(args):
     import difflib
     import os
     if not args or args[0] in ("-h", "--help") or (args[0].startswith("-") and
-                                                    args[0] not in ("--ratios", "--page")):
+                                                    args[0] not in ("--ratios", "--ratio-table", "--page")):
         print(__doc__.split("\n\n")[0] + "\n\n" + __doc__.split("\n\n")[1],
               file=sys.stdout if args[:1] in (["-h"], ["--help"]) else sys.stderr)
         return 0 if args[:1] in (["-h"], ["--help"]) else 2
     if args[:1] == ["--ratios"]:
         sys.stdout.write(ratios(*args[1:3]))
+        return 0
+    if args[:1] == ["--ratio-table"] and len(args) >= 4:
+        sys.stdout.write(ratio_table(*args[1:]))
         return 0
     if args[:1] == ["--page"]:
         page = args[1]
