@@ -9,7 +9,7 @@
 #
 # The anchor (scripts/quinn-anchor/main.rs) is the minimal equivalent of quinn 0.11's
 # benches/bench.rs large_data_1_stream, built offline from registry sources with Shoal's
-# Cargo.lock (same quinn, rustls, ring, tokio): quinn's own bench cannot be built offline, its
+# Cargo.lock and vendored quinn-proto (same quinn, rustls, ring, tokio): quinn's own bench cannot be built offline, its
 # `bencher` dev-dependency is not in the registry cache. CPU is user + system seconds:
 # the anchor's client and server threads; Shoal's `send` and `recv --once` processes, whole
 # life each (from /usr/bin/time: connect, handshake, reading the file from tmpfs, writing it to
@@ -21,7 +21,7 @@ RUNS=${2:-5}
 BYTES=${3:-268435456}
 SCRATCH=${QUINN_ANCHOR_DIR:-/work/bench/quinn-bench}
 mkdir -p "$SCRATCH/src"
-cp "$ROOT/scripts/quinn-anchor/Cargo.toml.in" "$SCRATCH/Cargo.toml"
+sed "s|@ROOT@|$ROOT|g" "$ROOT/scripts/quinn-anchor/Cargo.toml.in" >"$SCRATCH/Cargo.toml"
 cp "$ROOT/scripts/quinn-anchor/main.rs" "$SCRATCH/src/main.rs"
 cp "$ROOT/Cargo.lock" "$SCRATCH/Cargo.lock"
 (cd "$SCRATCH" && nice -n 10 cargo build --offline --release --quiet)
@@ -42,7 +42,7 @@ for i in $(seq "$RUNS"); do
   /usr/bin/time -f "%U %S" -o $W/recv.time "$BIN" recv --listen 127.0.0.1:0 --dest $W/dst --identity $W/id --once --flat >$log 2>&1 &
   rp=$!
   addr=""
-  for _ in $(seq 100); do addr=$(sed -n 's/^listening on //p' $log); [ -n "$addr" ] && break; sleep 0.1; done
+  for _ in $(seq 100); do addr=$(sed -n 's/^listening on \([0-9.]*:[0-9][0-9]*\)$/\1/p' $log); [ -n "$addr" ] && break; sleep 0.1; done
   /usr/bin/time -f "%U %S" -o $W/send.time "$BIN" send --to "$addr" --src "$SRC" --mode quic-bundle --identity $W/id --json >$W/row.json 2>$W/send.err || true
   wait $rp || true
   status=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["status"], r["seconds"], r.get("udp_payload_bytes"), r.get("sender_gso_segments"), r.get("receiver_gro_segments"))' $W/row.json 2>/dev/null || echo "no-row")
