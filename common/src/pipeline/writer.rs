@@ -6,15 +6,17 @@
 //! fails and names it. Folder handles are cached, so each folder is created and opened once
 //! per run.
 //!
-//! Atomic completion: a file is written under a temporary name in its folder
+//! Atomic completion: a file is written as a new inode that has no name in its folder
+//! (`O_TMPFILE`) or, where the file system lacks that, a temporary name
 //! (`.shoal-tmp.<pid>.<run>.<n>`, created with `O_CREAT | O_EXCL`, so it never opens or
-//! follows an existing entry) and renamed over its final name with `renameat` only once every
-//! announced byte is in and it is closed. A final name therefore only ever holds a complete
-//! file; an existing entry there (a file, a symbolic link, a hard link to a file elsewhere)
-//! is replaced, never written through. A failed run removes its temporary files; a killed
-//! one leaves them, and [`remove_stale_temps`] removes them at the next receiver start.
+//! follows an existing entry); it gets its final name (`linkat`, or `renameat` over an entry
+//! that exists) only once every announced byte is in ([`temp`]). A final name therefore only
+//! ever holds a complete file; an existing entry there (a file, a symbolic link, a hard link
+//! to a file elsewhere) is replaced, never written through. A failed run removes its
+//! temporary files; a killed one leaves only named ones, and [`remove_stale_temps`] removes
+//! them at the next receiver start.
 //!
-//! A file is *ready* when all its announced bytes are written, it is closed and renamed.
+//! A file is *ready* when all its announced bytes are written and it has its final name.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
@@ -28,12 +30,15 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use bytes::Bytes;
-use rustix::fs::{mkdirat, openat, renameat, unlinkat, AtFlags, Mode, OFlags};
+use rustix::fs::{mkdirat, openat, unlinkat, AtFlags, Mode, OFlags};
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit};
 
 use crate::latency::LatencyHistogram;
 use crate::metrics::wall_clock_us;
 use crate::relpath::{display_raw, RelPath};
+
+mod temp;
+use temp::{TempName, Temps};
 
 /// Folder handles kept open at most; past this the cache is emptied and refilled on demand.
 const MAX_CACHED_DIRS: usize = 4096;
@@ -55,9 +60,8 @@ pub struct DestWriter {
     root_path: PathBuf,
     root: Arc<OwnedFd>,
     dirs: HashMap<Box<[u8]>, Arc<OwnedFd>>,
-    /// `.shoal-tmp.<pid>.<run>.`: each file's temporary name is this and a counter.
-    temp_prefix: Vec<u8>,
-    next_temp: u64,
+    /// Files before their final names.
+    temps: Temps,
     open: HashMap<FileId, OpenFile>,
     /// Hashes of the paths written in this run, to refuse a second record for the same path.
     seen: HashSet<u64>,
@@ -71,9 +75,9 @@ pub struct DestWriter {
 #[derive(Debug)]
 struct OpenFile {
     file: File,
-    /// The folder it is written in, and its temporary name there.
+    /// The folder it is written in, and what it is called there until complete.
     dir: Arc<OwnedFd>,
-    temp: Box<[u8]>,
+    temp: TempName,
     path: RelPath,
     expected: u64,
     written: u64,
@@ -111,13 +115,11 @@ impl DestWriter {
     }
 
     fn with_root(root: &Path, fd: OwnedFd, tag: &str) -> Self {
-        let temp_prefix = format!("{TEMP_PREFIX}{}.{tag}.", std::process::id()).into_bytes();
         Self {
             root_path: root.to_path_buf(),
             root: Arc::new(fd),
             dirs: HashMap::new(),
-            temp_prefix,
-            next_temp: 0,
+            temps: Temps::new(tag),
             open: HashMap::new(),
             seen: HashSet::new(),
             seen_hasher: RandomState::new(),
@@ -129,6 +131,13 @@ impl DestWriter {
     }
 
     /// Latency of every file closed so far.
+    /// Named temporary files only, as on a file system without `O_TMPFILE`.
+    #[cfg(test)]
+    fn named_temps_only(mut self) -> Self {
+        self.temps = self.temps.named_only();
+        self
+    }
+
     pub fn latency(&self) -> &LatencyHistogram {
         &self.latency
     }
@@ -170,25 +179,13 @@ impl DestWriter {
             bail!("\"{path}\": names starting with {TEMP_PREFIX} are reserved for the receiver's temporary files");
         }
         let dir = self.dir_fd(parent)?;
-        let mut temp = Vec::with_capacity(self.temp_prefix.len() + 20);
-        temp.extend_from_slice(&self.temp_prefix);
-        temp.extend_from_slice(self.next_temp.to_string().as_bytes());
-        self.next_temp += 1;
-        // O_EXCL: a new inode, never an entry that exists (O_CREAT | O_EXCL does not follow a
-        // symbolic link either).
-        let fd = openat(
-            &*dir,
-            &temp[..],
-            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::from_raw_mode(0o644),
-        )
-        .map_err(|e| refuse(path.as_bytes(), e, "file"))?;
+        let (file, temp) = self.temps.create(&dir, path.as_bytes())?;
         self.open.insert(
             id,
             OpenFile {
-                file: File::from(fd),
+                file,
                 dir,
-                temp: temp.into_boxed_slice(),
+                temp,
                 path: path.clone(),
                 expected: size,
                 written: 0,
@@ -251,7 +248,7 @@ impl DestWriter {
     }
 
     /// Writes `data` at `offset` of block file `id` (`pwrite`); once all its announced bytes
-    /// are in, closes it and renames it into place. The run's block ledger has refused
+    /// are in, closes it and gives it its final name. The run's block ledger has refused
     /// overlapping blocks, so all bytes written means every byte written once; this refuses
     /// bytes outside the file or past its size all the same.
     pub fn write_at(&mut self, id: FileId, offset: u64, data: &[u8]) -> Result<()> {
@@ -279,7 +276,7 @@ impl DestWriter {
         Ok(())
     }
 
-    /// Closes file `id` and renames it into place; it is ready if every announced byte
+    /// Closes file `id` and gives it its final name; it is ready if every announced byte
     /// arrived. An existing entry under its name (a file, a symbolic link, a hard link) is
     /// replaced, never written through.
     pub fn close_file(&mut self, id: FileId) -> Result<()> {
@@ -300,12 +297,9 @@ impl DestWriter {
             sent_at_us,
             ..
         } = f;
-        drop(file);
         let (_, name) = path.split_parent();
-        if let Err(e) = renameat(&*dir, &temp[..], &*dir, name) {
-            let _ = unlinkat(&*dir, &temp[..], AtFlags::empty());
-            return Err(refuse(path.as_bytes(), e, "file"));
-        }
+        self.temps
+            .publish(&dir, file, temp, name, path.as_bytes())?;
         self.files_ready += 1;
         self.last_close = Some(Instant::now());
         if sent_at_us != 0 {
@@ -375,10 +369,9 @@ impl DestWriter {
     }
 }
 
-/// Closes a partial file and removes its temporary name.
+/// Closes a partial file and removes its temporary name, if it has one.
 fn remove_temp(f: OpenFile) {
-    drop(f.file);
-    let _ = unlinkat(&*f.dir, &f.temp[..], AtFlags::empty());
+    temp::discard(&f.dir, f.file, f.temp);
 }
 
 /// Opens folder `name` inside `parent` (trusted) without following a symbolic link there;

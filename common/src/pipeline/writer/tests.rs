@@ -2,14 +2,30 @@
 use super::*;
 use crate::relpath::PathLimits;
 
+/// A writer over `root`: unnamed inodes (`O_TMPFILE`, where the file system has them) or
+/// named temporary files only (the fallback), so both are tested.
+fn writer(root: &std::path::Path, named: bool) -> DestWriter {
+    let w = DestWriter::open(root, "t").unwrap();
+    if named {
+        w.named_temps_only()
+    } else {
+        w
+    }
+}
+
 fn rel(s: &str) -> RelPath {
     RelPath::from_bytes(s.as_bytes(), &PathLimits::default()).unwrap()
 }
 
 #[test]
 fn writes_files_and_folders() {
+    writes_files_and_folders_with(false);
+    writes_files_and_folders_with(true);
+}
+
+fn writes_files_and_folders_with(named: bool) {
     let t = tempfile::tempdir().unwrap();
-    let mut w = DestWriter::open(t.path(), "t").unwrap();
+    let mut w = writer(t.path(), named);
     w.open_file(1, &rel("a/b/c"), 3, 0).unwrap();
     w.write(1, b"abc").unwrap();
     w.close_file(1).unwrap();
@@ -21,11 +37,16 @@ fn writes_files_and_folders() {
 
 #[test]
 fn never_follows_destination_symlinks() {
+    never_follows_destination_symlinks_with(false);
+    never_follows_destination_symlinks_with(true);
+}
+
+fn never_follows_destination_symlinks_with(named: bool) {
     let outside = tempfile::tempdir().unwrap();
     let t = tempfile::tempdir().unwrap();
     std::os::unix::fs::symlink(outside.path(), t.path().join("d")).unwrap();
     std::os::unix::fs::symlink(outside.path().join("f"), t.path().join("leaf")).unwrap();
-    let mut w = DestWriter::open(t.path(), "t").unwrap();
+    let mut w = writer(t.path(), named);
     let err = w.open_file(1, &rel("d/f"), 1, 0).unwrap_err().to_string();
     assert!(err.contains("\"d\""), "{err}");
     // A symbolic link under a file's final name is replaced, not followed.
@@ -38,13 +59,18 @@ fn never_follows_destination_symlinks() {
 
 #[test]
 fn replaces_hard_links_and_keeps_final_names_complete() {
+    replaces_hard_links_and_keeps_final_names_complete_with(false);
+    replaces_hard_links_and_keeps_final_names_complete_with(true);
+}
+
+fn replaces_hard_links_and_keeps_final_names_complete_with(named: bool) {
     let outside = tempfile::tempdir().unwrap();
     let t = tempfile::tempdir().unwrap();
     let victim = outside.path().join("victim");
     std::fs::write(&victim, b"outside").unwrap();
     std::fs::hard_link(&victim, t.path().join("hl")).unwrap();
     std::fs::write(t.path().join("old"), b"previous run").unwrap();
-    let mut w = DestWriter::open(t.path(), "t").unwrap();
+    let mut w = writer(t.path(), named);
     w.open_file(1, &rel("hl"), 3, 0).unwrap();
     w.write(1, b"new").unwrap();
     w.close_file(1).unwrap();
@@ -108,8 +134,13 @@ fn stale_temporary_files_of_dead_receivers_are_removed() {
 
 #[test]
 fn refuses_overruns_duplicates_and_collisions() {
+    refuses_overruns_duplicates_and_collisions_with(false);
+    refuses_overruns_duplicates_and_collisions_with(true);
+}
+
+fn refuses_overruns_duplicates_and_collisions_with(named: bool) {
     let t = tempfile::tempdir().unwrap();
-    let mut w = DestWriter::open(t.path(), "t").unwrap();
+    let mut w = writer(t.path(), named);
     w.open_file(1, &rel("f"), 2, 0).unwrap();
     assert!(w.write(1, b"abc").is_err());
     w.write(1, b"ab").unwrap();
@@ -125,8 +156,13 @@ fn refuses_overruns_duplicates_and_collisions() {
 
 #[test]
 fn blocks_are_written_at_their_offsets_and_complete_with_the_last() {
+    blocks_are_written_at_their_offsets_and_complete_with_the_last_with(false);
+    blocks_are_written_at_their_offsets_and_complete_with_the_last_with(true);
+}
+
+fn blocks_are_written_at_their_offsets_and_complete_with_the_last_with(named: bool) {
     let t = tempfile::tempdir().unwrap();
-    let mut w = DestWriter::open(t.path(), "t").unwrap();
+    let mut w = writer(t.path(), named);
     let names = |t: &tempfile::TempDir| -> Vec<String> {
         let mut v: Vec<String> = std::fs::read_dir(t.path())
             .unwrap()
@@ -144,7 +180,11 @@ fn blocks_are_written_at_their_offsets_and_complete_with_the_last() {
         !t.path().join("big").exists(),
         "no final name before the last block"
     );
-    assert!(names(&t)[0].starts_with(TEMP_PREFIX));
+    if named {
+        assert!(names(&t)[0].starts_with(TEMP_PREFIX));
+    } else {
+        assert!(names(&t).is_empty(), "an unnamed inode: {:?}", names(&t));
+    }
     assert!(w.write_at(9, 7, b"xyz").is_err(), "past the end");
     assert!(w.open_block(9, &rel("big"), 10, 0).is_err(), "another size");
     w.write_at(9, 3, b"def").unwrap();
