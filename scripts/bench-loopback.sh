@@ -83,6 +83,10 @@ run_tar() {
   else
     echo "tar|tar       pass $1: FAILED verification" | tee -a "$WORK/results.txt"
   fi
+  # As for Shoal's runs below: a tmpfs that keeps every pass's tree made the next runs slower
+  # (tar|tar right after tar|tar: 1.69-1.73 s against 1.05 s).
+  [ "${FS:-}" = tmpfs ] && rm -rf "$dst"
+  return 0
 }
 
 run_shoal() {

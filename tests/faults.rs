@@ -361,3 +361,38 @@ fn a_failed_run_into_a_per_run_folder_cannot_make_verify_pass() {
     assert!(text(&again).contains("exists already"), "{}", text(&again));
     assert!(trees_identical(&src, &ok_folder));
 }
+
+/// Issue 19, item 3: the walk runs beside the transfer, so a walk that fails after the first
+/// files left (here a path deeper than the protocol's 256 components, sorted after the rest)
+/// fails the run naming the path, like a walk before the connect did; the receiver keeps only
+/// complete files and serves the next run.
+#[test]
+fn a_walk_that_fails_mid_transfer_fails_the_run_naming_the_path() {
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("src");
+    gen(&src, 400, "4KiB", 4, 31);
+    let mut deep = src.join("zz");
+    for _ in 0..257 {
+        deep.push("a");
+    }
+    std::fs::create_dir_all(&deep).unwrap();
+    std::fs::write(deep.join("f"), b"deep").unwrap();
+    let good = t.path().join("good");
+    gen(&good, 20, "1KiB", 1, 32);
+    let id = t.path().join("id");
+    for mode in ["tcp-bundle", "quic-streams"] {
+        let dst = t.path().join(format!("dst-{mode}"));
+        let rx = ReceiverProc::start_logged(&id, &dst, &["--idle-timeout", "3s"]);
+        let out = rx.send(&src, &["--mode", mode]);
+        let said = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{mode}: {said}");
+        assert!(
+            said.contains("source path ") && said.contains("cannot be sent"),
+            "{mode}: the error must name the path: {said}"
+        );
+        let kept = only_complete_copies_of(&src, &dst);
+        assert!(kept <= 400, "{mode}: {kept}");
+        let out = rx.send(&good, &["--mode", mode]);
+        assert!(out.status.success(), "{mode}: {}", text(&out));
+    }
+}

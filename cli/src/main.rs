@@ -277,7 +277,8 @@ struct SendArgs {
     /// average rate so far, and cwnd (summed), RTT (averaged) and retransmits (summed, since
     /// the start) over the connections. With --json, one object per line: event "interval",
     /// t_s, files_sent, files_ready (null in bundled modes), files_total, bytes_sent,
-    /// bytes_total, mb_per_s, mbit_per_s, eta_s (null before the first byte), connections,
+    /// bytes_total, walk_done (false while the walk is still finding files: the totals are
+    /// what it found so far, shown with a "+" in text), mb_per_s, mbit_per_s, eta_s (null before the first byte and while walking), connections,
     /// cwnd_bytes, rtt_ms, retransmits. Ctrl-C ends the run as failed with the error
     /// "interrupted" (row printed and appended to --csv, exit status 130), after the figures
     /// so far on stderr (with --json: one object, event "interrupted").

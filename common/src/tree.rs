@@ -12,7 +12,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::relpath::{PathLimits, RelPath};
 
 /// One regular file of a source tree.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SourceFile {
     pub rel: RelPath,
     /// Size at walk time; the reader refuses a file whose size changed since.
@@ -33,79 +33,110 @@ pub struct SourceTree {
     pub skipped_special: u64,
 }
 
+/// What a walk found besides its files.
+#[derive(Debug, Clone, Default)]
+pub struct WalkSummary {
+    pub files: u64,
+    pub total_bytes: u64,
+    /// Folders with no entries that are transferred; they are created at the destination.
+    pub empty_dirs: Vec<RelPath>,
+    pub skipped_symlinks: u64,
+    pub skipped_special: u64,
+}
+
 impl SourceTree {
     /// Walks `root` in sorted order (by byte-wise file name at every level), never following
     /// symbolic links.
     pub fn walk(root: &Path) -> Result<Self> {
-        let meta = fs::metadata(root)
-            .with_context(|| format!("cannot read source folder {}", root.display()))?;
-        if !meta.is_dir() {
-            bail!("source {} is not a folder", root.display());
-        }
-        let limits = PathLimits::default();
-        let mut tree = SourceTree {
+        let mut files = Vec::new();
+        let summary = walk_each(root, |f| {
+            files.push(f);
+            true
+        })?;
+        Ok(SourceTree {
             root: root.to_path_buf(),
-            files: Vec::new(),
-            empty_dirs: Vec::new(),
-            total_bytes: 0,
-            skipped_symlinks: 0,
-            skipped_special: 0,
-        };
-        let mut dirs = Vec::new();
-        let mut parents_with_children: HashSet<Vec<u8>> = HashSet::new();
-        for entry in walkdir::WalkDir::new(root)
-            .min_depth(1)
-            .follow_links(false)
-            .sort_by_file_name()
-        {
-            let entry = entry.map_err(|e| {
-                // Named as in the tree (relative), like the reader names a file it cannot read.
-                let at = match e.path().map(|p| p.strip_prefix(root).unwrap_or(p)) {
-                    Some(p) if !p.as_os_str().is_empty() => p.display().to_string(),
-                    _ => ".".into(),
-                };
-                let what = format!("cannot read source entry {at} (in {})", root.display());
-                let fallback = e.to_string();
-                match e.into_io_error() {
-                    Some(io) => anyhow::Error::new(io).context(what),
-                    None => anyhow::anyhow!("{what}: {fallback}"),
-                }
-            })?;
-            let rel_os = under_root(entry.path(), root);
-            let rel = RelPath::from_path(rel_os, &limits).with_context(|| {
-                format!("source path {} cannot be sent", entry.path().display())
-            })?;
-            let ft = entry.file_type();
-            if ft.is_symlink() {
-                tree.skipped_symlinks += 1;
-                continue;
+            files,
+            empty_dirs: summary.empty_dirs,
+            total_bytes: summary.total_bytes,
+            skipped_symlinks: summary.skipped_symlinks,
+            skipped_special: summary.skipped_special,
+        })
+    }
+}
+
+/// Checks that `root` is a folder, so a wrong `--src` fails before anything connects.
+pub fn check_source_root(root: &Path) -> Result<()> {
+    let meta = fs::metadata(root)
+        .with_context(|| format!("cannot read source folder {}", root.display()))?;
+    if !meta.is_dir() {
+        bail!("source {} is not a folder", root.display());
+    }
+    Ok(())
+}
+
+/// Walks `root` as [`SourceTree::walk`] does, handing each regular file to `on_file` as soon
+/// as it is found (the sender reads and sends the first files while the walk goes on). Stops
+/// early, with what it found so far, when `on_file` returns false.
+pub fn walk_each(root: &Path, mut on_file: impl FnMut(SourceFile) -> bool) -> Result<WalkSummary> {
+    check_source_root(root)?;
+    let limits = PathLimits::default();
+    let mut summary = WalkSummary::default();
+    let mut dirs = Vec::new();
+    let mut parents_with_children: HashSet<Vec<u8>> = HashSet::new();
+    for entry in walkdir::WalkDir::new(root)
+        .min_depth(1)
+        .follow_links(false)
+        .sort_by_file_name()
+    {
+        let entry = entry.map_err(|e| {
+            // Named as in the tree (relative), like the reader names a file it cannot read.
+            let at = match e.path().map(|p| p.strip_prefix(root).unwrap_or(p)) {
+                Some(p) if !p.as_os_str().is_empty() => p.display().to_string(),
+                _ => ".".into(),
+            };
+            let what = format!("cannot read source entry {at} (in {})", root.display());
+            let fallback = e.to_string();
+            match e.into_io_error() {
+                Some(io) => anyhow::Error::new(io).context(what),
+                None => anyhow::anyhow!("{what}: {fallback}"),
             }
-            if !(ft.is_file() || ft.is_dir()) {
-                tree.skipped_special += 1;
-                continue;
-            }
-            // Looked up before it is copied: most entries share their parent with the last.
-            let parent = rel.split_parent().0;
-            if !parents_with_children.contains(parent) {
-                parents_with_children.insert(parent.to_vec());
-            }
-            if ft.is_dir() {
-                dirs.push(rel);
-            } else {
-                let size = entry
-                    .metadata()
-                    .with_context(|| format!("cannot stat {}", entry.path().display()))?
-                    .len();
-                tree.total_bytes += size;
-                tree.files.push(SourceFile { rel, size });
+        })?;
+        let rel_os = under_root(entry.path(), root);
+        let rel = RelPath::from_path(rel_os, &limits)
+            .with_context(|| format!("source path {} cannot be sent", entry.path().display()))?;
+        let ft = entry.file_type();
+        if ft.is_symlink() {
+            summary.skipped_symlinks += 1;
+            continue;
+        }
+        if !(ft.is_file() || ft.is_dir()) {
+            summary.skipped_special += 1;
+            continue;
+        }
+        // Looked up before it is copied: most entries share their parent with the last.
+        let parent = rel.split_parent().0;
+        if !parents_with_children.contains(parent) {
+            parents_with_children.insert(parent.to_vec());
+        }
+        if ft.is_dir() {
+            dirs.push(rel);
+        } else {
+            let size = entry
+                .metadata()
+                .with_context(|| format!("cannot stat {}", entry.path().display()))?
+                .len();
+            summary.files += 1;
+            summary.total_bytes += size;
+            if !on_file(SourceFile { rel, size }) {
+                return Ok(summary);
             }
         }
-        tree.empty_dirs = dirs
-            .into_iter()
-            .filter(|d| !parents_with_children.contains(d.as_bytes()))
-            .collect();
-        Ok(tree)
     }
+    summary.empty_dirs = dirs
+        .into_iter()
+        .filter(|d| !parents_with_children.contains(d.as_bytes()))
+        .collect();
+    Ok(summary)
 }
 
 /// `path` relative to `root`, for a path walkdir made by joining names onto `root`: its bytes

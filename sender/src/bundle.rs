@@ -93,7 +93,7 @@ async fn send_records<W: AsyncWrite + Unpin>(
         // Gather whatever is already read, up to the staging size, into one write; the
         // stop-and-wait arm writes each file on its own instead.
         while let Some(mut c) = next {
-            tally.count(reader, &c);
+            tally.count(&c);
             c.stamp_sent_at();
             hooks.apply(&mut c);
             file_done = matches!(c.kind, ChunkKind::File { last: true, .. });
@@ -165,7 +165,7 @@ impl Tally {
     }
 
     /// Counts `chunk`, about to be handed to the transport.
-    pub(crate) fn count(&mut self, reader: &Reader, chunk: &Chunk) {
+    pub(crate) fn count(&mut self, chunk: &Chunk) {
         // A file counts as sent with its last chunk; a file in blocks, with the last chunk of
         // the block that ends it (its other blocks may still be on their way).
         let last = match chunk.kind {
@@ -177,14 +177,14 @@ impl Tally {
             ChunkKind::File {
                 last: true,
                 block: Some((offset, len)),
-                index,
+                size,
                 ..
-            } => offset + len == reader.tree().files[index].size,
+            } => offset + len == size,
             _ => false,
         };
         self.progress.sent(chunk.bytes.len(), last);
         if let ChunkKind::File {
-            index,
+            size,
             first: true,
             block,
             ..
@@ -193,7 +193,7 @@ impl Tally {
             self.files += 1;
             self.bytes += match block {
                 Some((_, len)) => len,
-                None => reader.tree().files[index].size,
+                None => size,
             };
         }
     }

@@ -2,7 +2,9 @@
 //! starts its first connection to the moment it has decoded the receiver's completion report
 //! (the last of them, when the run has several connections). Closing connections, draining the
 //! QUIC endpoint, waiting for a `--fsync` report, joining tasks and stopping the sampler all
-//! come after the clock has stopped; walking the source tree comes before it starts.
+//! come after the clock has stopped. The walk of the source tree starts just before it and
+//! runs beside the connections (`pipeline::queue`): whatever of the walk the transfer has to
+//! wait for is inside the clock, as it is in what the user waits for.
 
 use std::time::{Duration, Instant};
 

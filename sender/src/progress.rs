@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use shoal_common::config::Mode;
+use shoal_common::pipeline::queue::WorkQueue;
 use shoal_common::stats::ConnStats;
 use shoal_common::units::human_bytes;
 use tokio::sync::oneshot;
@@ -47,23 +48,26 @@ impl Counters {
     }
 }
 
-/// What is known of a run before it starts.
-#[derive(Debug, Clone, Copy)]
+/// The run's totals: what the walk has found so far (all of the tree once it is over).
+#[derive(Debug, Clone)]
 pub(crate) struct Totals {
-    pub files: u64,
-    pub bytes: u64,
+    walk: Arc<WorkQueue>,
     /// Whether the mode has per-file replies (so `files_ready` means something).
     pub ready_known: bool,
 }
 
 impl Totals {
-    pub(crate) fn new(mode: Mode, files: u64, bytes: u64) -> Self {
+    pub(crate) fn new(mode: Mode, walk: Arc<WorkQueue>) -> Self {
         Totals {
-            files,
-            bytes,
-            ready_known: matches!(mode, Mode::TcpWait | Mode::TcpStreams | Mode::QuicStreams),
+            walk,
+            ready_known: ready_known(mode),
         }
     }
+}
+
+/// Whether `mode` has per-file replies.
+fn ready_known(mode: Mode) -> bool {
+    matches!(mode, Mode::TcpWait | Mode::TcpStreams | Mode::QuicStreams)
 }
 
 /// One interval's figures.
@@ -79,6 +83,8 @@ pub(crate) struct Line {
     pub files_total: u64,
     pub bytes_sent: u64,
     pub bytes_total: u64,
+    /// Whether the walk is over: until then the totals are what it found so far.
+    pub walk_done: bool,
     /// Over this interval (10^6 bytes/s and 10^6 bit/s of `bytes_sent`).
     pub mb_per_s: f64,
     pub mbit_per_s: f64,
@@ -97,16 +103,14 @@ impl Line {
     fn take(
         t0: Instant,
         counters: &Counters,
-        totals: Totals,
+        totals: &Totals,
         probes: &Mutex<Vec<(u16, Probe)>>,
         last: &mut (f64, u64),
     ) -> Line {
         let t_s = t0.elapsed().as_secs_f64();
+        let found = totals.walk.found();
         // The framing makes the records a little longer than the contents: never past 100%.
-        let bytes_sent = counters
-            .bytes_sent
-            .load(Ordering::Relaxed)
-            .min(totals.bytes);
+        let bytes_sent = counters.bytes_sent.load(Ordering::Relaxed).min(found.bytes);
         let stats: Vec<ConnStats> = probes
             .lock()
             .expect("probes")
@@ -117,19 +121,21 @@ impl Line {
         *last = (t_s, bytes_sent);
         let rate = bytes_sent.saturating_sub(b_last) as f64 / (t_s - t_last).max(1e-3);
         let average = bytes_sent as f64 / t_s.max(1e-3);
-        let left = totals.bytes.saturating_sub(bytes_sent) as f64;
+        let left = found.bytes.saturating_sub(bytes_sent) as f64;
         let n = stats.len().max(1) as f64;
         Line {
             event: "interval",
             t_s,
             files_sent: counters.files_sent.load(Ordering::Relaxed),
             files_ready: totals.ready_known.then(|| counters.ready.get().0),
-            files_total: totals.files,
+            files_total: found.files,
             bytes_sent,
-            bytes_total: totals.bytes,
+            bytes_total: found.bytes,
+            walk_done: found.done,
             mb_per_s: rate / 1e6,
             mbit_per_s: rate * 8.0 / 1e6,
-            eta_s: (bytes_sent > 0).then(|| left / average),
+            // Before the walk is over the totals are what it found so far: no ETA yet.
+            eta_s: (bytes_sent > 0 && found.done).then(|| left / average),
             connections: stats.len() as u64,
             cwnd_bytes: stats.iter().map(|s| s.cwnd_bytes).sum(),
             rtt_ms: stats.iter().map(|s| s.rtt_ms).sum::<f64>() / n,
@@ -140,9 +146,11 @@ impl Line {
     /// The text form, e.g. `  3.0 s  files 1200/8192 ready  4.7 MiB/32.0 MiB  1.58 MB/s
     /// 12.6 Mbit/s  ETA 17 s  cwnd 310.2 KiB  RTT 101.4 ms  retransmits 0`.
     pub(crate) fn text(&self) -> String {
+        // "+": the walk is still finding files.
+        let more = if self.walk_done { "" } else { "+" };
         let files = match self.files_ready {
-            Some(ready) => format!("files {ready}/{} ready", self.files_total),
-            None => format!("files {}/{} sent", self.files_sent, self.files_total),
+            Some(ready) => format!("files {ready}/{}{more} ready", self.files_total),
+            None => format!("files {}/{}{more} sent", self.files_sent, self.files_total),
         };
         let eta = match self.eta_s {
             Some(s) if s < 10.0 => format!("ETA {s:.1} s"),
@@ -150,7 +158,7 @@ impl Line {
             None => "ETA -".into(),
         };
         format!(
-            "{:5.1} s  {files}  {}/{}  {:.2} MB/s {:.1} Mbit/s  {eta}  cwnd {}  RTT {:.1} ms  retransmits {}",
+            "{:5.1} s  {files}  {}/{}{more}  {:.2} MB/s {:.1} Mbit/s  {eta}  cwnd {}  RTT {:.1} ms  retransmits {}",
             self.t_s,
             human_bytes(self.bytes_sent),
             human_bytes(self.bytes_total),
@@ -192,7 +200,7 @@ impl Progress {
         let counters = Arc::new(Counters::default());
         let ticker = config.map(|c| {
             let (stop, mut stopped) = oneshot::channel::<()>();
-            let (counters, probes) = (counters.clone(), probes.clone());
+            let (counters, probes, totals) = (counters.clone(), probes.clone(), totals.clone());
             let task = tokio::spawn(async move {
                 let every = c.every.max(Duration::from_millis(10));
                 let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
@@ -202,7 +210,7 @@ impl Progress {
                         _ = tick.tick() => {}
                         _ = &mut stopped => return,
                     }
-                    Line::take(t0, &counters, totals, &probes, &mut last).print(c.json);
+                    Line::take(t0, &counters, &totals, &probes, &mut last).print(c.json);
                 }
             });
             (stop, task)
@@ -229,7 +237,7 @@ impl Progress {
         let mut line = Line::take(
             self.t0,
             &self.counters,
-            self.totals,
+            &self.totals,
             &self.probes,
             &mut (0.0, 0),
         );
@@ -254,6 +262,7 @@ mod tests {
             files_total: 8192,
             bytes_sent: 5 << 20,
             bytes_total: 32 << 20,
+            walk_done: true,
             mb_per_s: 1.58,
             mbit_per_s: 12.64,
             eta_s: Some(16.6),
@@ -280,7 +289,16 @@ mod tests {
         let json: serde_json::Value = serde_json::to_value(line(None)).unwrap();
         assert_eq!(json["files_ready"], serde_json::Value::Null);
         assert_eq!(json["event"], "interval");
-        assert!(Totals::new(Mode::TcpStreams, 1, 1).ready_known);
-        assert!(!Totals::new(Mode::QuicBundle, 1, 1).ready_known);
+        assert!(ready_known(Mode::TcpStreams));
+        assert!(!ready_known(Mode::QuicBundle));
+        let walking = Line {
+            walk_done: false,
+            ..line(None)
+        }
+        .text();
+        assert!(
+            walking.contains("files 1300/8192+ sent  5.0 MiB/32.0 MiB+"),
+            "{walking}"
+        );
     }
 }

@@ -12,11 +12,12 @@ use shoal_common::config::{Cc, Mode};
 use shoal_common::hostfacts::{cpu_steal_seconds, UdpDrops};
 use shoal_common::latency::LatencyHistogram;
 use shoal_common::metrics;
-use shoal_common::pipeline::reader::{Reader, ReaderConfig, WorkQueue};
+use shoal_common::pipeline::queue::WorkQueue;
+use shoal_common::pipeline::reader::{Reader, ReaderConfig};
 use shoal_common::quic_resume::ResumeLog;
 use shoal_common::row::RunRow;
 use shoal_common::stats::{check_tcp_cc, quic_stats, tcp_cc, tcp_stats, ConnStats};
-use shoal_common::tree::SourceTree;
+use shoal_common::tree::{check_source_root, WalkSummary};
 use shoal_common::udp_offload::{udp_payload_bytes, UdpOffload};
 use shoal_common::window_share::{SharedWindow, Side};
 use tokio::io::AsyncWriteExt;
@@ -167,24 +168,42 @@ pub async fn send(config: &SendConfig) -> RunRow {
     row.run_id = hex::encode(run_id);
     row.block_size = block_size_for(config).unwrap_or(0);
     let started = Instant::now();
-    let result = match SourceTree::walk(&config.src) {
-        Ok(tree) => {
-            let tree = Arc::new(tree);
-            row.files = tree.files.len() as u64;
-            if let Some(b) = block_size_for(config) {
-                row.files_in_blocks = tree.files.iter().filter(|f| f.size > b).count() as u64;
-            }
-            row.bytes = tree.total_bytes;
-            row.skipped_symlinks = tree.skipped_symlinks;
-            row.skipped_special = tree.skipped_special;
+    // The walk feeds the connections' readers as it goes (pipeline::queue): the first files
+    // are sent while the rest of the tree is walked.
+    let walk = check_source_root(&config.src).and_then(|()| {
+        // tcp-wait waits for each file's acknowledgement: its files are never split.
+        let block_size = block_size_for(config).unwrap_or(u64::MAX);
+        WorkQueue::walk(&config.src, block_size, config.hooks.reverse_blocks)
+    });
+    let result = match walk {
+        Ok(queue) => {
             let probes = Arc::new(Mutex::new(Vec::new()));
-            let totals = Totals::new(config.mode, row.files, row.bytes);
+            let totals = Totals::new(config.mode, queue.clone());
             let mut progress = Progress::start(config.progress, totals, probes.clone(), started);
-            let work = transfer(config, run_id, tree, probes, progress.counters.clone());
+            let work = transfer(
+                config,
+                run_id,
+                queue.clone(),
+                probes,
+                progress.counters.clone(),
+            );
             let result = bounded(config, work).await;
+            // A run that ended early (a failure, the timeout) needs no more of the tree.
+            queue.stop();
             progress.stop().await;
             if matches!(&result, Err(e) if e.to_string() == INTERRUPTED) {
                 progress.print_interrupted(config.progress.is_some_and(|p| p.json));
+            }
+            // What the walk found (all of the tree once it is over; so far, on a failure).
+            let found = queue.found();
+            row.files = found.files;
+            row.bytes = found.bytes;
+            if block_size_for(config).is_some() {
+                row.files_in_blocks = found.files_in_blocks;
+            }
+            if let Some(summary) = queue.summary() {
+                row.skipped_symlinks = summary.skipped_symlinks;
+                row.skipped_special = summary.skipped_special;
             }
             result
         }
@@ -302,7 +321,7 @@ async fn bounded(
 async fn transfer(
     config: &SendConfig,
     run_id: [u8; 16],
-    tree: Arc<SourceTree>,
+    queue: Arc<WorkQueue>,
     probes: Arc<Mutex<Vec<(u16, Probe)>>>,
     counters: Arc<Counters>,
 ) -> Result<Measured> {
@@ -313,15 +332,6 @@ async fn transfer(
         check_tcp_cc(cc)?;
     }
     let n = config.connections.clamp(1, 64);
-    let file_count = tree.files.len() as u64;
-    let total_bytes = tree.total_bytes;
-    // tcp-wait waits for each file's acknowledgement: its files are never split.
-    let block_size = block_size_for(config);
-    let queue = Arc::new(WorkQueue::with_blocks(
-        tree,
-        block_size.unwrap_or(u64::MAX),
-        config.hooks.reverse_blocks,
-    ));
     // Each connection reads ahead for itself; together they stay within the budget.
     let reader = ReaderConfig {
         budget: (config.reader.budget / n as usize).max(1 << 20),
@@ -386,12 +396,18 @@ async fn transfer(
     let peak_delivery = peak.stop().await;
     let outcomes = outcomes?;
     let first = &outcomes[0];
+    // Every connection's reader took the queue to its end, so the walk is over.
+    let WalkSummary {
+        files, total_bytes, ..
+    } = queue
+        .summary()
+        .context("the connections ended before the walk of the source tree")?;
     // The receiver checked what arrived against what the records claimed; this checks that
     // against what the walk found (the hello announced no totals).
     let c = &first.sent.completion;
-    if (c.files, c.bytes) != (file_count, total_bytes) {
+    if (c.files, c.bytes) != (files, total_bytes) {
         bail!(
-            "the receiver reports {} files and {} bytes ready, but the walk found {file_count} files and {total_bytes} bytes",
+            "the receiver reports {} files and {} bytes ready, but the walk found {files} files and {total_bytes} bytes",
             c.files,
             c.bytes
         );

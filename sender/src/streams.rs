@@ -203,14 +203,14 @@ async fn send_files<W: AsyncWrite + Unpin>(
         };
         waits.read += waiting.elapsed();
         let Some(mut chunk) = next else { break };
-        tally.count(reader, &chunk);
+        tally.count(&chunk);
         match chunk.kind {
             ChunkKind::Dir => control
                 .write_all(&chunk.bytes)
                 .await
                 .context("control stream write failed")?,
             ChunkKind::File {
-                index,
+                size,
                 first,
                 last,
                 block,
@@ -228,7 +228,6 @@ async fn send_files<W: AsyncWrite + Unpin>(
                     chunk.stamp_sent_at();
                     // What this stream brings the receiver, for the receiver's series: a whole
                     // file, or a block's bytes (the file counts with the block that ends it).
-                    let size = reader.tree().files[index].size;
                     let brings = match block {
                         None => (1, size),
                         Some((offset, len)) => (u64::from(offset + len == size), len),

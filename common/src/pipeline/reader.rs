@@ -1,7 +1,7 @@
 //! Sender side: reads files ahead of the network into wire-ready chunks.
 //!
 //! A reader thread takes items from a shared [`WorkQueue`] (so several connections can pull
-//! from one tree), opens and reads each file, and sends chunks whose first one starts with the
+//! from one tree, while it is still being walked), opens and reads each file, and sends chunks whose first one starts with the
 //! file's record header. Reading runs ahead of the socket by at most the byte budget, so the
 //! socket never waits on one file's open and read, and memory stays bounded when the link is
 //! the bottleneck.
@@ -9,7 +9,7 @@
 use std::fs::File;
 use std::io::{Seek, SeekFrom};
 use std::os::unix::fs::OpenOptionsExt;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::path::Path;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -18,130 +18,10 @@ use bytes::{Bytes, BytesMut};
 use tokio::sync::mpsc;
 
 use super::budget::{BudgetPermit, ByteBudget};
+use super::queue::{Item, WorkQueue};
 use crate::codec;
 use crate::relpath::RelPath;
-use crate::tree::SourceTree;
-
-/// Hands out the items of a tree (files, then empty folders) to whichever reader asks next. A
-/// file larger than the block size is handed out as its blocks, one item each, so the run's
-/// connections carry one large file together.
-#[derive(Debug)]
-pub struct WorkQueue {
-    tree: Arc<SourceTree>,
-    next: AtomicUsize,
-    /// Files carried as blocks, in walk order; the items between them are whole files.
-    big: Vec<BigFile>,
-    block_size: u64,
-    /// Test hook: hand each file's blocks out last first.
-    reverse_blocks: bool,
-    /// Items for files (whole files and blocks); empty folders follow.
-    file_items: usize,
-}
-
-/// A file carried as blocks: its index and the item its first block is.
-#[derive(Debug, Clone, Copy)]
-struct BigFile {
-    file: usize,
-    first_item: usize,
-    blocks: usize,
-}
-
-/// One item of the queue.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Item {
-    File(usize),
-    /// Bytes `offset..offset + len` of file `file`.
-    Block {
-        file: usize,
-        offset: u64,
-        len: u64,
-    },
-    Dir(usize),
-}
-
-impl WorkQueue {
-    /// Every file whole.
-    pub fn new(tree: Arc<SourceTree>) -> Self {
-        Self::with_blocks(tree, u64::MAX, false)
-    }
-
-    /// Files larger than `block_size` are handed out as blocks of `block_size` bytes (the last
-    /// one shorter); `reverse_blocks` (a test hook) hands each file's blocks out last first.
-    pub fn with_blocks(tree: Arc<SourceTree>, block_size: u64, reverse_blocks: bool) -> Self {
-        let block_size = block_size.max(1);
-        let mut big = Vec::new();
-        let mut item = 0usize;
-        for (file, entry) in tree.files.iter().enumerate() {
-            if entry.size > block_size {
-                let blocks = entry.size.div_ceil(block_size) as usize;
-                big.push(BigFile {
-                    file,
-                    first_item: item,
-                    blocks,
-                });
-                item += blocks;
-            } else {
-                item += 1;
-            }
-        }
-        Self {
-            tree,
-            next: AtomicUsize::new(0),
-            big,
-            block_size,
-            reverse_blocks,
-            file_items: item,
-        }
-    }
-
-    pub fn tree(&self) -> &SourceTree {
-        &self.tree
-    }
-
-    /// Items: files (or their blocks) plus empty folders.
-    pub fn len(&self) -> usize {
-        self.file_items + self.tree.empty_dirs.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Files carried as blocks.
-    pub fn files_in_blocks(&self) -> usize {
-        self.big.len()
-    }
-
-    fn take(&self) -> Option<Item> {
-        let i = self.next.fetch_add(1, Ordering::Relaxed);
-        (i < self.len()).then(|| self.item(i))
-    }
-
-    /// Item `i` (< `len()`).
-    fn item(&self, i: usize) -> Item {
-        if i >= self.file_items {
-            return Item::Dir(i - self.file_items);
-        }
-        let k = self.big.partition_point(|b| b.first_item <= i);
-        let Some(b) = k.checked_sub(1).map(|k| self.big[k]) else {
-            return Item::File(i);
-        };
-        if i < b.first_item + b.blocks {
-            let mut j = (i - b.first_item) as u64;
-            if self.reverse_blocks {
-                j = b.blocks as u64 - 1 - j;
-            }
-            let size = self.tree.files[b.file].size;
-            let offset = j * self.block_size;
-            return Item::Block {
-                file: b.file,
-                offset,
-                len: (size - offset).min(self.block_size),
-            };
-        }
-        Item::File(b.file + 1 + (i - b.first_item - b.blocks))
-    }
-}
+use crate::tree::SourceFile;
 
 /// Reader settings.
 #[derive(Debug, Clone, Copy)]
@@ -168,6 +48,8 @@ pub enum ChunkKind {
     /// record header, `last` ends the record.
     File {
         index: usize,
+        /// The whole file's size (a block's file's too).
+        size: u64,
         first: bool,
         last: bool,
         /// The record is a block of the file: its offset and length.
@@ -206,7 +88,6 @@ impl Chunk {
 #[derive(Debug)]
 pub struct Reader {
     pub chunks: mpsc::Receiver<Chunk>,
-    queue: Arc<WorkQueue>,
     budget: ByteBudget,
     thread: Option<JoinHandle<Result<()>>>,
     /// Run once, when the transport calls [`Reader::finish`].
@@ -231,23 +112,16 @@ impl Reader {
         // many tiny chunks (empty files are a header only).
         let (tx, rx) = mpsc::channel(4096);
         let thread_budget = budget.clone();
-        let thread_queue = queue.clone();
         let thread = std::thread::Builder::new()
             .name("shoal-reader".into())
-            .spawn(move || read_loop(&thread_queue, config, &thread_budget, &tx))
+            .spawn(move || read_loop(&queue, config, &thread_budget, &tx))
             .context("cannot start the reader thread")?;
         Ok(Self {
             chunks: rx,
-            queue,
             budget,
             thread: Some(thread),
             on_finish: OnFinish::default(),
         })
-    }
-
-    /// The tree this reader reads from.
-    pub fn tree(&self) -> &SourceTree {
-        self.queue.tree()
     }
 
     /// Runs `f` when the transport finishes this reader: its connection has sent its share of
@@ -284,17 +158,14 @@ fn read_loop(
     budget: &ByteBudget,
     tx: &mpsc::Sender<Chunk>,
 ) -> Result<()> {
-    let tree = queue.tree();
-    while let Some(item) = queue.take() {
+    while let Some(item) = queue.take()? {
         let sent = match item {
-            Item::File(index) => read_file(tree, index, None, config, budget, tx)?,
-            Item::Block { file, offset, len } => {
-                read_file(tree, file, Some((offset, len)), config, budget, tx)?
+            Item::File { index, file, block } => {
+                read_file(queue.root(), index, &file, block, config, budget, tx)?
             }
-            Item::Dir(index) => {
-                let dir = &tree.empty_dirs[index];
+            Item::Dir(dir) => {
                 let mut bytes = BytesMut::with_capacity(3 + dir.as_bytes().len());
-                codec::encode_dir(dir, &mut bytes);
+                codec::encode_dir(&dir, &mut bytes);
                 match budget.acquire(bytes.len()) {
                     Some(permit) => deliver(tx, ChunkKind::Dir, bytes, permit),
                     None => false,
@@ -325,11 +196,11 @@ pub struct SourceFileError {
 }
 
 impl SourceFileError {
-    fn new(action: &'static str, tree: &SourceTree, rel: &RelPath, cause: std::io::Error) -> Self {
+    fn new(action: &'static str, root: &Path, rel: &RelPath, cause: std::io::Error) -> Self {
         Self {
             action,
             rel: rel.to_string(),
-            root: tree.root.display().to_string(),
+            root: root.display().to_string(),
             cause,
         }
     }
@@ -340,19 +211,19 @@ impl SourceFileError {
     }
 }
 
-/// Reads file `index` (or its block `offset, len`) into chunks; `Ok(false)` if the consumer
-/// went away.
+/// Reads file `index` of the tree in `root` (or its block `offset, len`) into chunks;
+/// `Ok(false)` if the consumer went away.
 fn read_file(
-    tree: &SourceTree,
+    root: &Path,
     index: usize,
+    entry: &SourceFile,
     block: Option<(u64, u64)>,
     config: ReaderConfig,
     budget: &ByteBudget,
     tx: &mpsc::Sender<Chunk>,
 ) -> Result<bool> {
-    let entry = &tree.files[index];
-    let path = entry.rel.under(&tree.root);
-    let fail = |action, cause| SourceFileError::new(action, tree, &entry.rel, cause);
+    let path = entry.rel.under(root);
+    let fail = |action, cause| SourceFileError::new(action, root, &entry.rel, cause);
     let mut file = File::options()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW)
@@ -424,6 +295,7 @@ fn read_file(
         left -= n as u64;
         let kind = ChunkKind::File {
             index,
+            size,
             first,
             last: left == 0,
             block,
@@ -471,56 +343,4 @@ fn deliver(
         _permit: permit,
     };
     tx.blocking_send(chunk).is_ok()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::relpath::PathLimits;
-    use crate::tree::SourceFile;
-
-    #[test]
-    fn large_files_are_handed_out_as_blocks_between_whole_files() {
-        let rel = |s: &str| RelPath::from_bytes(s.as_bytes(), &PathLimits::default()).unwrap();
-        let sizes = [5u64, 25, 10, 11, 0];
-        let tree = Arc::new(SourceTree {
-            root: "/nowhere".into(),
-            files: (0..sizes.len())
-                .map(|i| SourceFile {
-                    rel: rel(&format!("f{i}")),
-                    size: sizes[i],
-                })
-                .collect(),
-            empty_dirs: vec![rel("d")],
-            total_bytes: sizes.iter().sum(),
-            skipped_symlinks: 0,
-            skipped_special: 0,
-        });
-        let block = |file, offset, len| Item::Block { file, offset, len };
-        let q = WorkQueue::with_blocks(tree.clone(), 10, false);
-        let items: Vec<Item> = std::iter::from_fn(|| q.take()).collect();
-        assert_eq!(
-            items,
-            vec![
-                Item::File(0),
-                block(1, 0, 10),
-                block(1, 10, 10),
-                block(1, 20, 5),
-                Item::File(2),
-                block(3, 0, 10),
-                block(3, 10, 1),
-                Item::File(4),
-                Item::Dir(0),
-            ]
-        );
-        assert_eq!(q.files_in_blocks(), 2);
-        let q = WorkQueue::with_blocks(tree.clone(), 10, true);
-        let items: Vec<Item> = std::iter::from_fn(|| q.take()).collect();
-        assert_eq!(
-            &items[1..4],
-            &[block(1, 20, 5), block(1, 10, 10), block(1, 0, 10)]
-        );
-        let q = WorkQueue::new(tree);
-        assert_eq!(q.len(), 6);
-    }
 }
