@@ -229,26 +229,30 @@ fn read_file(
         .custom_flags(libc::O_NOFOLLOW)
         .open(&path)
         .map_err(|e| fail("open", e))?;
-    let size = file.metadata().map_err(|e| fail("stat", e))?.len();
-    if size != entry.size {
-        // A block opens the file again while other blocks of it are read: the file changed
-        // while being read, as for a file read whole.
-        let change = match block {
-            Some(_) if size > entry.size => format!(
-                "it grew while being read (more than the {} bytes it had at the walk)",
-                entry.size
-            ),
-            Some(_) => format!(
-                "it shrank while being read (it has {size} of the {} bytes it had at the walk)",
-                entry.size
-            ),
-            None => format!(
-                "it changed size since the walk ({} → {size} bytes)",
-                entry.size
-            ),
-        };
-        return Err(fail("read", std::io::Error::other(change)).into());
-    }
+    // A file read whole needs no stat: its last read asks for one byte more than the walk
+    // found, so a change of size since the walk fails the read below all the same (one
+    // system call a file less). A block does not read to the file's end: it checks the size.
+    let size = match block {
+        None => entry.size,
+        Some(_) => {
+            let size = file.metadata().map_err(|e| fail("stat", e))?.len();
+            if size != entry.size {
+                let change = if size > entry.size {
+                    format!(
+                        "it grew while being read (more than the {} bytes it had at the walk)",
+                        entry.size
+                    )
+                } else {
+                    format!(
+                        "it shrank while being read (it has {size} of the {} bytes it had at the walk)",
+                        entry.size
+                    )
+                };
+                return Err(fail("read", std::io::Error::other(change)).into());
+            }
+            size
+        }
+    };
     let (start, mut left) = block.unwrap_or((0, size));
     if start > 0 {
         file.seek(SeekFrom::Start(start))
