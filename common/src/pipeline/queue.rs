@@ -9,6 +9,9 @@
 //!
 //! A file larger than the block size is handed out as its blocks, one item each, so the run's
 //! connections carry one large file together.
+//!
+//! The queue is not bounded: the walk may run ahead of the readers by the whole tree, which is
+//! what the sender held before the walk overlapped the transfer (one `SourceFile` a file).
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -115,15 +118,27 @@ impl WorkQueue {
 
     fn run_walk(&self) {
         let mut batch = Vec::with_capacity(BATCH);
-        let result = walk_each(&self.root, |file| {
-            batch.push(file);
-            if batch.len() >= BATCH || self.waiting.load(Ordering::Acquire) > 0 {
-                self.hand_over(std::mem::replace(&mut batch, Vec::with_capacity(BATCH)));
+        // A walk that panicked must still end the queue, or its readers would wait forever.
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            walk_each(&self.root, |file| {
+                batch.push(file);
+                if batch.len() >= BATCH || self.waiting.load(Ordering::Acquire) > 0 {
+                    self.hand_over(std::mem::replace(&mut batch, Vec::with_capacity(BATCH)));
+                }
+                !self.stopped.load(Ordering::Relaxed)
+            })
+        }));
+        let result = match result {
+            Ok(walked) => {
+                self.hand_over(batch);
+                walked.map_err(|e| format!("{e:#}"))
             }
-            !self.stopped.load(Ordering::Relaxed)
-        });
-        self.hand_over(batch);
-        self.end(result.map_err(|e| format!("{e:#}")));
+            Err(_) => Err(format!(
+                "the walk of {} stopped unexpectedly (its thread panicked)",
+                self.root.display()
+            )),
+        };
+        self.end(result);
     }
 
     /// Appends `files` (whole, or as their blocks) and wakes the readers.
