@@ -390,6 +390,19 @@ fn a_walk_that_fails_mid_transfer_fails_the_run_naming_the_path() {
             said.contains("source path ") && said.contains("cannot be sent"),
             "{mode}: the error must name the path: {said}"
         );
+        // The sender fails at once (its own failure: it waits for no reason from the
+        // receiver), so the receiver may still be ending that run: wait for its verdict
+        // before the next run into the same destination. A QUIC receiver may never have
+        // admitted the run (see an_unreadable_source_file_fails_the_run_naming_it).
+        let line = if mode.starts_with("quic") {
+            rx.next_run_line_or_log("before its control stream: closed by peer: sender failed")
+        } else {
+            rx.next_run_line()
+        };
+        assert!(
+            line.contains("FAILED") || line.contains("sender failed"),
+            "{mode}: {line}"
+        );
         let kept = only_complete_copies_of(&src, &dst);
         assert!(kept <= 400, "{mode}: {kept}");
         let out = rx.send(&good, &["--mode", mode]);

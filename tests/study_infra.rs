@@ -245,7 +245,7 @@ fn bad_dest_fs_profile_and_quota_are_refused_before_anything_runs() {
         (
             "",
             "profile = [\"stok\"]",
-            "axis profile: \"stok\" is not a profile (known: tuned, stock)",
+            "axis profile: \"stok\" is not a profile (known: tuned, stock, stock-buffers)",
         ),
         (
             "",

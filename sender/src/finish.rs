@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use shoal_common::codec::{Completion, Reply};
+use shoal_common::pipeline::queue::WalkError;
 use shoal_common::pipeline::reader::SourceFileError;
 
 use crate::replies::Replies;
@@ -47,9 +48,10 @@ pub(crate) async fn finish_with_reply(
     let last = match (sent, reader_result) {
         (Ok(()), Ok(())) => replies.final_reply().await,
         (_, Err(e)) => return Err(e),
-        // A source file that cannot be read is our failure, not the receiver's: no reason to
-        // wait for one (the reader's error reaches here through `sent`).
-        (Err(e), Ok(())) if SourceFileError::is_in(&e) => return Err(e),
+        // A source file that cannot be read, or a walk that failed, is our failure, not the
+        // receiver's: no reason to wait for one (the reader's error reaches here through
+        // `sent`). Waiting let a receiver's idle timeout answer first and hide the cause.
+        (Err(e), Ok(())) if SourceFileError::is_in(&e) || WalkError::is_in(&e) => return Err(e),
         (Err(e), Ok(())) => match tokio::time::timeout(REASON_GRACE, replies.final_reply()).await {
             Ok(last) if last.reply.is_some() => last,
             _ => return Err(e),

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{Context, Result};
 
 use crate::relpath::RelPath;
 use crate::tree::{walk_each, SourceFile, SourceTree, WalkSummary};
@@ -39,6 +39,20 @@ pub enum Item {
     },
     /// An empty folder.
     Dir(RelPath),
+}
+
+/// The walk of the source tree failed (a folder it cannot list, a name that cannot be sent):
+/// the sender's own failure, as a [`super::reader::SourceFileError`] is, so the sender ends the
+/// run at once instead of waiting for a reason from the receiver.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct WalkError(String);
+
+impl WalkError {
+    /// Whether `e` (or anything in its chain) is a [`WalkError`].
+    pub fn is_in(e: &anyhow::Error) -> bool {
+        e.chain().any(|c| c.is::<WalkError>())
+    }
 }
 
 /// What the walk has found so far.
@@ -201,7 +215,7 @@ impl WorkQueue {
         let mut s = self.state.lock().expect("work queue");
         loop {
             if let Some(Err(e)) = &s.end {
-                return Err(anyhow!("{e}"));
+                return Err(WalkError(e.clone()).into());
             }
             if let Some(item) = s.items.pop_front() {
                 return Ok(Some(item));
@@ -352,7 +366,9 @@ mod tests {
     fn a_failed_walk_fails_the_readers_naming_the_cause() {
         let t = tempfile::tempdir().unwrap();
         let q = WorkQueue::walk(&t.path().join("missing"), u64::MAX, false).unwrap();
-        let e = q.take().unwrap_err().to_string();
+        let e = q.take().unwrap_err();
+        assert!(WalkError::is_in(&e), "{e}");
+        let e = e.to_string();
         assert!(e.contains("cannot read source folder"), "{e}");
         assert!(q.summary().is_none());
     }
