@@ -48,6 +48,7 @@ impl SourceTree {
     /// Walks `root` in sorted order (by byte-wise file name at every level), never following
     /// symbolic links.
     pub fn walk(root: &Path) -> Result<Self> {
+        check_source_root(root)?;
         let mut files = Vec::new();
         let summary = walk_each(root, |f| {
             files.push(f);
@@ -76,9 +77,9 @@ pub fn check_source_root(root: &Path) -> Result<()> {
 
 /// Walks `root` as [`SourceTree::walk`] does, handing each regular file to `on_file` as soon
 /// as it is found (the sender reads and sends the first files while the walk goes on). Stops
-/// early, with what it found so far, when `on_file` returns false.
+/// early, with what it found so far, when `on_file` returns false. The caller has checked
+/// `root` ([`check_source_root`]).
 pub fn walk_each(root: &Path, mut on_file: impl FnMut(SourceFile) -> bool) -> Result<WalkSummary> {
-    check_source_root(root)?;
     let limits = PathLimits::default();
     let mut summary = WalkSummary::default();
     let mut dirs = Vec::new();

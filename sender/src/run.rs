@@ -17,7 +17,7 @@ use shoal_common::pipeline::reader::{Reader, ReaderConfig};
 use shoal_common::quic_resume::ResumeLog;
 use shoal_common::row::RunRow;
 use shoal_common::stats::{check_tcp_cc, quic_stats, tcp_cc, tcp_stats, ConnStats};
-use shoal_common::tree::{check_source_root, WalkSummary};
+use shoal_common::tree::WalkSummary;
 use shoal_common::udp_offload::{udp_payload_bytes, UdpOffload};
 use shoal_common::window_share::{SharedWindow, Side};
 use tokio::io::AsyncWriteExt;
@@ -170,12 +170,9 @@ pub async fn send(config: &SendConfig) -> RunRow {
     let started = Instant::now();
     // The walk feeds the connections' readers as it goes (pipeline::queue): the first files
     // are sent while the rest of the tree is walked.
-    let walk = check_source_root(&config.src).and_then(|()| {
-        // tcp-wait waits for each file's acknowledgement: its files are never split.
-        let block_size = block_size_for(config).unwrap_or(u64::MAX);
-        WorkQueue::walk(&config.src, block_size, config.hooks.reverse_blocks)
-    });
-    let result = match walk {
+    // tcp-wait waits for each file's acknowledgement: its files are never split.
+    let block_size = block_size_for(config).unwrap_or(u64::MAX);
+    let result = match WorkQueue::walk(&config.src, block_size, config.hooks.reverse_blocks) {
         Ok(queue) => {
             let probes = Arc::new(Mutex::new(Vec::new()));
             let totals = Totals::new(config.mode, queue.clone());
@@ -198,9 +195,7 @@ pub async fn send(config: &SendConfig) -> RunRow {
             let found = queue.found();
             row.files = found.files;
             row.bytes = found.bytes;
-            if block_size_for(config).is_some() {
-                row.files_in_blocks = found.files_in_blocks;
-            }
+            row.files_in_blocks = found.files_in_blocks;
             if let Some(summary) = queue.summary() {
                 row.skipped_symlinks = summary.skipped_symlinks;
                 row.skipped_special = summary.skipped_special;

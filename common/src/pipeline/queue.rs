@@ -21,7 +21,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use anyhow::{Context, Result};
 
 use crate::relpath::RelPath;
-use crate::tree::{walk_each, SourceFile, SourceTree, WalkSummary};
+use crate::tree::{check_source_root, walk_each, SourceFile, WalkSummary};
 
 /// Files the walker gathers before it hands them over while no reader waits: one lock and one
 /// wake-up per batch instead of per file.
@@ -106,7 +106,9 @@ impl WorkQueue {
     /// Walks `root` on a thread of its own, feeding the queue as files are found. Files
     /// larger than `block_size` are handed out as blocks of `block_size` bytes (the last one
     /// shorter); `reverse_blocks` (a test hook) hands each file's blocks out last first.
+    /// A missing `root`, or one that is not a folder, is refused here, before anything starts.
     pub fn walk(root: &Path, block_size: u64, reverse_blocks: bool) -> Result<Arc<Self>> {
+        check_source_root(root)?;
         let queue = Arc::new(Self::empty(root, block_size, reverse_blocks));
         let walker = queue.clone();
         std::thread::Builder::new()
@@ -116,8 +118,13 @@ impl WorkQueue {
         Ok(queue)
     }
 
-    /// A queue over a tree already walked.
-    pub fn from_tree(tree: &SourceTree, block_size: u64, reverse_blocks: bool) -> Self {
+    /// A queue over a tree already walked (tests).
+    #[cfg(test)]
+    pub fn from_tree(
+        tree: &crate::tree::SourceTree,
+        block_size: u64,
+        reverse_blocks: bool,
+    ) -> Self {
         let queue = Self::empty(&tree.root, block_size, reverse_blocks);
         queue.hand_over(tree.files.to_vec());
         queue.end(Ok(WalkSummary {
@@ -257,6 +264,7 @@ impl WorkQueue {
 mod tests {
     use super::*;
     use crate::relpath::PathLimits;
+    use crate::tree::SourceTree;
 
     fn rel(s: &str) -> RelPath {
         RelPath::from_bytes(s.as_bytes(), &PathLimits::default()).unwrap()
@@ -365,11 +373,20 @@ mod tests {
     #[test]
     fn a_failed_walk_fails_the_readers_naming_the_cause() {
         let t = tempfile::tempdir().unwrap();
-        let q = WorkQueue::walk(&t.path().join("missing"), u64::MAX, false).unwrap();
+        let e = WorkQueue::walk(&t.path().join("missing"), u64::MAX, false).unwrap_err();
+        assert!(e.to_string().contains("cannot read source folder"), "{e}");
+        // A path deeper than the protocol allows fails the walk once it is under way.
+        let mut deep = t.path().join("tree");
+        for _ in 0..257 {
+            deep.push("a");
+        }
+        std::fs::create_dir_all(&deep).unwrap();
+        std::fs::write(deep.join("f"), b"x").unwrap();
+        let q = WorkQueue::walk(&t.path().join("tree"), u64::MAX, false).unwrap();
         let e = q.take().unwrap_err();
         assert!(WalkError::is_in(&e), "{e}");
         let e = e.to_string();
-        assert!(e.contains("cannot read source folder"), "{e}");
+        assert!(e.contains("cannot be sent"), "{e}");
         assert!(q.summary().is_none());
     }
 }

@@ -130,7 +130,6 @@ impl DestWriter {
         }
     }
 
-    /// Latency of every file closed so far.
     /// Named temporary files only, as on a file system without `O_TMPFILE`.
     #[cfg(test)]
     fn named_temps_only(mut self) -> Self {
@@ -138,6 +137,7 @@ impl DestWriter {
         self
     }
 
+    /// Latency of every file closed so far.
     pub fn latency(&self) -> &LatencyHistogram {
         &self.latency
     }
