@@ -83,8 +83,8 @@ run_tar() {
   else
     echo "tar|tar       pass $1: FAILED verification" | tee -a "$WORK/results.txt"
   fi
-  # As for Shoal's runs below: a tmpfs that keeps every pass's tree made the next runs slower
-  # (tar|tar right after tar|tar: 1.69-1.73 s against 1.05 s).
+  # As for Shoal's runs below: free the tmpfs now (a suspect, not shown to be the cause, in
+  # slow passes of results/bench-2026-12-01-s10/loopback-ab-7fd39cd-vs-tmpfile.log).
   [ "${FS:-}" = tmpfs ] && rm -rf "$dst"
   return 0
 }
