@@ -4,6 +4,7 @@
     scripts/study-tables.py results/study-2026-11-30/runs.csv
     scripts/study-tables.py --ratios results/X/runs.csv [PAYLOAD]
     scripts/study-tables.py --ratio-table results/X/runs.csv PAYLOAD NUM/DEN [NUM/DEN ...]
+    scripts/study-tables.py --regimes results/X/runs.csv[:PAYLOAD] [results/Y/runs.csv ...]
     scripts/study-tables.py --page docs/results.md [--check]
 
 --ratio-table: ratios of medians between any two arms, each named MODE or
@@ -37,6 +38,7 @@ QUIC packets declared lost / packets sent), median over verified runs, and "link
 drops": the wire packets the emulator dropped at random (both directions), median.
 """
 import csv
+import re
 import statistics
 import sys
 from collections import defaultdict
@@ -325,7 +327,221 @@ def ratio_table(path, payload, *pairs):
     return "".join(out)
 
 
-GENERATORS = {"tables": tables, "ratios": ratios, "ratio-table": ratio_table}
+def regime_table(*sources):
+    """The study's ratios and figure under every regime of several sweeps, one row per regime
+    (a context of one runs.csv: link, loss, host profile, receiver CPU cap), one column per
+    measure: the median ratio [95% bootstrap interval], in bold where within ±25% of the
+    study's. Each source is PATH or PATH:PAYLOAD (default: the sweep's largest payload)."""
+    import os
+    import random
+    rng = random.Random(BOOTSTRAP_SEED)
+    measures = [(m[0], m[1], m[2], m[3] / m[4]) for m in STUDY_RATIOS] + [
+        (name, which, None, study) for name, which, study in STUDY_FIGURES]
+    out = ["| regime | sweep (payload) | " + " | ".join(m[0] for m in measures) + " |\n",
+           "|---|---|" + "---|" * len(measures) + "\n",
+           "| **the study** | 003 (65,536 × 4 KiB) | "
+           + " | ".join(f"{m[3]:.2f}" for m in measures) + " |\n"]
+    for source in sources:
+        path, _, payload = source.partition(":")
+        rows = [r for r in csv.DictReader(open(path))
+                if r["kind"] == "shoal" and r["status"] == "ok"]
+        if not payload:
+            payload = max(rows, key=lambda r: int(r["payload_files"]))["payload"]
+        rows = [r for r in rows if r["payload"] == payload]
+        by = defaultdict(lambda: defaultdict(list))
+        for r in rows:
+            by[context(r)][arm_key(r)].append(r)
+        sweep = os.path.basename(os.path.dirname(path))
+        for ctx in sorted(by):
+            arms = by[ctx]
+            cells = []
+            for name, num_arm, den_arm, study in measures:
+                a = mbps(arms.get(num_arm, []))
+                if den_arm is None:
+                    if not a:
+                        cells.append("–")
+                        continue
+                    x = statistics.median(a)
+                    cell = f"{x:.2f} [{min(a):.2f}–{max(a):.2f}]"
+                else:
+                    b = mbps(arms.get(den_arm, []))
+                    if not a or not b:
+                        cells.append("–")
+                        continue
+                    x = statistics.median(a) / statistics.median(b)
+                    lo, hi = bootstrap_ratio(a, b, rng)
+                    cell = f"{x:.2f} [{lo:.2f}–{hi:.2f}]"
+                cells.append(f"**{cell}**" if abs(x / study - 1) <= TOLERANCE else cell)
+            out.append(f"| {ctx} | `{sweep}` ({payload}) | " + " | ".join(cells) + " |\n")
+    out.append(f"\nVerified runs only. Ratios: median / median, with a 95% percentile bootstrap "
+               f"interval ({BOOTSTRAP_RESAMPLES:,} resamples of each side's runs, seed "
+               f"{BOOTSTRAP_SEED}); the bundled TCP figure: median MB/s [min–max of its runs]. "
+               f"**Bold**: within ±{100 * TOLERANCE:.0f}% of the study's figure.\n")
+    return "".join(out)
+
+
+# Inline values: `<!--= FUNCTION ARG ... -->VALUE<!--/-->` inside prose, VALUE rewritten from
+# the data like a block region. Paths are named once with `<!-- let NAME = PATH -->` (a line
+# of its own, anywhere before its first use). An arm selector is NAME:PAYLOAD:ARM, ARM being a
+# mode or a baseline kind followed by `,KEY=VALUE` filters (KEY a runs.csv column, or its
+# `param_` axis: `cc`, `connections`, `profile`, `recv_cpu_quota`, ...). A selector that
+# matches runs of more than one configuration is an error unless it ends in `,*` (pooled on
+# purpose), so a sentence cannot silently mix arms.
+INLINE_RE = re.compile(r"<!--= (.*?) -->(.*?)<!--/-->")
+LET_RE = re.compile(r"^<!-- let (\w+) = (\S+) -->\s*$")
+
+# Per-run values that are not a single column.
+DERIVED = {
+    "lost_pct": lost_share,
+    "cores_busy": lambda r: (sum(num(r.get(k)) or 0 for k in (
+        "sender_cpu_seconds", "receiver_cpu_seconds", "link_cpu_seconds"))
+        / num(r["seconds"])) if num(r.get("seconds")) else None,
+    "mb": lambda r: num(r.get("payload_bytes")) / 1e6 if num(r.get("payload_bytes")) else None,
+    "bound_mbps": lambda r: num(r.get("partial_mb_per_s")),
+    # Files verified per second of the run (a failed run's completion-rate bound in files).
+    "verified_files_per_s": lambda r: (num(r.get("files_verified")) / num(r["seconds"])
+                                       if num(r.get("files_verified")) is not None
+                                       and num(r.get("seconds")) else None),
+    # Round trips of the link per file: seconds / (files × the link's RTT).
+    "rtts_per_file": lambda r: (num(r["seconds"]) / (num(r["payload_files"])
+                                                      * num(r["link_rtt_ms"]) / 1e3)
+                                if num(r.get("link_rtt_ms")) and num(r.get("seconds")) else None),
+}
+
+
+class Inline:
+    def __init__(self, root):
+        self.root = root
+        self.paths = {}
+        self.cache = {}
+
+    def rows(self, name):
+        if name not in self.paths:
+            raise SystemExit(f"inline value: no `<!-- let {name} = PATH -->` before its use")
+        path = self.paths[name]
+        if path not in self.cache:
+            import os
+            self.cache[path] = list(csv.DictReader(open(os.path.join(self.root, path))))
+        return self.cache[path]
+
+    def select(self, sel, verified=True):
+        """The runs an arm selector names (verified ones only unless `verified` is False)."""
+        try:
+            name, payload, spec = sel.split(":", 2)
+        except ValueError:
+            raise SystemExit(f"inline value: `{sel}` is not NAME:PAYLOAD:ARM")
+        parts = spec.split(",")
+        pooled = parts[-1] == "*"
+        if pooled:
+            parts = parts[:-1]
+        head, filters = parts[0], [p.partition("=") for p in parts[1:]]
+        rows = [r for r in self.rows(name) if (payload == "*" or r["payload"] == payload)]
+        if head != "*":
+            rows = [r for r in rows if (r["kind"] == head) or
+                    (r["kind"] == "shoal" and (r.get("param_mode") or r.get("mode")) == head)]
+        for key, _, value in filters:
+            col = f"param_{key}" if f"param_{key}" in (rows[0] if rows else {}) else key
+            rows = [r for r in rows if r.get(col) == value]
+        if not rows:
+            raise SystemExit(f"inline value: `{sel}` matches no runs")
+        configs = {r["config"] for r in rows}
+        if len(configs) > 1 and not pooled:
+            raise SystemExit(f"inline value: `{sel}` matches {len(configs)} configurations "
+                             f"({'; '.join(sorted(configs))}); name one, or end with `,*`")
+        return [r for r in rows if r["status"] == "ok"] if verified else rows
+
+    @staticmethod
+    def values(rows, col):
+        f = DERIVED.get(col, lambda r: num(r.get(col)))
+        xs = [f(r) for r in rows]
+        xs = [x for x in xs if x is not None]
+        if not xs:
+            raise SystemExit(f"inline value: no `{col}` in the selected runs")
+        return xs
+
+    def evaluate(self, expr):
+        words = expr.split()
+        fn, args = words[0], [w for w in words[1:] if "=" not in w or w.count(":") >= 2]
+        opts = dict(w.split("=", 1) for w in words[1:] if "=" in w and w.count(":") < 2)
+        digits = int(opts.get("d", 2))
+        col = opts.get("col", "mb_per_s")
+        scale = float(opts.get("x", 1))
+        stat = {"med": statistics.median, "min": min, "max": max,
+                "mean": statistics.mean, "sum": sum}
+        which = opts.get("rows", "ok")
+        if which not in ("ok", "failed", "all"):
+            raise SystemExit(f"inline value: rows={which} in `{expr}` (ok, failed or all)")
+
+        def runs(sel):
+            rs = self.select(sel, verified=which == "ok")
+            return [r for r in rs if r["status"] != "ok"] if which == "failed" else rs
+
+        if fn in stat:
+            v = stat[fn](self.values(runs(args[0]), col)) * scale
+            return f"{v:,.{digits}f}" if opts.get("sep") else f"{v:.{digits}f}"
+        if fn in ("ratio", "ci", "ratio-ci"):
+            a = self.values(runs(args[0]), col)
+            b = self.values(runs(args[1]), col)
+            x = statistics.median(a) / statistics.median(b)
+            import random
+            lo, hi = bootstrap_ratio(a, b, random.Random(BOOTSTRAP_SEED))
+            if fn == "ratio":
+                return f"{x:.{digits}f}"
+            if fn == "ci":
+                return f"{lo:.{digits}f}–{hi:.{digits}f}"
+            return f"{x:.{digits}f} [{lo:.{digits}f}–{hi:.{digits}f}]"
+        if fn in ("medrange", "best", "worst"):
+            # Over the configurations a pooled selector (`...,*`) matches: the range of their
+            # medians ("lo–hi"), or the arm with the highest / lowest median (its label).
+            by = defaultdict(list)
+            for r in runs(args[0]):
+                by[r["config"]].append(r)
+            meds = {c: statistics.median(self.values(rs, col)) for c, rs in by.items()}
+            if not meds:
+                raise SystemExit(f"inline value: `{args[0]}` has no runs with `{col}`")
+            if fn == "medrange":
+                return f"{min(meds.values()):.{digits}f}–{max(meds.values()):.{digits}f}"
+            pick = (max if fn == "best" else min)(meds, key=meds.get)
+            return arm(by[pick][0])
+        if fn == "meta":
+            # A value of the sweep's meta.json (beside its runs.csv), by dotted key path:
+            # `meta T link_check.idle_rtt.median_ms d=2`, `meta T shoal.commit` (text as it is).
+            import json
+            import os
+            path = os.path.join(self.root, os.path.dirname(self.paths[args[0]]), "meta.json")
+            v = json.load(open(path))
+            try:
+                for key in args[1].split("."):
+                    v = v[int(key)] if isinstance(v, list) else v[key]
+            except (KeyError, IndexError, ValueError, TypeError):
+                raise SystemExit(f"inline value: {path} has no `{args[1]}`")
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                v = v * scale
+                return f"{v:,.{digits}f}" if opts.get("sep") else f"{v:.{digits}f}"
+            v = json.dumps(v) if isinstance(v, bool) else str(v)
+            return v[:int(opts["chars"])] if "chars" in opts else v
+        if fn == "ok":
+            rows = self.select(args[0], verified=False)
+            return f"{sum(r['status'] == 'ok' for r in rows)}/{len(rows)}"
+        if fn == "runs":
+            # Verified / all runs of a sweep, optionally of one kind (shoal, tar-ssh, ...).
+            rows = [r for r in self.rows(args[0]) if len(args) < 2 or r["kind"] == args[1]]
+            return f"{sum(r['status'] == 'ok' for r in rows)} of {len(rows)}"
+        raise SystemExit(f"inline value: unknown function `{fn}` in `{expr}` "
+                         "(med, min, max, mean, sum, ratio, ci, ratio-ci, medrange, best, worst, "
+                         "meta, ok, runs)")
+
+    def line(self, line):
+        m = LET_RE.match(line)
+        if m:
+            self.paths[m.group(1)] = m.group(2)
+            return line
+        return INLINE_RE.sub(
+            lambda m: f"<!--= {m.group(1)} -->{self.evaluate(m.group(1))}<!--/-->", line)
+
+
+GENERATORS = {"tables": tables, "ratios": ratios, "ratio-table": ratio_table,
+              "regimes": regime_table}
 BEGIN = "<!-- generated: "
 END = "<!-- end -->"
 
@@ -334,14 +550,16 @@ def render_page(text, root):
     """The page with every generated region rewritten from its data.
 
     A region is `<!-- generated: KIND PATH [ARG ...] -->` … `<!-- end -->`: KIND is `tables`,
-    `ratios` or `ratio-table`, PATH a runs.csv relative to the repository root, ARGs a payload
-    name (ratios) or a payload and NUM/DEN pairs (ratio-table)."""
+    `ratios`, `ratio-table` or `regimes`, PATH a runs.csv relative to the repository root, ARGs
+    a payload name (ratios) or a payload and NUM/DEN pairs (ratio-table); `regimes` takes
+    several PATH[:PAYLOAD]. Every other line's inline values (`Inline`) are rewritten too."""
     import os
     lines = text.splitlines(keepends=True)
+    inline = Inline(root)
     out, i = [], 0
     while i < len(lines):
         line = lines[i]
-        out.append(line)
+        out.append(inline.line(line))
         i += 1
         if not line.startswith(BEGIN):
             continue
@@ -353,7 +571,10 @@ def render_page(text, root):
             i += 1
         if i == len(lines):
             raise SystemExit(f"{line.strip()}: no {END} after it")
-        body = GENERATORS[spec[0]](os.path.join(root, spec[1]), *spec[2:])
+        # `regimes` reads several sweeps; the others one sweep and then their arguments.
+        paths = spec[1:] if spec[0] == "regimes" else spec[1:2]
+        body = GENERATORS[spec[0]](*[os.path.join(root, p) for p in paths],
+                                   *spec[1 + len(paths):])
         out.append(body.strip("\n") + "\n")
         out.append(lines[i])
         i += 1
@@ -367,12 +588,15 @@ def main(args):
     import difflib
     import os
     if not args or args[0] in ("-h", "--help") or (args[0].startswith("-") and
-                                                    args[0] not in ("--ratios", "--ratio-table", "--page")):
+                                                    args[0] not in ("--ratios", "--ratio-table", "--regimes", "--page")):
         print(__doc__.split("\n\n")[0] + "\n\n" + __doc__.split("\n\n")[1],
               file=sys.stdout if args[:1] in (["-h"], ["--help"]) else sys.stderr)
         return 0 if args[:1] in (["-h"], ["--help"]) else 2
     if args[:1] == ["--ratios"]:
         sys.stdout.write(ratios(*args[1:3]))
+        return 0
+    if args[:1] == ["--regimes"] and len(args) >= 2:
+        sys.stdout.write(regime_table(*args[1:]))
         return 0
     if args[:1] == ["--ratio-table"] and len(args) >= 4:
         sys.stdout.write(ratio_table(*args[1:]))

@@ -1,12 +1,14 @@
-//! docs/results.md's generated regions (`<!-- generated: KIND PATH -->` … `<!-- end -->`) are
-//! exactly what `scripts/study-tables.py` makes of the committed runs.csv files they name: every
-//! number in them comes from the data. No root needed.
+//! docs/results.md's (and docs/resume-results.md's) generated regions (`<!-- generated: KIND
+//! PATH -->` … `<!-- end -->`) and inline values (`<!--= EXPR -->` … `<!--/-->`) are exactly what
+//! `scripts/study-tables.py` makes of the committed runs.csv files they name, and every chart
+//! docs/results.md shows is what `shoal report` draws from its committed folder: every number
+//! and figure comes from the data. No root needed.
 
 mod support;
 
 use std::process::Command;
 
-use support::workspace_root;
+use support::{shoal, workspace_root};
 
 fn check(page: &std::path::Path) -> std::process::Output {
     let root = workspace_root();
@@ -21,20 +23,83 @@ fn check(page: &std::path::Path) -> std::process::Output {
 }
 
 #[test]
-fn results_page_tables_are_generated_from_committed_runs() {
-    let page = workspace_root().join("docs/results.md");
-    let text = std::fs::read_to_string(&page).unwrap();
-    assert!(
-        text.matches("<!-- generated: ").count() >= 2,
-        "docs/results.md has no generated regions"
-    );
-    let o = check(&page);
-    assert!(
-        o.status.success(),
-        "docs/results.md differs from its data; run scripts/study-tables.py --page docs/results.md\n{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
+fn results_pages_are_generated_from_committed_runs() {
+    for name in ["docs/results.md", "docs/resume-results.md"] {
+        let page = workspace_root().join(name);
+        let text = std::fs::read_to_string(&page).unwrap();
+        assert!(
+            text.matches("<!-- generated: ").count() >= 2,
+            "{name} has no generated regions"
+        );
+        let o = check(&page);
+        assert!(
+            o.status.success(),
+            "{name} differs from its data; run scripts/study-tables.py --page {name}\n{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
+
+/// The result folders whose charts docs/results.md shows (`](../results/DIR/CHART.png)`).
+fn charted_folders(text: &str) -> Vec<String> {
+    let mut dirs: Vec<String> = text
+        .match_indices("](../results/")
+        .filter_map(|(i, m)| {
+            let rest = &text[i + m.len()..];
+            let link = &rest[..rest.find(')')?];
+            if !link.ends_with(".png") {
+                return None;
+            }
+            link.rsplit_once('/').map(|(dir, _)| dir.to_string())
+        })
+        .collect();
+    dirs.sort();
+    dirs.dedup();
+    dirs
+}
+
+#[test]
+fn results_page_charts_are_what_shoal_report_draws() {
+    let root = workspace_root();
+    let text = std::fs::read_to_string(root.join("docs/results.md")).unwrap();
+    let dirs = charted_folders(&text);
+    assert!(!dirs.is_empty(), "docs/results.md shows no charts");
+    for dir in dirs {
+        let committed = root.join("results").join(&dir);
+        let t = tempfile::tempdir().unwrap();
+        let copy = t.path().join(&dir);
+        std::fs::create_dir_all(&copy).unwrap();
+        // What `shoal report` reads: the rows, the run traces and the sweep's description.
+        for entry in ["runs.csv", "meta.json", "matrix.toml", "traces"] {
+            let from = committed.join(entry);
+            if from.exists() {
+                let st = Command::new("cp")
+                    .arg("-r")
+                    .arg(&from)
+                    .arg(copy.join(entry))
+                    .status()
+                    .unwrap();
+                assert!(st.success(), "copying {}", from.display());
+            }
+        }
+        let o = shoal().arg("report").arg(&copy).output().unwrap();
+        assert!(
+            o.status.success(),
+            "shoal report {dir}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        for chart in ["throughput.svg", "timeseries.svg", "latency-cdf.svg"] {
+            let want = committed.join(chart);
+            if !want.exists() {
+                continue;
+            }
+            assert!(
+                std::fs::read(copy.join(chart)).unwrap() == std::fs::read(&want).unwrap(),
+                "results/{dir}/{chart} is not what `shoal report results/{dir}` draws from its runs.csv and traces"
+            );
+        }
+    }
 }
 
 #[test]
@@ -51,4 +116,30 @@ fn a_changed_number_in_a_generated_region_is_caught() {
     assert!(!o.status.success(), "an edited table passed the check");
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("-") && out.contains("| 4/5 |"), "{out}");
+}
+
+#[test]
+fn a_changed_number_in_a_sentence_is_caught() {
+    let text = std::fs::read_to_string(workspace_root().join("docs/results.md")).unwrap();
+    let t = tempfile::tempdir().unwrap();
+    let page = t.path().join("results.md");
+    // The first inline value (`<!--= EXPR -->VALUE<!--/-->`, all on one line), its VALUE
+    // replaced.
+    let (value, end) = text
+        .match_indices("<!--= ")
+        .find_map(|(start, _)| {
+            let line = &text[start..start + text[start..].find('\n').unwrap_or(text.len() - start)];
+            let value = start + line.find(" -->")? + " -->".len();
+            let end = start + line.find("<!--/-->")?;
+            (end >= value).then_some((value, end))
+        })
+        .expect("docs/results.md has no inline values");
+    let edited = format!("{}123456.78{}", &text[..value], &text[end..]);
+    std::fs::write(&page, edited).unwrap();
+    let o = check(&page);
+    assert!(
+        !o.status.success(),
+        "an edited inline value passed the check"
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("123456.78"));
 }
