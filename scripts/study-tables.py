@@ -129,9 +129,7 @@ def tables(path):
                    if mbs else "–")
             extra_cols = ""
             if cpu:
-                busy = [sum(num(r.get(k)) or 0 for k in
-                            ("sender_cpu_seconds", "receiver_cpu_seconds", "link_cpu_seconds"))
-                        / num(r["seconds"]) for r in ok if num(r["seconds"])]
+                busy = [DERIVED["cores_busy"](r) for r in ok if num(r["seconds"])]
                 extra_cols = (f"| {fmt(med([num(r.get('receiver_cpu_seconds')) for r in rs]), 2)} "
                             f"| {fmt(med([num(r.get('link_cpu_seconds')) for r in rs]), 2)} "
                             f"| {fmt(med(busy), 2)} ")
@@ -142,10 +140,7 @@ def tables(path):
                     f"| {fmt(med([(num(r.get(k)) or 0) / 1e3 for r in ok]) if ok else None, 2)} "
                     for k in ("read_wait_ms", "stream_wait_ms"))
             if lossy:
-                shares = [100 * num(r.get("retransmits")) / num(r.get("sent_packets"))
-                          for r in ok if num(r.get("retransmits")) is not None
-                          and num(r.get("sent_packets"))]
-                extra_cols += (f"| {fmt(med(shares), 2)} "
+                extra_cols += (f"| {fmt(med([lost_share(r) for r in ok]), 2)} "
                                f"| {fmt(med([num(r.get('link_dropped_loss')) for r in rs]), 0)} ")
             print(f"| {name} | {len(ok)}/{len(rs)} | {rng} | {fmt(med(secs), 2)} "
                   f"| {rss_s:.0f} / {rss_r:.0f} "
@@ -240,17 +235,38 @@ def coverage(n):
     return 1 - 2 * 0.5 ** n
 
 
+def study_contexts(path, payload=None):
+    """The verified Shoal runs of one runs.csv's `payload` (default: its largest), grouped by
+    context and then by arm (`arm_key`): what the study's ratios are taken within."""
+    rows = [r for r in csv.DictReader(open(path))
+            if r["kind"] == "shoal" and r["status"] == "ok"]
+    if not payload:
+        payload = max(rows, key=lambda r: int(r["payload_files"]))["payload"] if rows else ""
+    by = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        if r["payload"] == payload:
+            by[context(r)][arm_key(r)].append(r)
+    return payload, by
+
+
+def study_ratio(arms, num_arm, den_arm, rng):
+    """Median MB/s of `num_arm` / `den_arm` within one context and its bootstrap interval,
+    with both arms' runs; None when either arm has none."""
+    ra, rb = arms.get(num_arm), arms.get(den_arm)
+    if not ra or not rb:
+        return None
+    a, b = mbps(ra), mbps(rb)
+    return statistics.median(a) / statistics.median(b), *bootstrap_ratio(a, b, rng), ra, rb
+
+
+def within_tolerance(x, study):
+    return abs(x / study - 1) <= TOLERANCE
+
+
 def ratios(path, payload=None):
     """The study's ratios and figures as measured in one runs.csv, per context."""
     import random
-    rows = [r for r in csv.DictReader(open(path))
-            if r["kind"] == "shoal" and r["status"] == "ok"]
-    if payload is None:
-        payload = max(rows, key=lambda r: int(r["payload_files"]))["payload"] if rows else ""
-    rows = [r for r in rows if r["payload"] == payload]
-    by = defaultdict(lambda: defaultdict(list))
-    for r in rows:
-        by[context(r)][arm_key(r)].append(r)
+    payload, by = study_contexts(path, payload)
     rng = random.Random(BOOTSTRAP_SEED)
     out = ["| measure | context | study | here (median) | 95% interval | runs | within ±25% "
            "| evidence (medians, numerator / denominator) |\n",
@@ -258,18 +274,17 @@ def ratios(path, payload=None):
     ns = set()
 
     def verdict(x, study):
-        return "yes" if abs(x / study - 1) <= TOLERANCE else "no"
+        return "yes" if within_tolerance(x, study) else "no"
 
     for ctx in sorted(by):
         arms = by[ctx]
         for name, num_arm, den_arm, sn, sd in STUDY_RATIOS:
-            ra, rb = arms.get(num_arm), arms.get(den_arm)
-            if not ra or not rb:
+            measured = study_ratio(arms, num_arm, den_arm, rng)
+            if measured is None:
                 continue
+            x, lo, hi, ra, rb = measured
             a, b = mbps(ra), mbps(rb)
             ns.update([len(a), len(b)])
-            x = statistics.median(a) / statistics.median(b)
-            lo, hi = bootstrap_ratio(a, b, rng)
             out.append(f"| {name} | {ctx} | {sn / sd:.2f} | {x:.2f} | {lo:.2f}–{hi:.2f} "
                        f"| {len(a)} / {len(b)} | {verdict(x, sn / sd)} | {evidence(ra, rb)} |\n")
         for name, which, study in STUDY_FIGURES:
@@ -343,35 +358,27 @@ def regime_table(*sources):
            + " | ".join(f"{m[3]:.2f}" for m in measures) + " |\n"]
     for source in sources:
         path, _, payload = source.partition(":")
-        rows = [r for r in csv.DictReader(open(path))
-                if r["kind"] == "shoal" and r["status"] == "ok"]
-        if not payload:
-            payload = max(rows, key=lambda r: int(r["payload_files"]))["payload"]
-        rows = [r for r in rows if r["payload"] == payload]
-        by = defaultdict(lambda: defaultdict(list))
-        for r in rows:
-            by[context(r)][arm_key(r)].append(r)
+        payload, by = study_contexts(path, payload)
         sweep = os.path.basename(os.path.dirname(path))
         for ctx in sorted(by):
             arms = by[ctx]
             cells = []
             for name, num_arm, den_arm, study in measures:
-                a = mbps(arms.get(num_arm, []))
                 if den_arm is None:
+                    a = mbps(arms.get(num_arm, []))
                     if not a:
                         cells.append("–")
                         continue
                     x = statistics.median(a)
                     cell = f"{x:.2f} [{min(a):.2f}–{max(a):.2f}]"
                 else:
-                    b = mbps(arms.get(den_arm, []))
-                    if not a or not b:
+                    measured = study_ratio(arms, num_arm, den_arm, rng)
+                    if measured is None:
                         cells.append("–")
                         continue
-                    x = statistics.median(a) / statistics.median(b)
-                    lo, hi = bootstrap_ratio(a, b, rng)
+                    x, lo, hi = measured[:3]
                     cell = f"{x:.2f} [{lo:.2f}–{hi:.2f}]"
-                cells.append(f"**{cell}**" if abs(x / study - 1) <= TOLERANCE else cell)
+                cells.append(f"**{cell}**" if within_tolerance(x, study) else cell)
             out.append(f"| {ctx} | `{sweep}` ({payload}) | " + " | ".join(cells) + " |\n")
     out.append(f"\nVerified runs only. Ratios: median / median, with a 95% percentile bootstrap "
                f"interval ({BOOTSTRAP_RESAMPLES:,} resamples of each side's runs, seed "
@@ -396,7 +403,6 @@ DERIVED = {
     "cores_busy": lambda r: (sum(num(r.get(k)) or 0 for k in (
         "sender_cpu_seconds", "receiver_cpu_seconds", "link_cpu_seconds"))
         / num(r["seconds"])) if num(r.get("seconds")) else None,
-    "mb": lambda r: num(r.get("payload_bytes")) / 1e6 if num(r.get("payload_bytes")) else None,
     "bound_mbps": lambda r: num(r.get("partial_mb_per_s")),
     # Files verified per second of the run (a failed run's completion-rate bound in files).
     "verified_files_per_s": lambda r: (num(r.get("files_verified")) / num(r["seconds"])
