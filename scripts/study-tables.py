@@ -526,6 +526,16 @@ class Inline:
                 return f"{v:,.{digits}f}" if opts.get("sep") else f"{v:.{digits}f}"
             v = json.dumps(v) if isinstance(v, bool) else str(v)
             return v[:int(opts["chars"])] if "chars" in opts else v
+        if fn == "minutes":
+            # How long the sweep ran, from its meta.json's `started` and `finished`.
+            import datetime
+            import json
+            import os
+            meta = json.load(open(os.path.join(self.root, os.path.dirname(self.paths[args[0]]),
+                                               "meta.json")))
+            t = [datetime.datetime.fromisoformat(meta[k].replace("Z", "+00:00"))
+                 for k in ("started", "finished")]
+            return f"{(t[1] - t[0]).total_seconds() / 60:.0f}"
         if fn == "ok":
             rows = self.select(args[0], verified=False)
             return f"{sum(r['status'] == 'ok' for r in rows)}/{len(rows)}"
@@ -535,7 +545,7 @@ class Inline:
             return f"{sum(r['status'] == 'ok' for r in rows)} of {len(rows)}"
         raise SystemExit(f"inline value: unknown function `{fn}` in `{expr}` "
                          "(med, min, max, mean, sum, ratio, ci, ratio-ci, medrange, best, worst, "
-                         "meta, ok, runs)")
+                         "meta, minutes, ok, runs)")
 
     def line(self, line):
         m = LET_RE.match(line)
