@@ -41,34 +41,36 @@ fn results_pages_are_generated_from_committed_runs() {
     }
 }
 
-/// The result folders whose charts docs/results.md shows (`](../results/DIR/CHART.png)`).
-fn charted_folders(text: &str) -> Vec<String> {
-    let mut dirs: Vec<String> = text
+/// The charts docs/results.md shows (`](../results/DIR/CHART.png)`), as (DIR, CHART) with
+/// CHART without its extension.
+fn charts_shown(text: &str) -> Vec<(String, String)> {
+    let mut charts: Vec<(String, String)> = text
         .match_indices("](../results/")
         .filter_map(|(i, m)| {
             let rest = &text[i + m.len()..];
             let link = &rest[..rest.find(')')?];
-            if !link.ends_with(".png") {
-                return None;
-            }
-            link.rsplit_once('/').map(|(dir, _)| dir.to_string())
+            let (dir, file) = link.rsplit_once('/')?;
+            let chart = file.strip_suffix(".png")?;
+            Some((dir.to_string(), chart.to_string()))
         })
         .collect();
-    dirs.sort();
-    dirs.dedup();
-    dirs
+    charts.sort();
+    charts.dedup();
+    charts
 }
 
 #[test]
 fn results_page_charts_are_what_shoal_report_draws() {
     let root = workspace_root();
     let text = std::fs::read_to_string(root.join("docs/results.md")).unwrap();
-    let dirs = charted_folders(&text);
-    assert!(!dirs.is_empty(), "docs/results.md shows no charts");
+    let charts = charts_shown(&text);
+    assert!(!charts.is_empty(), "docs/results.md shows no charts");
+    let mut dirs: Vec<&String> = charts.iter().map(|(dir, _)| dir).collect();
+    dirs.dedup();
     for dir in dirs {
-        let committed = root.join("results").join(&dir);
+        let committed = root.join("results").join(dir);
         let t = tempfile::tempdir().unwrap();
-        let copy = t.path().join(&dir);
+        let copy = t.path().join(dir);
         std::fs::create_dir_all(&copy).unwrap();
         // What `shoal report` reads: the rows, the run traces and the sweep's description.
         for entry in ["runs.csv", "meta.json", "matrix.toml", "traces"] {
@@ -89,14 +91,15 @@ fn results_page_charts_are_what_shoal_report_draws() {
             "shoal report {dir}: {}",
             String::from_utf8_lossy(&o.stderr)
         );
-        for chart in ["throughput.svg", "timeseries.svg", "latency-cdf.svg"] {
-            let want = committed.join(chart);
-            if !want.exists() {
-                continue;
-            }
+        // Every chart the page shows from this folder: its SVG (the PNG is rasterised from the
+        // same drawing) must be committed and be what `shoal report` draws now.
+        for (_, chart) in charts.iter().filter(|(d, _)| d == dir) {
+            let svg = format!("{chart}.svg");
+            let want = std::fs::read(committed.join(&svg))
+                .unwrap_or_else(|e| panic!("results/{dir}/{svg}: {e}"));
             assert!(
-                std::fs::read(copy.join(chart)).unwrap() == std::fs::read(&want).unwrap(),
-                "results/{dir}/{chart} is not what `shoal report results/{dir}` draws from its runs.csv and traces"
+                std::fs::read(copy.join(&svg)).unwrap() == want,
+                "results/{dir}/{svg} is not what `shoal report results/{dir}` draws from its runs.csv and traces"
             );
         }
     }
