@@ -143,6 +143,23 @@ impl SendBuffer {
     pub(super) fn get(&self, offsets: Range<u64>) -> &[u8] {
         let base_offset = self.offset - self.unacked_len as u64;
 
+        // Shoal: walk from the nearer end. New data is asked for near the end of the buffer,
+        // which holds a send window of segments (hundreds of 64 KiB writes); walking from the
+        // front cost O(segments) per packet (9% of a bulk sender's samples).
+        if offsets.start - base_offset > self.unacked_len as u64 / 2 {
+            let mut segment_end = self.offset;
+            for segment in self.unacked_segments.iter().rev() {
+                let segment_offset = segment_end - segment.len() as u64;
+                if offsets.start >= segment_offset && offsets.start < segment_end {
+                    let start = (offsets.start - segment_offset) as usize;
+                    let end = (offsets.end - segment_offset) as usize;
+                    return &segment[start..end.min(segment.len())];
+                }
+                segment_end = segment_offset;
+            }
+            return &[];
+        }
+
         let mut segment_offset = base_offset;
         for segment in self.unacked_segments.iter() {
             if offsets.start >= segment_offset
@@ -223,6 +240,30 @@ mod tests {
             buf.poll_transmit(58),
             (MSG.len() as u64..MSG.len() as u64, true)
         );
+    }
+
+    #[test]
+    fn get_finds_every_offset_from_either_end() {
+        // Shoal: `get` walks from the nearer end; both walks must return the bytes written,
+        // before and after the front segments are acknowledged.
+        let mut buf = SendBuffer::new();
+        let mut all = Vec::new();
+        for i in 0..40u8 {
+            let seg: Vec<u8> = (0..7 + usize::from(i) * 3)
+                .map(|j| i.wrapping_mul(31).wrapping_add(j as u8))
+                .collect();
+            all.extend_from_slice(&seg);
+            buf.write(seg.into());
+        }
+        for acked in [0, 100, 1000] {
+            buf.ack(0..acked as u64);
+            for start in acked..all.len() {
+                let end = (start + 5).min(all.len());
+                let got = buf.get(start as u64..end as u64);
+                assert!(!got.is_empty(), "offset {start}");
+                assert_eq!(got, &all[start..start + got.len()], "offset {start}");
+            }
+        }
     }
 
     #[test]
