@@ -51,8 +51,9 @@ pub(crate) async fn read_hello<R: AsyncRead + Unpin>(
     }
 }
 
-/// Bytes asked of a stream per read.
-pub(crate) const READ_SIZE: usize = 256 << 10;
+/// Bytes asked of a stream per read: under glibc's mmap threshold (128 KiB, `cli/src/sys.rs`)
+/// so each read buffer is reused from the heap rather than mapped (and zeroed) afresh.
+pub(crate) const READ_SIZE: usize = 64 << 10;
 
 /// One read into `buf`, bounded by `timeout`; 0 at end of stream.
 pub(crate) async fn read_some<R: AsyncRead + Unpin>(

@@ -9,16 +9,20 @@ use anyhow::{Context, Result};
 use bytes::BytesMut;
 use shoal_common::codec::{self, EndMarker, Hello};
 use shoal_common::pipeline::reader::{Chunk, ChunkKind, Reader};
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWriteExt};
 
 use crate::config::TestHooks;
 use crate::finish::{finish_with_reply, Sent};
 use crate::progress::Counters;
 use crate::replies::Replies;
+use crate::sink::RecordSink;
 use crate::waits::Waits;
 
-/// Bytes gathered before one write to the socket: many small records per write.
-const STAGING: usize = 256 << 10;
+/// Bytes gathered before one write to the socket: many small records per write. Below glibc's
+/// mmap threshold (128 KiB, `cli/src/sys.rs`) so a freed buffer is reused from the heap: at
+/// 256 KiB every write took fresh pages from the kernel, and zeroing them (`clear_page_erms`)
+/// was 22% of a quic-bundle sender's samples on the 1 Gbit/s link.
+const STAGING: usize = 64 << 10;
 
 /// Sends the whole run and returns the receiver's completion report and where sending
 /// waited.
@@ -33,7 +37,7 @@ pub(crate) async fn run<R, W>(
 ) -> Result<Sent>
 where
     R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin,
+    W: RecordSink,
 {
     let mut replies = Replies::spawn(rd);
     let mut waits = Waits::default();
@@ -65,7 +69,7 @@ where
 /// Sends the hello, every record and the end marker; returns the content bytes sent.
 // The run's state travels as arguments, as in the receiver's loops.
 #[allow(clippy::too_many_arguments)]
-async fn send_records<W: AsyncWrite + Unpin>(
+async fn send_records<W: RecordSink>(
     wr: &mut W,
     hello: &Hello,
     reader: &mut Reader,
@@ -80,29 +84,43 @@ async fn send_records<W: AsyncWrite + Unpin>(
     let mut tally = Tally::new(counters);
     // What the receiver has acknowledged (stop-and-wait arm), for the receiver's series.
     let mut acked = (0, 0);
+    // A chunk that did not fit in the last write: it goes first in the next.
+    let mut held: Option<Chunk> = None;
     loop {
-        // The socket pushes back through the reader's budget, so a wait here is the
-        // source side's (a full socket leaves the channel full and this returns at once).
-        let waiting = Instant::now();
-        let Some(chunk) = reader.chunks.recv().await else {
-            break;
+        let chunk = match held.take() {
+            Some(c) => c,
+            None => {
+                // The socket pushes back through the reader's budget, so a wait here is the
+                // source side's (a full socket leaves the channel full and this returns at
+                // once).
+                let waiting = Instant::now();
+                let Some(chunk) = reader.chunks.recv().await else {
+                    break;
+                };
+                waits.read += waiting.elapsed();
+                chunk
+            }
         };
-        waits.read += waiting.elapsed();
         let mut next = Some(chunk);
         let mut file_done = false;
         // Gather whatever is already read, up to the staging size, into one write; the
         // stop-and-wait arm writes each file on its own instead.
         while let Some(mut c) = next {
+            if !staging.is_empty() && staging.len() + c.bytes.len() > STAGING {
+                // Growing the buffer would copy it; this chunk starts the next write.
+                held = Some(c);
+                break;
+            }
             tally.count(&c);
             c.stamp_sent_at();
             hooks.apply(&mut c);
             file_done = matches!(c.kind, ChunkKind::File { last: true, .. });
             if staging.is_empty() && c.bytes.len() >= STAGING {
-                // A large chunk (up to 1 MiB of a large file) goes out as it is: copying it
+                // A large chunk (a whole read of a large file) goes out as it is: copying it
                 // into the staging buffer was one more pass over every byte of large files
                 // (quic-bundle, one 64 MiB file: 67 M of the sender's 662 M instructions).
                 // It holds its read-ahead room until written, as staged bytes do.
-                wr.write_all(&c.bytes)
+                wr.write_owned(c.take_bytes())
                     .await
                     .context("sending records failed")?;
                 break;
@@ -115,10 +133,12 @@ async fn send_records<W: AsyncWrite + Unpin>(
             };
         }
         if !staging.is_empty() {
-            wr.write_all(&staging)
+            // The staged bytes leave as they are; the next records go into a new buffer
+            // (`reserve` below: a freed one from the heap, no fresh pages).
+            wr.write_owned(staging.split().freeze())
                 .await
                 .context("sending records failed")?;
-            staging.clear();
+            staging.reserve(STAGING);
         }
         if wait_per_file && file_done {
             wr.flush().await.context("sending records failed")?;
@@ -139,7 +159,7 @@ async fn send_records<W: AsyncWrite + Unpin>(
     // marker goes out, so the receiver cannot mistake a partial run for a whole one).
     reader.finish()?;
     codec::encode_end(&tally.end(), &mut staging);
-    wr.write_all(&staging)
+    wr.write_owned(staging.freeze())
         .await
         .context("sending records failed")?;
     wr.flush().await.context("sending records failed")?;

@@ -17,6 +17,7 @@ mod replies;
 pub mod resume;
 mod run;
 mod sampler;
+mod sink;
 mod sniff;
 mod streams;
 mod waits;

@@ -327,9 +327,10 @@ async fn transfer(
         check_tcp_cc(cc)?;
     }
     let n = config.connections.clamp(1, 64);
-    // Each connection reads ahead for itself; together they stay within the budget.
+    // Each connection reads ahead for itself; together they stay within the budget, but
+    // each keeps room for a few chunks.
     let reader = ReaderConfig {
-        budget: (config.reader.budget / n as usize).max(1 << 20),
+        budget: (config.reader.budget / n as usize).max(4 * config.reader.chunk_size),
         ..config.reader
     };
     let clock = clock::RunClock::start();

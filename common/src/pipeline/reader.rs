@@ -28,7 +28,11 @@ use crate::tree::SourceFile;
 pub struct ReaderConfig {
     /// Bytes that may be read ahead of the socket (all chunks not yet written).
     pub budget: usize,
-    /// Largest chunk of one file's content.
+    /// Largest chunk of one file's content. The default, 64 KiB, stays under glibc's mmap
+    /// threshold (128 KiB, `cli/src/sys.rs`), so a chunk's buffer comes from the heap and is
+    /// reused once freed: 1 MiB chunks were each mapped fresh, and the kernel's zeroing of
+    /// their pages plus the faults took a quarter of a quic-bundle sender's samples on the
+    /// 1 Gbit/s link (docs/benchmarks.md, "Twelfth session").
     pub chunk_size: usize,
 }
 
@@ -36,7 +40,7 @@ impl Default for ReaderConfig {
     fn default() -> Self {
         Self {
             budget: 8 << 20,
-            chunk_size: 1 << 20,
+            chunk_size: 64 << 10,
         }
     }
 }
