@@ -112,6 +112,18 @@ struct IdentityArgs {
     identity: Option<PathBuf>,
 }
 
+/// The async runtime of `send` and `recv`.
+#[derive(Debug, Args)]
+struct RuntimeArgs {
+    /// Threads that run the connections (TLS, QUIC, yamux, timers). 1 costs the least CPU:
+    /// handing packets and wake-ups between threads cost a quic-bundle sender ~15–20% more CPU
+    /// on the 1 Gbit/s link (docs/benchmarks.md, "Twelfth session"). More let many
+    /// connections use several cores. The reader (send) and writer (recv) threads are apart
+    /// either way. The row records each end's (`threads`, `receiver_threads`).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    threads: u16,
+}
+
 /// Flow control and socket buffers. Defaults are sized for a 1 Gbit/s × 150 ms path.
 #[derive(Debug, Args)]
 struct FlowArgs {
@@ -232,6 +244,8 @@ struct RecvArgs {
     allow_baselines: bool,
     #[command(flatten)]
     flow: FlowArgs,
+    #[command(flatten)]
+    runtime: RuntimeArgs,
 }
 
 #[derive(Debug, Args)]
@@ -285,7 +299,7 @@ struct SendArgs {
     #[arg(long, value_parser = parse_duration)]
     interval: Option<Duration>,
     /// Bytes the reader may read ahead of the socket (held in memory until written), split
-    /// over the connections (at least 1 MiB each). Only hides file open/read latency: data in
+    /// over the connections (at least 256 KiB each). Only hides file open/read latency: data in
     /// flight is in the socket buffers (TCP) or quinn's send window (QUIC) [default: 8MiB for
     /// TCP modes, 2MiB for QUIC modes: quinn already holds up to --send-window of data ready
     /// to send, and 8 MiB cost ~5 MB more sender RSS (docs/benchmarks.md, Memory)]
@@ -293,6 +307,8 @@ struct SendArgs {
     read_ahead: Option<u64>,
     #[command(flatten)]
     flow: FlowArgs,
+    #[command(flatten)]
+    runtime: RuntimeArgs,
     /// Write the full per-file latency distribution (CSV: run_id, value_ms, percentile,
     /// count_at_or_below).
     #[arg(long, conflicts_with = "trace_dir")]
@@ -404,10 +420,11 @@ fn main() -> ExitCode {
 fn run(command: Command) -> Result<ExitCode> {
     match command {
         Command::Gen(a) => gen(a),
-        Command::Recv(a) => runtime()?.block_on(recv(a)),
-        Command::Send(a) => runtime()?.block_on(send(*a)),
+        Command::Recv(a) => runtime(a.runtime.threads)?.block_on(recv(a)),
+        Command::Send(a) => runtime(a.runtime.threads)?.block_on(send(*a)),
         Command::Verify(a) => verify_trees(a),
-        Command::Demo(a) => runtime()?.block_on(demo::run(a)),
+        // One process runs both ends: a thread each.
+        Command::Demo(a) => runtime(2)?.block_on(demo::run(a)),
         Command::Sweep(a) => shoal_sweep::cli::run_sweep(a, &parses),
         Command::Report(a) => shoal_sweep::cli::run_report(a),
         Command::Compare(a) => shoal_sweep::cli::run_compare(a),
@@ -447,8 +464,17 @@ fn default_read_ahead(mode: Mode) -> u64 {
     }
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
+/// The async runtime with `threads` workers: a current-thread runtime for 1 (no hand-offs
+/// between threads), a multi-thread one otherwise.
+fn runtime(threads: u16) -> Result<tokio::runtime::Runtime> {
+    let mut builder = if threads == 1 {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        let mut b = tokio::runtime::Builder::new_multi_thread();
+        b.worker_threads(usize::from(threads));
+        b
+    };
+    builder
         .enable_all()
         .build()
         .context("cannot start the async runtime")

@@ -33,6 +33,12 @@ pub fn cpu_seconds() -> f64 {
     }
 }
 
+/// Worker threads of the async runtime this is called from (1 for a current-thread runtime),
+/// as the runtime itself reports them; 0 outside a runtime.
+pub fn runtime_threads() -> u64 {
+    tokio::runtime::Handle::try_current().map_or(0, |h| h.metrics().num_workers() as u64)
+}
+
 /// 1-minute load average.
 pub fn load_avg_1m() -> f64 {
     std::fs::read_to_string("/proc/loadavg")

@@ -170,6 +170,13 @@ pub struct RunRow {
     pub receiver_gso_segments: Option<u64>,
     #[serde(default)]
     pub receiver_gro_segments: Option<u64>,
+    /// Threads of the sender's and of the receiver's async runtimes (`--threads` of `send` and
+    /// `recv`, read back from each runtime): 1 runs every connection on one thread, the reader
+    /// (sender) and writer (receiver) threads apart. Empty when the receiver did not report it.
+    #[serde(default)]
+    pub threads: Option<u64>,
+    #[serde(default)]
+    pub receiver_threads: Option<u64>,
     /// `ok`, or `failed`.
     pub status: String,
     /// Why the run failed (empty when ok).

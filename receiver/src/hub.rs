@@ -557,6 +557,7 @@ impl Run {
         // The whole process's CPU since admission: runs served at the same time share it.
         completion.cpu_micros =
             Some(((metrics::cpu_seconds() - self.cpu_start).max(0.0) * 1e6) as u64);
+        completion.threads = Some(metrics::runtime_threads());
         // Only a run of several connections can have one arrive after its end; a run of one
         // is forgotten, so the same run id may be sent again (`send --run-id` with `--flat`).
         let failed: &[String] = match self.hello.conn_count {

@@ -205,6 +205,7 @@ pub async fn send(config: &SendConfig) -> RunRow {
         Err(e) => Err(e),
     };
     row.sender_cpu_seconds = metrics::cpu_seconds() - cpu_start;
+    row.threads = Some(metrics::runtime_threads());
     if let (Some(a), Some(b)) = (udp_start, UdpDrops::read()) {
         let d = b.since(a);
         row.sender_udp_rcvbuf_errors = Some(d.rcvbuf_errors);
@@ -557,6 +558,7 @@ fn put_cpu_and_udp(row: &mut RunRow, c: &Completion, udp: Option<QuicUdp>) {
     let gb = row.bytes as f64 / 1e9;
     let per_gb = |s: f64| (gb > 0.0).then(|| s / gb);
     row.receiver_run_cpu_seconds = c.cpu_micros.map(|us| us as f64 / 1e6);
+    row.receiver_threads = c.threads;
     row.sender_cpu_s_per_gb = per_gb(row.sender_cpu_seconds);
     row.receiver_cpu_s_per_gb = row.receiver_run_cpu_seconds.and_then(per_gb);
     if let Some(u) = udp {

@@ -39,6 +39,9 @@ pub struct Completion {
     /// socket, as quinn-udp reports them for it (1: no offload).
     pub udp_gso_segments: Option<u64>,
     pub udp_gro_segments: Option<u64>,
+    /// Threads of the receiver's async runtime (its `--threads`, read back from the runtime);
+    /// after the three above, so an older receiver's report reads as `None`.
+    pub threads: Option<u64>,
 }
 
 /// One decoded message from the receiver.
@@ -117,6 +120,7 @@ fn decode_completion(body: &[u8]) -> Result<Completion, DecodeError> {
         cpu_micros: None,
         udp_gso_segments: None,
         udp_gro_segments: None,
+        threads: None,
     };
     let latency_len = read_u32(body, 80).ok_or(short.clone())? as usize;
     c.latency = body
@@ -142,6 +146,9 @@ fn decode_completion(body: &[u8]) -> Result<Completion, DecodeError> {
         c.cpu_micros = trailer(0);
         c.udp_gso_segments = trailer(1);
         c.udp_gro_segments = trailer(2);
+    }
+    if read_u64(body, at + 24).is_some() {
+        c.threads = trailer(3);
     }
     Ok(c)
 }
@@ -207,6 +214,7 @@ pub fn encode_completion(c: &Completion, out: &mut BytesMut) {
     body.put_u64(c.cpu_micros.unwrap_or(0));
     body.put_u64(c.udp_gso_segments.unwrap_or(0));
     body.put_u64(c.udp_gro_segments.unwrap_or(0));
+    body.put_u64(c.threads.unwrap_or(0));
     out.put_u8(TAG_COMPLETION);
     out.put_u32(body.len() as u32);
     out.put_slice(&body);

@@ -428,6 +428,7 @@ fn replies_round_trip() {
         cpu_micros: Some(2_500_000),
         udp_gso_segments: Some(64),
         udp_gro_segments: None,
+        threads: Some(1),
     };
     let mut s = BytesMut::new();
     encode_ack(1, &mut s);
@@ -525,27 +526,43 @@ fn block_records_round_trip_and_stay_inside_their_file() {
 
 #[test]
 fn a_completion_without_the_cpu_trailer_reads_as_not_reported() {
-    // A receiver that predates the trailer (CPU, GSO, GRO) ends its report after the errors.
+    // A receiver that predates the trailer (CPU, GSO, GRO, then threads) ends its report after
+    // the errors; one that predates only the threads ends it after GRO.
     let c = Completion {
         files: 1,
         errors: vec!["e".into()],
         cpu_micros: Some(7),
+        udp_gro_segments: Some(64),
+        threads: Some(2),
         ..Default::default()
     };
     let mut s = BytesMut::new();
     encode_completion(&c, &mut s);
-    let mut old = s[..s.len() - 24].to_vec();
-    let body_len = u32::from_be_bytes(old[1..5].try_into().unwrap()) - 24;
-    old[1..5].copy_from_slice(&body_len.to_be_bytes());
-    let Some((Reply::Completion(got), n)) = ReplyDecoder.decode(&old).unwrap() else {
-        panic!("no completion");
+    let cut = |n: u32| {
+        let mut old = s[..s.len() - n as usize].to_vec();
+        let body_len = u32::from_be_bytes(old[1..5].try_into().unwrap()) - n;
+        old[1..5].copy_from_slice(&body_len.to_be_bytes());
+        let Some((Reply::Completion(got), used)) = ReplyDecoder.decode(&old).unwrap() else {
+            panic!("no completion");
+        };
+        assert_eq!(used, old.len());
+        got
     };
-    assert_eq!(n, old.len());
-    assert_eq!(got.cpu_micros, None);
-    assert_eq!(got.errors, c.errors);
+    let before_trailer = cut(32);
+    assert_eq!(before_trailer.cpu_micros, None);
+    assert_eq!(before_trailer.threads, None);
+    assert_eq!(before_trailer.errors, c.errors);
+    let before_threads = cut(8);
+    assert_eq!(before_threads.cpu_micros, Some(7));
+    assert_eq!(before_threads.udp_gro_segments, Some(64));
+    assert_eq!(before_threads.threads, None);
     let Some((Reply::Completion(got), _)) = ReplyDecoder.decode(&s).unwrap() else {
         panic!("no completion");
     };
     assert_eq!(got.cpu_micros, Some(7));
-    assert_eq!((got.udp_gso_segments, got.udp_gro_segments), (None, None));
+    assert_eq!(
+        (got.udp_gso_segments, got.udp_gro_segments),
+        (None, Some(64))
+    );
+    assert_eq!(got.threads, Some(2));
 }
