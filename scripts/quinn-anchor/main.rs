@@ -1,13 +1,15 @@
-//! The anchor for Shoal's quic-bundle CPU cost: the minimal equivalent of quinn's own bulk
-//! benchmark (quinn 0.11 `benches/bench.rs`, `large_data_1_stream`), which the registry crate
-//! ships but cannot be built offline (its `bencher` dev-dependency is not in the registry
-//! cache). As there: a server thread and a client thread, each with a current-thread tokio
-//! runtime, on loopback, default `TransportConfig` (quinn's bench only raises the uni-stream
-//! limit), a self-signed certificate; one connection, one unidirectional stream, the client
-//! writes BYTES (default 256 MiB) with `write_all` in 1 MiB slices, finishes and waits for the
-//! stream to be stopped; the server reads with `read_chunk(usize::MAX, false)` and drops the
-//! chunks. Prints one line: bytes, seconds, and the CPU seconds (user + system, from
-//! /proc/thread-self/stat) of the client and server threads.
+//! The single-stream anchor for Shoal's quic-bundle CPU cost: quinn 0.11's own bulk benchmark
+//! (`benches/bench.rs`, `large_data_1_stream`, which scripts/bench-quinn-anchor.sh also builds
+//! and runs) reduced to one long stream, so no per-iteration stream set-up and wait is in its
+//! figure: the stricter reference. As there: a server thread and a client thread, each with a
+//! current-thread tokio runtime, on loopback, default `TransportConfig` (quinn's bench only
+//! raises the uni-stream limit), a self-signed certificate; one connection, one unidirectional
+//! stream, the client writes BYTES (default 256 MiB) with `write_all` in 1 MiB slices, finishes
+//! and waits for the stream to be stopped; the server reads with `read_chunk(usize::MAX,
+//! false)` and drops the chunks. Both UDP sockets get Shoal's 8 MiB buffers (with the kernel's
+//! ~208 KiB default, which quinn's bench keeps, the receiving socket overflows on loopback and
+//! the anchor's CPU varied threefold from run to run). Prints one line: bytes, seconds, and the
+//! CPU seconds (user + system, from /proc/thread-self/stat) of the client and server threads.
 //!
 //!   quinn-anchor [BYTES]
 
@@ -37,7 +39,7 @@ fn main() {
     roots.add(cert).unwrap();
     let client_config = quinn::ClientConfig::with_root_certificates(Arc::new(roots)).unwrap();
 
-    let sock = UdpSocket::bind(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0)).unwrap();
+    let sock = udp_socket();
     let addr = sock.local_addr().unwrap();
     let server = std::thread::spawn(move || {
         let rt = rt();
@@ -64,7 +66,7 @@ fn main() {
     let data = vec![0xABu8; SLICE];
     let (seconds, client_cpu) = rt.block_on(async move {
         let mut endpoint =
-            Endpoint::client(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0)).unwrap();
+            Endpoint::new(Default::default(), None, udp_socket(), Arc::new(TokioRuntime)).unwrap();
         endpoint.set_default_client_config(client_config);
         let conn = endpoint.connect(addr, "localhost").unwrap().await.unwrap();
         let start = Instant::now();
@@ -87,6 +89,18 @@ fn main() {
     println!(
         "quinn-anchor bytes {total} seconds {seconds:.3} client_cpu_s {client_cpu:.3} server_cpu_s {server_cpu:.3}"
     );
+}
+
+/// A loopback UDP socket with Shoal's default 8 MiB buffers (`common::config::DEFAULT_UDP_BUFFER`):
+/// with the kernel's default (~208 KiB) the receiving socket overflows on loopback, quinn
+/// retransmits, and the anchor's CPU varies by a factor of three from run to run.
+fn udp_socket() -> UdpSocket {
+    let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::DGRAM, None).unwrap();
+    let _ = s.set_recv_buffer_size(8 << 20);
+    let _ = s.set_send_buffer_size(8 << 20);
+    s.bind(&SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0).into())
+        .unwrap();
+    s.into()
 }
 
 fn rt() -> tokio::runtime::Runtime {
