@@ -177,6 +177,11 @@ pub struct RunRow {
     pub threads: Option<u64>,
     #[serde(default)]
     pub receiver_threads: Option<u64>,
+    /// When the run's clock started (its first connect), µs since the Unix epoch: with
+    /// `seconds`, the window the run was timed over, for lining it up with samples taken
+    /// outside the process (the sweep's `data_*` host CPU columns).
+    #[serde(default)]
+    pub clock_start_unix_us: Option<u64>,
     /// `ok`, or `failed`.
     pub status: String,
     /// Why the run failed (empty when ok).

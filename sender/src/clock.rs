@@ -12,17 +12,25 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct RunClock {
     start: Instant,
+    /// The wall clock at the start (µs since the Unix epoch), for lining the run up with
+    /// samples taken outside the process (the sweep's host CPU samples).
+    start_unix_us: u64,
 }
 
 impl RunClock {
     pub(crate) fn start() -> Self {
         RunClock {
             start: Instant::now(),
+            start_unix_us: shoal_common::metrics::wall_clock_us(),
         }
     }
 
     pub(crate) fn started_at(&self) -> Instant {
         self.start
+    }
+
+    pub(crate) fn started_unix_us(&self) -> u64 {
+        self.start_unix_us
     }
 
     /// The run's time, given when each connection decoded its completion report.

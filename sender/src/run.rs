@@ -53,6 +53,8 @@ struct Measured {
     resume: Vec<ResumeLog>,
     /// The run's clock started here.
     t0: std::time::Instant,
+    /// The same moment on the wall clock, µs since the Unix epoch.
+    t0_unix_us: u64,
     /// The peak delivery rate over the run's connections, bytes/s (`peak`).
     peak_delivery: Option<u64>,
 }
@@ -168,6 +170,7 @@ pub async fn send(config: &SendConfig) -> RunRow {
     row.run_id = hex::encode(run_id);
     row.block_size = block_size_for(config).unwrap_or(0);
     let started = Instant::now();
+    row.clock_start_unix_us = Some(metrics::wall_clock_us());
     // The walk feeds the connections' readers as it goes (pipeline::queue): the first files
     // are sent while the rest of the tree is walked.
     // tcp-wait waits for each file's acknowledgement: its files are never split.
@@ -220,6 +223,7 @@ pub async fn send(config: &SendConfig) -> RunRow {
         Ok(m) => {
             let c = &m.completion;
             row.seconds = m.seconds;
+            row.clock_start_unix_us = Some(m.t0_unix_us);
             row.files_ready = c.files;
             row.bytes_ready = c.bytes;
             row.receiver_seconds = c.receiver_micros as f64 / 1e6;
@@ -428,6 +432,7 @@ async fn transfer(
         stats: ConnStats::aggregate(&stats),
         resume: outcomes.iter().filter_map(|o| o.resume.clone()).collect(),
         t0: clock.started_at(),
+        t0_unix_us: clock.started_unix_us(),
         peak_delivery,
     })
 }

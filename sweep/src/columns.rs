@@ -81,6 +81,9 @@ pub mod col {
     pub const HOST_BUSY_CORES_P90: Col = Col("host_busy_cores_p90");
     pub const HOST_BUSY_CORES_MEAN: Col = Col("host_busy_cores_mean");
     pub const HOST_ALL_CORES_BUSY_SHARE: Col = Col("host_all_cores_busy_share");
+    pub const DATA_BUSY_CORES_MEAN: Col = Col("data_busy_cores_mean");
+    pub const DATA_ALL_CORES_BUSY_SHARE: Col = Col("data_all_cores_busy_share");
+    pub const DATA_CPU_SAMPLES: Col = Col("data_cpu_samples");
     pub const PREREAD_SECONDS: Col = Col("preread_seconds");
     pub const TIMEOUT_S: Col = Col("timeout_s");
     pub const DEST: Col = Col("dest");
@@ -205,6 +208,9 @@ pub const TAIL: &[Col] = &[
     col::HOST_BUSY_CORES_P90,
     col::HOST_BUSY_CORES_MEAN,
     col::HOST_ALL_CORES_BUSY_SHARE,
+    col::DATA_BUSY_CORES_MEAN,
+    col::DATA_ALL_CORES_BUSY_SHARE,
+    col::DATA_CPU_SAMPLES,
     col::PREREAD_SECONDS,
     col::TIMEOUT_S,
     col::DEST,

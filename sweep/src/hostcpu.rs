@@ -97,6 +97,8 @@ pub fn every_core_busy(a: &CpuTimes, b: &CpuTimes) -> Option<bool> {
 pub struct Sample {
     pub busy_cores: f64,
     pub every_core_busy: bool,
+    /// The middle of the sampled interval on the wall clock, µs since the Unix epoch.
+    pub mid_unix_us: u64,
 }
 
 /// Summary of a run's samples, in cores busy.
@@ -140,29 +142,49 @@ impl Sampler {
         let thread = std::thread::spawn(move || {
             let mut out = Vec::new();
             let mut last = read();
+            let mut last_at = wall_clock_us();
             while !flag.load(Ordering::Relaxed) {
                 std::thread::sleep(every);
                 let now = read();
+                let now_at = wall_clock_us();
                 if let (Some(a), Some(b)) = (&last, &now) {
                     if let Some(busy_cores) = busy_cores(a, b) {
                         out.push(Sample {
                             busy_cores,
                             every_core_busy: every_core_busy(a, b).unwrap_or(false),
+                            mid_unix_us: last_at + now_at.saturating_sub(last_at) / 2,
                         });
                     }
                 }
                 last = now;
+                last_at = now_at;
             }
             out
         });
         Sampler { stop, thread }
     }
 
-    /// Stops sampling and summarises (None: no full interval was sampled).
-    pub fn finish(self) -> Option<Busy> {
+    /// Stops sampling; returns the samples, in order.
+    pub fn finish(self) -> Vec<Sample> {
         self.stop.store(true, Ordering::Relaxed);
-        summarise(&self.thread.join().unwrap_or_default())
+        self.thread.join().unwrap_or_default()
     }
+}
+
+/// The samples whose interval's middle lies in `[from_us, from_us + seconds]`: a run's timed
+/// window (its first connect to its last completion report), without the process start-up,
+/// the receiver's start and the exit around it.
+pub fn within(samples: &[Sample], from_us: u64, seconds: f64) -> Vec<Sample> {
+    let to_us = from_us + (seconds.max(0.0) * 1e6) as u64;
+    samples
+        .iter()
+        .filter(|s| (from_us..=to_us).contains(&s.mid_unix_us))
+        .copied()
+        .collect()
+}
+
+fn wall_clock_us() -> u64 {
+    shoal_common::metrics::wall_clock_us()
 }
 
 #[cfg(test)]
@@ -232,6 +254,7 @@ mod tests {
             .map(|i| Sample {
                 busy_cores: f64::from(i),
                 every_core_busy: i > 7,
+                mid_unix_us: 0,
             })
             .collect();
         let b = summarise(&s).unwrap();
@@ -241,15 +264,35 @@ mod tests {
         let one = Sample {
             busy_cores: 0.7,
             every_core_busy: false,
+            mid_unix_us: 0,
         };
         assert_eq!(summarise(&[one]).unwrap().p90, 0.7);
+    }
+
+    #[test]
+    fn the_timed_window_keeps_the_samples_whose_middle_is_inside() {
+        let s: Vec<Sample> = (0..10u64)
+            .map(|i| Sample {
+                busy_cores: 1.0,
+                every_core_busy: i % 2 == 0,
+                mid_unix_us: 1_000_000 + i * 100_000,
+            })
+            .collect();
+        // 1.25 s .. 1.65 s holds the middles at 1.3, 1.4, 1.5 and 1.6 s.
+        let w = within(&s, 1_250_000, 0.4);
+        assert_eq!(
+            w.iter().map(|x| x.mid_unix_us).collect::<Vec<_>>(),
+            [1_300_000, 1_400_000, 1_500_000, 1_600_000]
+        );
+        assert_eq!(summarise(&w).unwrap().all_busy_share, 0.5);
+        assert!(within(&s, 5_000_000, 1.0).is_empty());
     }
 
     #[test]
     fn samples_this_machine() {
         let s = Sampler::start(Duration::from_millis(20));
         std::thread::sleep(Duration::from_millis(120));
-        let b = s.finish().expect("samples");
+        let b = summarise(&s.finish()).expect("samples");
         assert!(b.samples >= 2, "{b:?}");
         let cores = read().unwrap().cores as f64;
         assert!((0.0..=cores).contains(&b.p90), "{b:?}");

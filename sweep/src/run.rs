@@ -287,7 +287,8 @@ impl Sweep<'_> {
             }
         }
         drop(profile);
-        if let Some(busy) = host_cpu.finish() {
+        let host_samples = host_cpu.finish();
+        if let Some(busy) = crate::hostcpu::summarise(&host_samples) {
             row.set(col::HOST_BUSY_CORES_P90, format!("{:.2}", busy.p90));
             row.set(col::HOST_BUSY_CORES_MEAN, format!("{:.2}", busy.mean));
             row.set(
@@ -354,6 +355,23 @@ impl Sweep<'_> {
             w.put(&mut row);
         }
         row.set(col::SECONDS, format!("{seconds:.6}"));
+        // The same samples over the run's timed window alone (Shoal arms: the row says when
+        // its clock started).
+        let clock_start = out
+            .json
+            .as_ref()
+            .and_then(|j| j["clock_start_unix_us"].as_u64());
+        if let Some(from) = clock_start {
+            let timed = crate::hostcpu::within(&host_samples, from, seconds);
+            if let Some(busy) = crate::hostcpu::summarise(&timed) {
+                row.set(col::DATA_BUSY_CORES_MEAN, format!("{:.2}", busy.mean));
+                row.set(
+                    col::DATA_ALL_CORES_BUSY_SHARE,
+                    format!("{:.2}", busy.all_busy_share),
+                );
+                row.set(col::DATA_CPU_SAMPLES, busy.samples.to_string());
+            }
+        }
         assemble::put_outcome(&mut row, &out);
 
         // Verification: hash the destination from disk, compare with the source manifest.
