@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use bytes::BytesMut;
+use bytes::{Buf, BytesMut};
 use shoal_common::codec::{self, EndMarker, Hello};
 use shoal_common::pipeline::reader::{Chunk, ChunkKind, Reader};
 use tokio::io::{AsyncRead, AsyncWriteExt};
@@ -84,11 +84,11 @@ async fn send_records<W: RecordSink>(
     let mut tally = Tally::new(counters);
     // What the receiver has acknowledged (stop-and-wait arm), for the receiver's series.
     let mut acked = (0, 0);
-    // A chunk that did not fit in the last write: it goes first in the next.
+    // A chunk whose first part filled the last write: the rest starts the next one.
     let mut held: Option<Chunk> = None;
     loop {
-        let chunk = match held.take() {
-            Some(c) => c,
+        let (chunk, counted) = match held.take() {
+            Some(c) => (c, true),
             None => {
                 // The socket pushes back through the reader's budget, so a wait here is the
                 // source side's (a full socket leaves the channel full and this returns at
@@ -98,22 +98,19 @@ async fn send_records<W: RecordSink>(
                     break;
                 };
                 waits.read += waiting.elapsed();
-                chunk
+                (chunk, false)
             }
         };
-        let mut next = Some(chunk);
+        let mut next = Some((chunk, counted));
         let mut file_done = false;
         // Gather whatever is already read, up to the staging size, into one write; the
         // stop-and-wait arm writes each file on its own instead.
-        while let Some(mut c) = next {
-            if !staging.is_empty() && staging.len() + c.bytes.len() > STAGING {
-                // Growing the buffer would copy it; this chunk starts the next write.
-                held = Some(c);
-                break;
+        while let Some((mut c, counted)) = next {
+            if !counted {
+                tally.count(&c);
+                c.stamp_sent_at();
+                hooks.apply(&mut c);
             }
-            tally.count(&c);
-            c.stamp_sent_at();
-            hooks.apply(&mut c);
             file_done = matches!(c.kind, ChunkKind::File { last: true, .. });
             if staging.is_empty() && c.bytes.len() >= STAGING {
                 // A large chunk (a whole read of a large file) goes out as it is: copying it
@@ -125,9 +122,21 @@ async fn send_records<W: RecordSink>(
                     .context("sending records failed")?;
                 break;
             }
+            let room = STAGING - staging.len();
+            if c.bytes.len() > room {
+                // Growing the buffer would copy it. Fill it to the brim instead, and the rest
+                // of the chunk starts the next write: QUIC keeps every written buffer until it
+                // is acknowledged, and buffers cut short held ~15% of a send window as slack
+                // (massif, quic-bundle ×8).
+                staging.extend_from_slice(&c.bytes[..room]);
+                c.bytes.advance(room);
+                file_done = false;
+                held = Some(c);
+                break;
+            }
             staging.extend_from_slice(&c.bytes);
             next = if staging.len() < STAGING && !(wait_per_file && file_done) {
-                reader.chunks.try_recv().ok()
+                reader.chunks.try_recv().ok().map(|c| (c, false))
             } else {
                 None
             };
