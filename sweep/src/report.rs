@@ -311,6 +311,7 @@ pub fn write_medians(rep: &Report, path: &Path) -> Result<()> {
             "failed_median_partial_mb_per_s",
             "failures",
             "median_host_all_cores_busy_share",
+            "median_data_all_cores_busy_share",
             "host_saturated",
             "reference_config",
             "speedup_vs_reference",
@@ -373,8 +374,11 @@ pub fn write_medians(rep: &Report, path: &Path) -> Result<()> {
         }
         // Whether the transfers ran on a saturated machine: the median run's share of 100 ms
         // samples in which every core was busy (over all runs: a failed run shared the cores
-        // too).
-        let busy_share = median(&col(&all_rows, "host_all_cores_busy_share"));
+        // too), over the runs' timed windows where the rows have them (Shoal arms), else over
+        // the whole transfer.
+        let host_share = median(&col(&all_rows, "host_all_cores_busy_share"));
+        let data_share = median(&col(&all_rows, "data_all_cores_busy_share"));
+        let busy_share = data_share.or(host_share);
         let refc = reference.get(c.payload.as_str());
         let speedup = match (refc.and_then(|r| median_seconds(r)), median_seconds(c)) {
             (Some(rs), Some(s)) if s > 0.0 => Some(rs / s),
@@ -440,7 +444,8 @@ pub fn write_medians(rep: &Report, path: &Path) -> Result<()> {
             format!("{dropped:.0}"),
             f3(median(&partial)),
             failures.join(" || "),
-            busy_share.map(|x| format!("{x:.2}")).unwrap_or_default(),
+            host_share.map(|x| format!("{x:.2}")).unwrap_or_default(),
+            data_share.map(|x| format!("{x:.2}")).unwrap_or_default(),
             busy_share
                 .map(|x| (x >= crate::hostcpu::SATURATED_SHARE).to_string())
                 .unwrap_or_default(),
@@ -585,6 +590,22 @@ mod tests {
         assert_eq!(m[1]["median_host_all_cores_busy_share"], "0.40");
         assert_eq!(m[1]["host_saturated"], "false");
         assert_eq!(m[2]["host_saturated"], "", "not measured");
+    }
+
+    #[test]
+    fn the_timed_window_decides_saturation_where_the_rows_have_it() {
+        // Start-up and exit around the transfer dilute the whole-transfer share.
+        let m = medians_of(
+            "config_id,config,payload,status,seconds,mb_per_s,host_all_cores_busy_share,data_all_cores_busy_share\n\
+             c01,a,p,ok,1,10,0.44,0.55\n\
+             c01,a,p,ok,1,10,0.40,0.61\n\
+             c02,b,p,ok,1,10,0.40,\n",
+        );
+        assert_eq!(m[0]["median_host_all_cores_busy_share"], "0.42");
+        assert_eq!(m[0]["median_data_all_cores_busy_share"], "0.58");
+        assert_eq!(m[0]["host_saturated"], "true");
+        assert_eq!(m[1]["median_data_all_cores_busy_share"], "");
+        assert_eq!(m[1]["host_saturated"], "false");
     }
 
     #[test]
