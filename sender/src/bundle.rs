@@ -13,6 +13,7 @@ use tokio::io::{AsyncRead, AsyncWriteExt};
 
 use crate::config::TestHooks;
 use crate::finish::{finish_with_reply, Sent};
+use crate::pool::BufPool;
 use crate::progress::Counters;
 use crate::replies::Replies;
 use crate::sink::RecordSink;
@@ -79,8 +80,12 @@ async fn send_records<W: RecordSink>(
     waits: &mut Waits,
     counters: Arc<Counters>,
 ) -> Result<u64> {
-    let mut staging = BytesMut::with_capacity(STAGING);
-    codec::encode_hello(hello, &mut staging);
+    // Enough idle buffers for a 20 MiB send window, then some.
+    let pool = BufPool::new(STAGING, (20 << 20) / STAGING + 64);
+    let mut staging = pool.take();
+    let mut head = BytesMut::new();
+    codec::encode_hello(hello, &mut head);
+    staging.extend_from_slice(&head);
     let mut tally = Tally::new(counters);
     // What the receiver has acknowledged (stop-and-wait arm), for the receiver's series.
     let mut acked = (0, 0);
@@ -142,12 +147,12 @@ async fn send_records<W: RecordSink>(
             };
         }
         if !staging.is_empty() {
-            // The staged bytes leave as they are; the next records go into a new buffer
-            // (`reserve` below: a freed one from the heap, no fresh pages).
-            wr.write_owned(staging.split().freeze())
+            // The staged bytes leave as they are; the next records go into another buffer of
+            // the pool (one the transport is done with, once the pool has a window's worth).
+            let full = std::mem::replace(&mut staging, pool.take());
+            wr.write_owned(pool.freeze(full))
                 .await
                 .context("sending records failed")?;
-            staging.reserve(STAGING);
         }
         if wait_per_file && file_done {
             wr.flush().await.context("sending records failed")?;
@@ -168,7 +173,7 @@ async fn send_records<W: RecordSink>(
     // marker goes out, so the receiver cannot mistake a partial run for a whole one).
     reader.finish()?;
     codec::encode_end(&tally.end(), &mut staging);
-    wr.write_owned(staging.freeze())
+    wr.write_owned(pool.freeze(staging))
         .await
         .context("sending records failed")?;
     wr.flush().await.context("sending records failed")?;

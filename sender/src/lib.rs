@@ -10,6 +10,7 @@ mod finish;
 pub mod net;
 pub mod path_state;
 mod peak;
+mod pool;
 mod probe;
 mod progress;
 mod ready;
