@@ -20,9 +20,9 @@ use crate::sink::RecordSink;
 use crate::waits::Waits;
 
 /// Bytes gathered before one write to the socket: many small records per write. Below glibc's
-/// mmap threshold (128 KiB, `cli/src/sys.rs`) so a freed buffer is reused from the heap: at
-/// 256 KiB every write took fresh pages from the kernel, and zeroing them (`clear_page_erms`)
-/// was 22% of a quic-bundle sender's samples on the 1 Gbit/s link.
+/// mmap threshold (128 KiB, `cli/src/sys.rs`): at 256 KiB every buffer was mapped afresh, and
+/// the page faults and zeroing were ~10% of a quic-bundle sender's samples on the 1 Gbit/s
+/// link, ~14% on loopback (docs/benchmarks.md, "Twelfth session"). The buffers are pooled.
 const STAGING: usize = 64 << 10;
 
 /// Sends the whole run and returns the receiver's completion report and where sending

@@ -30,9 +30,9 @@ pub struct ReaderConfig {
     pub budget: usize,
     /// Largest chunk of one file's content. The default, 64 KiB, stays under glibc's mmap
     /// threshold (128 KiB, `cli/src/sys.rs`), so a chunk's buffer comes from the heap and is
-    /// reused once freed: 1 MiB chunks were each mapped fresh, and the kernel's zeroing of
-    /// their pages plus the faults took a quarter of a quic-bundle sender's samples on the
-    /// 1 Gbit/s link (docs/benchmarks.md, "Twelfth session").
+    /// reused once freed: 1 MiB chunks were each mapped fresh, and with the bundle's staging
+    /// buffers the page faults and the kernel's zeroing took ~10% of a quic-bundle sender's
+    /// samples on the 1 Gbit/s link (docs/benchmarks.md, "Twelfth session").
     pub chunk_size: usize,
 }
 
