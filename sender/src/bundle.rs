@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use bytes::{Buf, BytesMut};
+use bytes::Buf;
 use shoal_common::codec::{self, EndMarker, Hello};
 use shoal_common::pipeline::reader::{Chunk, ChunkKind, Reader};
 use tokio::io::{AsyncRead, AsyncWriteExt};
@@ -83,9 +83,7 @@ async fn send_records<W: RecordSink>(
     // Enough idle buffers for a 20 MiB send window, then some.
     let pool = BufPool::new(STAGING, (20 << 20) / STAGING + 64);
     let mut staging = pool.take();
-    let mut head = BytesMut::new();
-    codec::encode_hello(hello, &mut head);
-    staging.extend_from_slice(&head);
+    codec::encode_hello(hello, &mut staging);
     let mut tally = Tally::new(counters);
     // What the receiver has acknowledged (stop-and-wait arm), for the receiver's series.
     let mut acked = (0, 0);

@@ -1,6 +1,6 @@
 //! The hello: the first message of every sender stream (who sends what, under which token).
 
-use bytes::{BufMut, BytesMut};
+use bytes::BufMut;
 
 use super::*;
 
@@ -111,11 +111,11 @@ pub(super) fn decode_hello(input: &[u8]) -> Result<Option<(Hello, usize)>, Decod
     Ok(Some((hello, HELLO_PREFIX + body_len)))
 }
 
-/// Appends a hello. Panics if the token exceeds [`MAX_TOKEN`] (the caller's bug).
-pub fn encode_hello(hello: &Hello, out: &mut BytesMut) {
+/// Appends a hello (to any buffer: the sender's pooled staging buffer is a `Vec<u8>`). Panics if
+/// the token exceeds [`MAX_TOKEN`] (the caller's bug).
+pub fn encode_hello(hello: &Hello, out: &mut impl BufMut) {
     assert!(hello.token.len() <= MAX_TOKEN, "token too long");
     let body_len = 16 + 1 + 1 + 2 + 2 + 4 + 8 + 8 + 2 + hello.token.len();
-    out.reserve(HELLO_PREFIX + body_len);
     out.put_slice(&MAGIC);
     out.put_u16(PROTOCOL_VERSION);
     out.put_u32(body_len as u32);
@@ -134,6 +134,7 @@ pub fn encode_hello(hello: &Hello, out: &mut BytesMut) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::BytesMut;
 
     #[test]
     fn unknown_totals_round_trip_and_are_not_announced() {
