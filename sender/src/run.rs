@@ -3,7 +3,7 @@
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 use bytes::BytesMut;
@@ -51,10 +51,8 @@ struct Measured {
     stats: ConnStats,
     /// Each QUIC connection's Careful Resume log, in connection order.
     resume: Vec<ResumeLog>,
-    /// The run's clock started here.
-    t0: std::time::Instant,
-    /// The same moment on the wall clock, µs since the Unix epoch.
-    t0_unix_us: u64,
+    /// The run's clock (its start, on the monotonic and on the wall clock).
+    clock: clock::RunClock,
     /// The peak delivery rate over the run's connections, bytes/s (`peak`).
     peak_delivery: Option<u64>,
 }
@@ -169,8 +167,8 @@ pub async fn send(config: &SendConfig) -> RunRow {
     let run_id: [u8; 16] = config.run_id.unwrap_or_else(rand::random);
     row.run_id = hex::encode(run_id);
     row.block_size = block_size_for(config).unwrap_or(0);
-    let started = Instant::now();
-    row.clock_start_unix_us = Some(metrics::wall_clock_us());
+    // The walk's start: what a run that fails before its clock starts is timed from.
+    let started = clock::RunClock::start();
     // The walk feeds the connections' readers as it goes (pipeline::queue): the first files
     // are sent while the rest of the tree is walked.
     // tcp-wait waits for each file's acknowledgement: its files are never split.
@@ -179,7 +177,12 @@ pub async fn send(config: &SendConfig) -> RunRow {
         Ok(queue) => {
             let probes = Arc::new(Mutex::new(Vec::new()));
             let totals = Totals::new(config.mode, queue.clone());
-            let mut progress = Progress::start(config.progress, totals, probes.clone(), started);
+            let mut progress = Progress::start(
+                config.progress,
+                totals,
+                probes.clone(),
+                started.started_at(),
+            );
             let work = transfer(
                 config,
                 run_id,
@@ -223,7 +226,7 @@ pub async fn send(config: &SendConfig) -> RunRow {
         Ok(m) => {
             let c = &m.completion;
             row.seconds = m.seconds;
-            row.clock_start_unix_us = Some(m.t0_unix_us);
+            row.clock_start_unix_us = Some(m.clock.started_unix_us());
             row.files_ready = c.files;
             row.bytes_ready = c.bytes;
             row.receiver_seconds = c.receiver_micros as f64 / 1e6;
@@ -250,7 +253,8 @@ pub async fn send(config: &SendConfig) -> RunRow {
             resume::put_row(&mut row, &config.start, config.mode, &m.resume);
             if let Some(path) = &config.start.phases_out {
                 let logs = &m.resume;
-                if let Err(e) = resume::write_phases(path, &row.run_id, m.t0, logs) {
+                if let Err(e) = resume::write_phases(path, &row.run_id, m.clock.started_at(), logs)
+                {
                     row.error = format!("{e:#}");
                 }
             }
@@ -273,7 +277,8 @@ pub async fn send(config: &SendConfig) -> RunRow {
             }
         }
         Err(e) => {
-            row.seconds = started.elapsed().as_secs_f64();
+            row.seconds = started.started_at().elapsed().as_secs_f64();
+            row.clock_start_unix_us = Some(started.started_unix_us());
             row.status = "failed".into();
             row.error = format!("{e:#}");
             // What the receiver kept, as its error reply says (issue 16, item 9).
@@ -431,8 +436,7 @@ async fn transfer(
         cc: first.cc.clone(),
         stats: ConnStats::aggregate(&stats),
         resume: outcomes.iter().filter_map(|o| o.resume.clone()).collect(),
-        t0: clock.started_at(),
-        t0_unix_us: clock.started_unix_us(),
+        clock,
         peak_delivery,
     })
 }

@@ -9,6 +9,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use shoal_common::metrics::wall_clock_us;
+
 /// A core counts as busy in a sample when at least this share of its time was neither idle
 /// nor iowait (with 100 ms samples and 10 ms jiffies: 9 of 10).
 pub const CORE_BUSY: f64 = 0.9;
@@ -181,10 +183,6 @@ pub fn within(samples: &[Sample], from_us: u64, seconds: f64) -> Vec<Sample> {
         .filter(|s| (from_us..=to_us).contains(&s.mid_unix_us))
         .copied()
         .collect()
-}
-
-fn wall_clock_us() -> u64 {
-    shoal_common::metrics::wall_clock_us()
 }
 
 #[cfg(test)]
