@@ -150,7 +150,10 @@ impl WorkQueue {
         reverse_blocks: bool,
     ) -> Self {
         let queue = Self::empty(&tree.root, block_size, reverse_blocks);
-        queue.push_files(&mut queue.state.lock().unwrap(), tree.files.to_vec());
+        queue.push_files(
+            &mut queue.state.lock().expect("work queue"),
+            tree.files.to_vec(),
+        );
         queue.end(Ok(WalkSummary {
             files: tree.files.len() as u64,
             total_bytes: tree.total_bytes,
@@ -330,8 +333,17 @@ mod tests {
             std::fs::write(t.path().join(format!("f{i:04}")), b"x").unwrap();
         }
         // Ten items ahead: the first batch goes in (the queue was empty), the rest waits.
+        // (Waits with a deadline for the walker to get there, however loaded the machine.)
         let q = WorkQueue::walk_ahead(t.path(), u64::MAX, false, 10).unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(200));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while q.found().files < BATCH as u64 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the walk never handed over"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
         let found = q.found();
         assert_eq!((found.files, found.done), (BATCH as u64, false));
         // Readers taking items make room; the walk then ends.
