@@ -116,8 +116,8 @@ struct IdentityArgs {
 #[derive(Debug, Args)]
 struct RuntimeArgs {
     /// Threads that run the connections (TLS, QUIC, yamux, timers). 1 costs the least CPU:
-    /// handing packets and wake-ups between threads cost a quic-bundle sender ~15–20% more CPU
-    /// on the 1 Gbit/s link (docs/benchmarks.md, "Twelfth session"). More let many
+    /// with 2, handing packets and wake-ups between threads cost a quic-bundle sender 12–18%
+    /// more CPU on the 1 Gbit/s link (docs/benchmarks.md, "Twelfth session"). More let many
     /// connections use several cores. The reader (send) and writer (recv) threads are apart
     /// either way. The row records each end's (`threads`, `receiver_threads`).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
