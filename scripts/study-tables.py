@@ -430,6 +430,15 @@ class Inline:
             self.cache[path] = list(csv.DictReader(open(os.path.join(self.root, path))))
         return self.cache[path]
 
+    def meta_json(self, name):
+        """The path and content of the meta.json beside `name`'s runs.csv."""
+        import json
+        import os
+        if name not in self.paths:
+            raise SystemExit(f"inline value: no `<!-- let {name} = PATH -->` before its use")
+        path = os.path.join(self.root, os.path.dirname(self.paths[name]), "meta.json")
+        return path, json.load(open(path))
+
     def select(self, sel, verified=True):
         """The runs an arm selector names (verified ones only unless `verified` is False)."""
         try:
@@ -512,10 +521,7 @@ class Inline:
         if fn == "meta":
             # A value of the sweep's meta.json (beside its runs.csv), by dotted key path:
             # `meta T link_check.idle_rtt.median_ms d=2`, `meta T shoal.commit` (text as it is).
-            import json
-            import os
-            path = os.path.join(self.root, os.path.dirname(self.paths[args[0]]), "meta.json")
-            v = json.load(open(path))
+            path, v = self.meta_json(args[0])
             try:
                 for key in args[1].split("."):
                     v = v[int(key)] if isinstance(v, list) else v[key]
@@ -524,15 +530,12 @@ class Inline:
             if isinstance(v, (int, float)) and not isinstance(v, bool):
                 v = v * scale
                 return f"{v:,.{digits}f}" if opts.get("sep") else f"{v:.{digits}f}"
-            v = json.dumps(v) if isinstance(v, bool) else str(v)
+            v = ("true" if v else "false") if isinstance(v, bool) else str(v)
             return v[:int(opts["chars"])] if "chars" in opts else v
         if fn == "minutes":
             # How long the sweep ran, from its meta.json's `started` and `finished`.
             import datetime
-            import json
-            import os
-            meta = json.load(open(os.path.join(self.root, os.path.dirname(self.paths[args[0]]),
-                                               "meta.json")))
+            _, meta = self.meta_json(args[0])
             t = [datetime.datetime.fromisoformat(meta[k].replace("Z", "+00:00"))
                  for k in ("started", "finished")]
             return f"{(t[1] - t[0]).total_seconds() / 60:.0f}"
