@@ -14,9 +14,11 @@ RP=$(pgrep -f "recv --once --listen 198.18.0.2:7474" | head -1)
 $S link exec snd --name $NAME -- $S send --to 198.18.0.2:7474 --src $W/$SRC --mode $MODE --connections $CONNS --identity $W/id --json ${SEND_ARGS:-} > $W/row.json 2>$W/send.err &
 sleep 0.05
 SP=$(pgrep -f "send --to 198.18.0.2:7474" | tail -1)
-python3 - $SP $RP <<'PY'
+python3 - $SP $RP "${SMAPS_OUT:-}" <<'PY'
 import sys, time, os
 pids = {"send": sys.argv[1], "recv": sys.argv[2]}
+smaps_out = sys.argv[3]  # SMAPS_OUT=FILE: the sender's full smaps at its sampled peak
+peak_smaps = ""
 peak = {k: (0, None) for k in pids}
 def roll(pid):
     d = {}
@@ -33,7 +35,14 @@ while any(os.path.exists(f"/proc/{p}") for p in pids.values()):
         d = roll(p)
         if d and d["Rss"] > peak[k][0]:
             peak[k] = (d["Rss"], d)
+            if k == "send" and smaps_out:
+                try:
+                    peak_smaps = open(f"/proc/{p}/smaps").read()
+                except OSError:
+                    pass
     time.sleep(0.02)
+if smaps_out:
+    open(smaps_out, "w").write(peak_smaps)
 for k, (rss, d) in peak.items():
     print(k, "peak Rss %.1f MB" % (rss / 1000 * 1.024), {x: round(v * 1.024 / 1000, 1) for x, v in (d or {}).items()})
 PY
