@@ -129,8 +129,7 @@ async fn send_records<W: RecordSink>(
             if c.bytes.len() > room {
                 // Growing the buffer would copy it. Fill it to the brim instead, and the rest
                 // of the chunk starts the next write: QUIC keeps every written buffer until it
-                // is acknowledged, and buffers cut short held ~15% of a send window as slack
-                // (massif, quic-bundle ×8).
+                // is acknowledged, so a buffer cut short holds its unused room that long too.
                 staging.extend_from_slice(&c.bytes[..room]);
                 c.bytes.advance(room);
                 file_done = false;
