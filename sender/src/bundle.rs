@@ -80,8 +80,10 @@ async fn send_records<W: RecordSink>(
     waits: &mut Waits,
     counters: Arc<Counters>,
 ) -> Result<u64> {
-    // Enough idle buffers for a 20 MiB send window, then some.
-    let pool = BufPool::new(STAGING, (20 << 20) / STAGING + 64);
+    // Enough idle buffers for the default send window, then some (a larger window only means
+    // that buffers past these are freed, not kept).
+    let window = shoal_common::config::FlowConfig::default().send_window as usize;
+    let pool = BufPool::new(STAGING, window / STAGING + 64);
     let mut staging = pool.take();
     codec::encode_hello(hello, &mut staging);
     let mut tally = Tally::new(counters);
