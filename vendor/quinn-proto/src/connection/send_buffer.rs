@@ -145,7 +145,7 @@ impl SendBuffer {
 
         // Shoal: walk from the nearer end. New data is asked for near the end of the buffer,
         // which holds a send window of segments (hundreds of 64 KiB writes); walking from the
-        // front cost O(segments) per packet (9% of a bulk sender's samples).
+        // front cost O(segments) per packet (7.6% of a bulk sender's samples).
         if offsets.start - base_offset > self.unacked_len as u64 / 2 {
             let mut segment_end = self.offset;
             for segment in self.unacked_segments.iter().rev() {
