@@ -140,7 +140,7 @@ async fn send_records<W: RecordSink>(
             }
             staging.extend_from_slice(&c.bytes);
             next = if staging.len() < STAGING && !(wait_per_file && file_done) {
-                reader.chunks.try_recv().ok().map(|c| (c, false))
+                reader.chunks.try_recv().map(|c| (c, false))
             } else {
                 None
             };

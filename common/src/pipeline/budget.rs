@@ -70,6 +70,20 @@ impl ByteBudget {
         }
     }
 
+    /// Takes `bytes` if they fit now (as [`ByteBudget::acquire`] would grant them), without
+    /// waiting; `None` if it would wait or the budget is closed.
+    pub fn try_acquire(&self, bytes: usize) -> Option<BudgetPermit> {
+        let mut state = self.inner.state.lock().expect("budget lock");
+        if state.closed || !(state.used == 0 || state.used + bytes <= self.inner.limit) {
+            return None;
+        }
+        state.used += bytes;
+        Some(BudgetPermit {
+            inner: self.inner.clone(),
+            bytes,
+        })
+    }
+
     /// Wakes every waiter with `None`: the consumer stopped.
     pub fn close(&self) {
         self.inner.state.lock().expect("budget lock").closed = true;
@@ -109,10 +123,15 @@ mod tests {
         drop(p1);
         assert_eq!(waiter.join().unwrap(), Some(5));
         assert_eq!(b.used(), 0);
+        let p2 = b.try_acquire(6).unwrap();
+        assert!(b.try_acquire(5).is_none(), "6 + 5 is past 10");
+        drop(p2);
         let big = b.acquire(100).unwrap();
+        assert!(b.try_acquire(1).is_none());
         assert_eq!(b.used(), 100);
         drop(big);
         b.close();
         assert!(b.acquire(1).is_none());
+        assert!(b.try_acquire(1).is_none());
     }
 }

@@ -251,6 +251,20 @@ impl WorkQueue {
         self.more.notify_all();
     }
 
+    /// The next item if one is queued now; `Ok(None)` when [`WorkQueue::take`] would wait or
+    /// the walk is over (ask `take` then).
+    pub fn take_ready(&self) -> Result<Option<Item>> {
+        let mut s = self.state.lock().expect("work queue");
+        if let Some(Err(e)) = &s.end {
+            return Err(WalkError(e.clone()).into());
+        }
+        let item = s.items.pop_front();
+        if item.is_some() && s.items.len() + 1 == self.ahead {
+            self.room.notify_one();
+        }
+        Ok(item)
+    }
+
     /// The next item, waiting for the walk when it has none yet; `None` once the walk is over
     /// and every item was taken. A failed walk fails every reader that asks after it.
     pub fn take(&self) -> Result<Option<Item>> {
