@@ -72,8 +72,44 @@ fn every_cc_and_connection_count(mode: &str) {
                     "{mode} ×{conns}: receive window {got} is no share of 20 MiB"
                 );
             }
+            if mode == "quic-bundle" {
+                // Sized for the path: at least 2 MiB, at most the connection's share.
+                let least = row["receiver_conn_window_min"].as_u64().unwrap();
+                let got = row["conn_window"].as_u64().unwrap();
+                assert!((2 << 20..=got).contains(&least), "{mode}: {least} of {got}");
+            } else {
+                assert!(row["receiver_conn_window_min"].is_null(), "{mode}");
+            }
             assert!(trees_identical(&src, &dst), "{mode} {cc} ×{conns}");
         }
+    }
+}
+
+/// `recv --fixed-window` gives a quic-bundle connection its whole window from the start; by
+/// default a loopback connection starts near 2 MiB (common/src/window_tune.rs).
+#[test]
+fn quic_bundle_window_sized_for_the_path_unless_fixed() {
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("src");
+    gen(&src, 200, "4KiB", 4, 5);
+    for (run, fixed) in [(1, true), (2, false)] {
+        let dst = t.path().join(format!("dst-{run}"));
+        let args: &[&str] = if fixed { &["--fixed-window"] } else { &[] };
+        let rx = ReceiverProc::start(&t.path().join("id"), &dst, args);
+        let out = rx.send(&src, &["--mode", "quic-bundle", "--json"]);
+        assert!(out.status.success(), "{}", text(&out));
+        let row = json(&out);
+        let whole = row["conn_window"].as_u64().unwrap();
+        let least = row["receiver_conn_window_min"].as_u64().unwrap();
+        assert_eq!(whole, 20 << 20);
+        if fixed {
+            assert_eq!(least, whole);
+        } else {
+            // Twice what 10 Gbit/s holds over the handshake's round trip: 20 MiB would take a
+            // loopback handshake of 8.4 ms.
+            assert!((2 << 20..whole).contains(&least), "{least}");
+        }
+        assert!(trees_identical(&src, &dst));
     }
 }
 

@@ -201,6 +201,14 @@ struct RecvArgs {
     /// quinn's receive window, so this only has to keep the writer busy.
     #[arg(long, default_value = "4MiB", value_parser = parse_size)]
     write_budget: u64,
+    /// quic-bundle: give each connection its whole receive window (--conn-window, or its share
+    /// with --connections) from the start. By default a connection starts with what a 10 Gbit/s
+    /// path of its handshake's round trip can use (twice that, at least 2 MiB: the whole window
+    /// from ~8 ms up) and grows to twice its delivery rate times the round trip, so a short
+    /// path does not hold a window's worth of data at each end. The row reports the smallest
+    /// window in effect (`receiver_conn_window_min`).
+    #[arg(long)]
+    fixed_window: bool,
     /// Accept unencrypted TCP transfers (`send --plain`); the token is still required.
     #[arg(long)]
     allow_plain: bool,
@@ -527,6 +535,7 @@ async fn recv(a: RecvArgs) -> Result<ExitCode> {
         hello_timeout: a.hello_timeout,
         control: a.control,
         allow_baselines: a.allow_baselines,
+        fixed_window: a.fixed_window,
         limits: shoal_common::codec::DecodeLimits {
             path: shoal_common::relpath::PathLimits {
                 max_len: usize::from(a.max_path_len),

@@ -26,6 +26,7 @@ pub mod tree;
 pub mod udp_offload;
 pub mod verify;
 pub mod window_share;
+pub mod window_tune;
 
 // The protocol's pure parts live in `shoal-proto`; re-exported under their old paths.
 pub use shoal_proto::{codec, probe, relpath, units};

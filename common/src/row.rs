@@ -177,6 +177,11 @@ pub struct RunRow {
     pub threads: Option<u64>,
     #[serde(default)]
     pub receiver_threads: Option<u64>,
+    /// quic-bundle: the smallest connection receive window the receiver had in effect (it sizes
+    /// the window for the path unless `recv --fixed-window`); equal to `conn_window` when that
+    /// is the whole window. Empty in other modes and when the receiver did not report it.
+    #[serde(default)]
+    pub receiver_conn_window_min: Option<u64>,
     /// When the run's clock started (its first connect), µs since the Unix epoch: with
     /// `seconds`, the window the run was timed over, for lining it up with samples taken
     /// outside the process (the sweep's `data_*` host CPU columns).

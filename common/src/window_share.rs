@@ -39,6 +39,74 @@ impl WindowHolder for quinn::Connection {
     }
 }
 
+/// A QUIC connection whose receive window is the smaller of its share of the run's window
+/// and what its tuning asks for (`window_tune`).
+pub struct TunedReceive {
+    conn: quinn::Connection,
+    state: Mutex<Tuned>,
+}
+
+struct Tuned {
+    /// The connection's share of the run's window (0 until seated).
+    share: u64,
+    /// The tuning's window, `None` for no limit of its own.
+    demand: Option<u64>,
+    /// The window in effect, and the smallest one it had.
+    current: u64,
+    lowest: u64,
+}
+
+impl TunedReceive {
+    pub fn new(conn: quinn::Connection) -> Arc<Self> {
+        Arc::new(Self {
+            conn,
+            state: Mutex::new(Tuned {
+                share: 0,
+                demand: None,
+                current: 0,
+                lowest: u64::MAX,
+            }),
+        })
+    }
+
+    /// The tuning's window (`None`: the whole share).
+    pub fn set_demand(&self, demand: Option<u64>) {
+        let mut st = self.state.lock().expect("tuned window");
+        st.demand = demand;
+        self.apply(&mut st);
+    }
+
+    /// The smallest receive window this connection had (its share if never tuned down).
+    pub fn lowest(&self) -> u64 {
+        let st = self.state.lock().expect("tuned window");
+        if st.lowest == u64::MAX {
+            st.share
+        } else {
+            st.lowest
+        }
+    }
+
+    fn apply(&self, st: &mut Tuned) {
+        if st.share == 0 {
+            return;
+        }
+        let window = st.demand.map_or(st.share, |d| d.min(st.share));
+        if window != st.current {
+            self.conn.set_window(Side::Receive, window);
+            st.current = window;
+            st.lowest = st.lowest.min(window);
+        }
+    }
+}
+
+impl WindowHolder for Arc<TunedReceive> {
+    fn set_window(&self, _: Side, bytes: u64) {
+        let mut st = self.state.lock().expect("tuned window");
+        st.share = bytes;
+        self.apply(&mut st);
+    }
+}
+
 /// One run's window, split over the connections still carrying data.
 pub struct SharedWindow<H: WindowHolder = quinn::Connection> {
     total: u64,

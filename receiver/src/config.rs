@@ -45,6 +45,9 @@ pub struct ReceiverConfig {
     pub allow_baselines: bool,
     /// Print each run's line as one JSON object (`recv --json`).
     pub json: bool,
+    /// quic-bundle: give each connection its whole share of `flow.conn_window` from the start
+    /// instead of a window sized for its path (`recv --fixed-window`; common/src/window_tune.rs).
+    pub fixed_window: bool,
 }
 
 /// Default for [`ReceiverConfig::max_connections`].
@@ -75,6 +78,7 @@ impl Default for ReceiverConfig {
             control: false,
             allow_baselines: false,
             json: false,
+            fixed_window: false,
         }
     }
 }

@@ -19,7 +19,7 @@ use shoal_common::metrics;
 use shoal_common::pipeline::writer::{
     open_subfolder, WriteBatch, WriterDest, WriterOptions, WriterThread,
 };
-use shoal_common::window_share::{SharedWindow, Side};
+use shoal_common::window_share::{SharedWindow, Side, TunedReceive};
 use tokio::io::AsyncWrite;
 use tokio::sync::{mpsc, watch, Semaphore};
 use tokio_util::sync::CancellationToken;
@@ -97,7 +97,7 @@ pub(crate) struct Run {
     /// Writer ids are unique across the run's connections.
     pub next_file_id: AtomicU64,
     /// The QUIC connection receive window, shared by the run's connections.
-    pub quic_window: Arc<SharedWindow>,
+    pub quic_window: Arc<SharedWindow<Arc<TunedReceive>>>,
     writer: Mutex<Option<WriterThread>>,
     state: Mutex<State>,
     done: watch::Sender<Option<Finished>>,
@@ -575,6 +575,11 @@ impl Run {
 fn merge_facts(into: &mut TransportFacts, from: TransportFacts) {
     into.stream_window = into.stream_window.max(from.stream_window);
     into.conn_window = into.conn_window.max(from.conn_window);
+    into.conn_window_min = match (into.conn_window_min, from.conn_window_min) {
+        (0, b) => b,
+        (a, 0) => a,
+        (a, b) => a.min(b),
+    };
     into.rcvbuf = into.rcvbuf.max(from.rcvbuf_now());
     into.udp_offload = into.udp_offload.or(from.udp_offload);
 }

@@ -25,6 +25,7 @@ mod shared;
 mod stage;
 mod streams;
 mod tcp;
+mod tune;
 
 pub use config::{
     ReceiverConfig, DEFAULT_HELLO_TIMEOUT, DEFAULT_MAX_BYTES, DEFAULT_MAX_CONNECTIONS,

@@ -22,6 +22,8 @@ use crate::run::{self, TransportFacts, Wire};
 use crate::runconfig;
 use crate::shared::Shared;
 use crate::streams::{self, InboundFile};
+use crate::tune;
+use shoal_common::window_share::TunedReceive;
 
 /// Binds the QUIC endpoint on UDP `addr`; returns it, the UDP receive buffer it got and the
 /// segmentation offload quinn-udp finds on its socket.
@@ -136,7 +138,13 @@ pub(crate) async fn handle(
     };
     // This connection's share of the run's window, now that the hello says how many
     // connections the run spreads over; handed on to the others when this one is done.
-    let mut seat = member.run.quic_window.seat(conn.clone());
+    let tuned = TunedReceive::new(conn.clone());
+    // quic-bundle: the window follows what the connection delivers (common/src/window_tune.rs);
+    // its start is set before the share is granted.
+    let meter = Arc::new(tune::ReadMeter::default());
+    let tuning = (hello.mode == Mode::QuicBundle && !config.fixed_window)
+        .then(|| tune::spawn(conn.clone(), tuned.clone(), meter.clone()));
+    let mut seat = member.run.quic_window.seat(tuned.clone());
     let conn_window = seat.initial();
     // As many concurrent file streams as this connection will use (admission checked that
     // against --max-streams): the receiver holds every stream it allows until it has read it.
@@ -144,14 +152,20 @@ pub(crate) async fn handle(
     let facts = TransportFacts {
         stream_window: config.flow.stream_window.min(conn_window),
         conn_window,
+        conn_window_min: 0,
         rcvbuf,
         udp_offload: offload,
         tcp_socket: None,
     };
     let completion = match hello.mode {
         Mode::QuicBundle => {
-            let (end, mut wr) =
+            let mut rd = tune::Metered::new(&mut rd, meter);
+            let (mut end, mut wr) =
                 bundle::receive(config, &member, &mut rd, wr, buf, decoder, false, facts).await;
+            if let Some(t) = tuning {
+                t.abort();
+            }
+            end.facts.conn_window_min = tuned.lowest();
             seat.finished();
             member
                 .finish_and_reply(&ctx.hub, end, config.idle_timeout, &mut wr)

@@ -29,6 +29,9 @@ pub(crate) enum Wire {
 pub(crate) struct TransportFacts {
     pub stream_window: u64,
     pub conn_window: u64,
+    /// quic-bundle: the smallest connection receive window in effect (sized for the path:
+    /// `window_tune`); 0 where not applicable.
+    pub conn_window_min: u64,
     /// The UDP socket's receive buffer (QUIC).
     pub rcvbuf: u64,
     /// QUIC: the offload quinn-udp uses on the UDP socket.
@@ -163,6 +166,7 @@ pub(crate) fn completion(
         latency: report.latency.to_bytes(),
         stream_window: facts.stream_window,
         conn_window: facts.conn_window,
+        conn_window_min: Some(facts.conn_window_min),
         rcvbuf: facts.rcvbuf_now(),
         udp_gso_segments: facts.udp_offload.map(|o| o.gso_segments),
         udp_gro_segments: facts.udp_offload.map(|o| o.gro_segments),

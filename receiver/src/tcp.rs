@@ -258,6 +258,7 @@ async fn serve<S>(
                     let facts = TransportFacts {
                         stream_window: 256 << 10,
                         conn_window: shoal_common::transport::yamux_window(streams_allowed) as u64,
+                        conn_window_min: 0,
                         rcvbuf: 0,
                         udp_offload: None,
                         tcp_socket,

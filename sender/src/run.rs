@@ -243,6 +243,9 @@ pub async fn send(config: &SendConfig) -> RunRow {
                 row.stream_window = Some(c.stream_window);
                 row.conn_window = Some(c.conn_window);
             }
+            if config.mode == Mode::QuicBundle {
+                row.receiver_conn_window_min = c.conn_window_min;
+            }
             row.peak_streams = m.peak_streams;
             row.receiver_peak_streams = c.peak_streams;
             row.read_wait_ms = m.waits.read.as_secs_f64() * 1e3;

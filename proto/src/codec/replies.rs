@@ -42,6 +42,10 @@ pub struct Completion {
     /// Threads of the receiver's async runtime (its `--threads`, read back from the runtime);
     /// after the three above, so an older receiver's report reads as `None`.
     pub threads: Option<u64>,
+    /// quic-bundle: the smallest connection receive window in effect during the run (the
+    /// receiver sizes it for the path; equal to `conn_window` when that is the whole window).
+    /// After `threads`, so an older receiver's report reads as `None`.
+    pub conn_window_min: Option<u64>,
 }
 
 /// One decoded message from the receiver.
@@ -121,6 +125,7 @@ fn decode_completion(body: &[u8]) -> Result<Completion, DecodeError> {
         udp_gso_segments: None,
         udp_gro_segments: None,
         threads: None,
+        conn_window_min: None,
     };
     let latency_len = read_u32(body, 80).ok_or(short.clone())? as usize;
     c.latency = body
@@ -149,6 +154,9 @@ fn decode_completion(body: &[u8]) -> Result<Completion, DecodeError> {
     }
     if read_u64(body, at + 24).is_some() {
         c.threads = trailer(3);
+    }
+    if read_u64(body, at + 32).is_some() {
+        c.conn_window_min = trailer(4);
     }
     Ok(c)
 }
@@ -215,6 +223,7 @@ pub fn encode_completion(c: &Completion, out: &mut BytesMut) {
     body.put_u64(c.udp_gso_segments.unwrap_or(0));
     body.put_u64(c.udp_gro_segments.unwrap_or(0));
     body.put_u64(c.threads.unwrap_or(0));
+    body.put_u64(c.conn_window_min.unwrap_or(0));
     out.put_u8(TAG_COMPLETION);
     out.put_u32(body.len() as u32);
     out.put_slice(&body);

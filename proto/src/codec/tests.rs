@@ -429,6 +429,7 @@ fn replies_round_trip() {
         udp_gso_segments: Some(64),
         udp_gro_segments: None,
         threads: Some(1),
+        conn_window_min: Some(2 << 20),
     };
     let mut s = BytesMut::new();
     encode_ack(1, &mut s);
@@ -526,14 +527,16 @@ fn block_records_round_trip_and_stay_inside_their_file() {
 
 #[test]
 fn a_completion_without_the_cpu_trailer_reads_as_not_reported() {
-    // A receiver that predates the trailer (CPU, GSO, GRO, then threads) ends its report after
-    // the errors; one that predates only the threads ends it after GRO.
+    // A receiver that predates the trailer (CPU, GSO, GRO, threads, then the smallest window)
+    // ends its report after the errors; one that predates the threads ends it after GRO, and
+    // one that predates only the window after the threads.
     let c = Completion {
         files: 1,
         errors: vec!["e".into()],
         cpu_micros: Some(7),
         udp_gro_segments: Some(64),
         threads: Some(2),
+        conn_window_min: Some(3 << 20),
         ..Default::default()
     };
     let mut s = BytesMut::new();
@@ -548,14 +551,17 @@ fn a_completion_without_the_cpu_trailer_reads_as_not_reported() {
         assert_eq!(used, old.len());
         got
     };
-    let before_trailer = cut(32);
+    let before_trailer = cut(40);
     assert_eq!(before_trailer.cpu_micros, None);
     assert_eq!(before_trailer.threads, None);
     assert_eq!(before_trailer.errors, c.errors);
-    let before_threads = cut(8);
+    let before_threads = cut(16);
     assert_eq!(before_threads.cpu_micros, Some(7));
     assert_eq!(before_threads.udp_gro_segments, Some(64));
     assert_eq!(before_threads.threads, None);
+    let before_window = cut(8);
+    assert_eq!(before_window.threads, Some(2));
+    assert_eq!(before_window.conn_window_min, None);
     let Some((Reply::Completion(got), _)) = ReplyDecoder.decode(&s).unwrap() else {
         panic!("no completion");
     };
@@ -565,4 +571,5 @@ fn a_completion_without_the_cpu_trailer_reads_as_not_reported() {
         (None, Some(64))
     );
     assert_eq!(got.threads, Some(2));
+    assert_eq!(got.conn_window_min, Some(3 << 20));
 }

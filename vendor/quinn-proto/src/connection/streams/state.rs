@@ -940,10 +940,15 @@ impl StreamsState {
         let receive_window = receive_window.into();
         let mut expanded = false;
         if receive_window > self.receive_window {
-            self.local_max_data = self
-                .local_max_data
-                .saturating_add(receive_window - self.receive_window);
-            expanded = true;
+            // Shoal: a shrink not yet paid back by reads is cancelled first. Adding the whole
+            // growth on top of the unpaid debt granted the peer the old window and the new one
+            // together until the debt was read back; Shoal's receive-window tuning cuts and
+            // restores a window as often as once a round trip.
+            let grow: u64 = receive_window - self.receive_window;
+            let cancelled = grow.min(self.receive_window_shrink_debt);
+            self.receive_window_shrink_debt -= cancelled;
+            self.local_max_data = self.local_max_data.saturating_add(grow - cancelled);
+            expanded = grow > cancelled;
         } else {
             let diff = self.receive_window - receive_window;
             self.receive_window_shrink_debt = self.receive_window_shrink_debt.saturating_add(diff);
@@ -2153,6 +2158,28 @@ mod tests {
         assert_eq!(server.receive_window_shrink_debt, 0);
         assert_eq!(server.local_max_data, expected_local_max_data);
         assert!(should_transmit.should_transmit());
+    }
+
+    /// Shoal: shrinking then expanding before any read leaves the credit where it was.
+    #[test]
+    fn expand_after_shrink_cancels_the_debt_first() {
+        let mut server = make(Side::Server);
+        let window = server.receive_window;
+        let granted = server.local_max_data;
+        assert!(!server.set_receive_window(VarInt::from_u64(window / 4).unwrap()));
+        assert_eq!(server.receive_window_shrink_debt, window - window / 4);
+        // Back to the old window: the debt is cancelled, no credit is added.
+        assert!(!server.set_receive_window(VarInt::from_u64(window).unwrap()));
+        assert_eq!(server.receive_window_shrink_debt, 0);
+        assert_eq!(server.local_max_data, granted);
+        // Shrink, read part of the debt back, then grow past the old window: the credit is
+        // the reads plus what the window grew past the unpaid debt.
+        server.set_receive_window(VarInt::from_u64(window / 2).unwrap());
+        server.add_read_credits(1000);
+        assert_eq!(server.local_max_data, granted);
+        assert!(server.set_receive_window(VarInt::from_u64(window * 2).unwrap()));
+        assert_eq!(server.receive_window_shrink_debt, 0);
+        assert_eq!(server.local_max_data, granted + 1000 + window);
     }
 
     #[test]

@@ -1,0 +1,130 @@
+//! Path-sized receive window for a QUIC bundle connection: the window a path of this round
+//! trip can use, grown with what the connection delivers, instead of the whole `--conn-window`
+//! on every path.
+//!
+//! quinn grants the sender `--conn-window` bytes past what the application has read, and both
+//! ends hold what is in that credit: the sender until it is acknowledged (quinn lets it buffer
+//! no more than the receiver's credit), the receiver until the application reads it. On a
+//! short path the first burst filled the whole 20 MiB at both ends: 20 MiB of a quic-bundle
+//! end's ~40 MB on loopback, where ~2 MiB moves as fast (docs/benchmarks.md).
+//!
+//! The window starts at [`start_window`]: twice what a path as fast as [`FASTEST_PATH`] holds
+//! over the handshake's round trip, at least [`FLOOR`]. On the study's 141 ms link that is past
+//! the whole window, so nothing changes there: slow start, BBR's startup and a Careful Resume
+//! jump see all of it. The window then grows to twice the best delivery rate of the recent
+//! periods times the path's round trip (as Linux sizes a TCP receive buffer), so a path faster
+//! than assumed is not held to it; it never shrinks below its start. The round trip is the
+//! least seen: a receiver short of CPU delays its acknowledgements, and sizing the window on
+//! that delay let a loopback receiver's queue grow it to 34 MB of RSS (against 22 MB). Cutting it further
+//! while a slow writer fell behind was tried and cost throughput (a Btrfs destination on the
+//! 1 Gbit/s link: 41 against 45 MB/s) without lowering the peak, which the start sets.
+//!
+//! The rule is pure ([`ReceiveTuner`]); the receiver's QUIC connection task feeds it once a
+//! period.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+/// The smallest window (on loopback 2 MiB moved as fast as 20 MiB: docs/benchmarks.md).
+pub const FLOOR: u64 = 2 << 20;
+
+/// The fastest path the start's window assumes, bytes per second (10 Gbit/s); a faster one
+/// grows the window with its measured rate.
+pub const FASTEST_PATH: f64 = 1.25e9;
+
+/// Periods of delivery rate the window covers.
+const HISTORY: usize = 8;
+
+/// Sample period: one round trip, within these bounds.
+pub const MIN_PERIOD: Duration = Duration::from_millis(20);
+pub const MAX_PERIOD: Duration = Duration::from_millis(250);
+
+/// How long to wait before the next sample, for a path of round trip `rtt`.
+pub fn period(rtt: Duration) -> Duration {
+    rtt.clamp(MIN_PERIOD, MAX_PERIOD)
+}
+
+/// The window for the start, on a path whose round trip (the handshake's) is `rtt`: twice what
+/// a path of [`FASTEST_PATH`] holds, at least [`FLOOR`] (the connection's share caps it).
+pub fn start_window(rtt: Duration) -> u64 {
+    ((2.0 * FASTEST_PATH * rtt.as_secs_f64()) as u64).max(FLOOR)
+}
+
+/// The window rule, fed once a period.
+#[derive(Debug)]
+pub struct ReceiveTuner {
+    /// The window never goes below its start.
+    start: u64,
+    /// The least round trip seen.
+    min_rtt: Option<Duration>,
+    last_read: u64,
+    /// Recent delivery rates, bytes per second.
+    rates: VecDeque<f64>,
+}
+
+impl ReceiveTuner {
+    pub fn new(start: u64) -> Self {
+        Self {
+            start,
+            min_rtt: None,
+            last_read: 0,
+            rates: VecDeque::with_capacity(HISTORY),
+        }
+    }
+
+    /// One period's sample: `read_total` bytes read by the application since the start, the
+    /// period's length and the connection's round trip now. Returns the window the connection
+    /// should have (its share caps it).
+    pub fn sample(&mut self, read_total: u64, elapsed: Duration, rtt: Duration) -> u64 {
+        let read = read_total.saturating_sub(self.last_read);
+        self.last_read = read_total;
+        if !elapsed.is_zero() {
+            if self.rates.len() == HISTORY {
+                self.rates.pop_front();
+            }
+            self.rates.push_back(read as f64 / elapsed.as_secs_f64());
+        }
+        let rtt = *self
+            .min_rtt
+            .insert(self.min_rtt.map_or(rtt, |m| m.min(rtt)));
+        let rate = self.rates.iter().copied().fold(0.0, f64::max);
+        let demand = 2.0 * rate * rtt.as_secs_f64();
+        (demand.round() as u64).max(self.start)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn the_start_is_what_a_fast_path_of_that_round_trip_holds() {
+        // The study's link: past any share of the default 20 MiB.
+        assert!(start_window(141 * MS) > 20 << 20);
+        assert_eq!(start_window(2 * MS), 5_000_000);
+        // Loopback.
+        assert_eq!(start_window(MS / 10), FLOOR);
+        assert_eq!(period(MS), MIN_PERIOD);
+        assert_eq!(period(Duration::from_secs(2)), MAX_PERIOD);
+    }
+
+    #[test]
+    fn the_window_grows_with_the_best_recent_rate_and_never_below_its_start() {
+        let mut t = ReceiveTuner::new(FLOOR);
+        // 300 MB/s over a 10 ms round trip: 2 x 300e6 x 0.01 = 6 MB.
+        assert_eq!(t.sample(30_000_000, 100 * MS, 10 * MS), 6_000_000);
+        // A pause keeps the window of the recent rate, and a longer round trip (a queue) does
+        // not grow it ...
+        assert_eq!(t.sample(30_000_000, 100 * MS, 40 * MS), 6_000_000);
+        // ... until it is older than the history; then the start holds.
+        let mut total = 30_000_000;
+        let mut last = 0;
+        for _ in 0..HISTORY {
+            total += 1_000;
+            last = t.sample(total, 100 * MS, 10 * MS);
+        }
+        assert_eq!(last, FLOOR);
+    }
+}
