@@ -3,6 +3,7 @@
 use std::collections::HashSet;
 use std::fs;
 use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -80,59 +81,21 @@ pub fn check_source_root(root: &Path) -> Result<()> {
 /// early, with what it found so far, when `on_file` returns false. The caller has checked
 /// `root` ([`check_source_root`]).
 pub fn walk_each(root: &Path, mut on_file: impl FnMut(SourceFile) -> bool) -> Result<WalkSummary> {
-    let limits = PathLimits::default();
-    let mut summary = WalkSummary::default();
-    let mut dirs = Vec::new();
-    let mut parents_with_children: HashSet<Vec<u8>> = HashSet::new();
-    for entry in walkdir::WalkDir::new(root)
-        .min_depth(1)
-        .follow_links(false)
-        .sort_by_file_name()
-    {
-        let entry = entry.map_err(|e| {
-            // Named as in the tree (relative), like the reader names a file it cannot read.
-            let at = match e.path().map(|p| p.strip_prefix(root).unwrap_or(p)) {
-                Some(p) if !p.as_os_str().is_empty() => p.display().to_string(),
-                _ => ".".into(),
-            };
-            let what = format!("cannot read source entry {at} (in {})", root.display());
-            let fallback = e.to_string();
-            match e.into_io_error() {
-                Some(io) => anyhow::Error::new(io).context(what),
-                None => anyhow::anyhow!("{what}: {fallback}"),
-            }
-        })?;
-        let rel_os = under_root(entry.path(), root);
-        let rel = RelPath::from_path(rel_os, &limits)
-            .with_context(|| format!("source path {} cannot be sent", entry.path().display()))?;
-        let ft = entry.file_type();
-        if ft.is_symlink() {
-            summary.skipped_symlinks += 1;
-            continue;
-        }
-        if !(ft.is_file() || ft.is_dir()) {
-            summary.skipped_special += 1;
-            continue;
-        }
-        // Looked up before it is copied: most entries share their parent with the last.
-        let parent = rel.split_parent().0;
-        if !parents_with_children.contains(parent) {
-            parents_with_children.insert(parent.to_vec());
-        }
-        if ft.is_dir() {
-            dirs.push(rel);
-        } else {
-            let size = entry
-                .metadata()
-                .with_context(|| format!("cannot stat {}", entry.path().display()))?
-                .len();
-            summary.files += 1;
-            summary.total_bytes += size;
-            if !on_file(SourceFile { rel, size }) {
-                return Ok(summary);
-            }
-        }
-    }
+    let mut walk = Walk {
+        root,
+        limits: PathLimits::default(),
+        summary: WalkSummary::default(),
+        dirs: Vec::new(),
+        parents_with_children: HashSet::new(),
+        on_file: &mut on_file,
+    };
+    walk.folder(root, &[])?;
+    let Walk {
+        mut summary,
+        dirs,
+        parents_with_children,
+        ..
+    } = walk;
     summary.empty_dirs = dirs
         .into_iter()
         .filter(|d| !parents_with_children.contains(d.as_bytes()))
@@ -140,23 +103,89 @@ pub fn walk_each(root: &Path, mut on_file: impl FnMut(SourceFile) -> bool) -> Re
     Ok(summary)
 }
 
-/// `path` relative to `root`, for a path walkdir made by joining names onto `root`: its bytes
-/// after `root`'s and a separator. `Path::strip_prefix` compares component by component, which
-/// cost more instructions per file than the rest of the walk's own work
-/// (results/bench-2026-12-02/callgrind.txt); it remains the fallback.
-fn under_root<'a>(path: &'a Path, root: &Path) -> &'a Path {
-    use std::os::unix::ffi::OsStrExt;
-    let (p, r) = (path.as_os_str().as_bytes(), root.as_os_str().as_bytes());
-    match p.strip_prefix(r) {
-        Some(rest) if r.ends_with(b"/") && !rest.is_empty() => {
-            Path::new(std::ffi::OsStr::from_bytes(rest))
+/// One walk's state: folders depth first, each one's entries sorted by name (byte-wise), a
+/// folder's contents right after it.
+struct Walk<'a, F> {
+    root: &'a Path,
+    limits: PathLimits,
+    summary: WalkSummary,
+    dirs: Vec<RelPath>,
+    parents_with_children: HashSet<Vec<u8>>,
+    on_file: &'a mut F,
+}
+
+impl<F: FnMut(SourceFile) -> bool> Walk<'_, F> {
+    /// Walks the folder at `path` (`rel` in the tree); false once `on_file` asked to stop.
+    /// Each file's size comes from `statx` relative to its open folder (`DirEntry::metadata`)
+    /// and its type from the folder listing, so no path is resolved from the root per file:
+    /// walkdir stat'ed every file by its whole path (`statx` ~10% of a tcp-bundle sender's
+    /// samples on 65,536 × 4 KiB: docs/benchmarks.md).
+    fn folder(&mut self, path: &Path, rel: &[u8]) -> Result<bool> {
+        let mut entries = Vec::new();
+        let listing = fs::read_dir(path).map_err(|e| self.entry_error(rel, e))?;
+        for entry in listing {
+            let entry = entry.map_err(|e| self.entry_error(rel, e))?;
+            entries.push((entry.file_name(), entry));
         }
-        Some([b'/', rest @ ..]) if !rest.is_empty() && rest[0] != b'/' => {
-            Path::new(std::ffi::OsStr::from_bytes(rest))
+        entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        for (name, entry) in entries {
+            let mut child = Vec::with_capacity(rel.len() + 1 + name.len());
+            if !rel.is_empty() {
+                child.extend_from_slice(rel);
+                child.push(b'/');
+            }
+            child.extend_from_slice(name.as_bytes());
+            let rel_child = RelPath::from_bytes(&child, &self.limits).with_context(|| {
+                format!("source path {} cannot be sent", entry.path().display())
+            })?;
+            let ft = entry.file_type().map_err(|e| self.entry_error(&child, e))?;
+            if ft.is_symlink() {
+                self.summary.skipped_symlinks += 1;
+                continue;
+            }
+            if !(ft.is_file() || ft.is_dir()) {
+                self.summary.skipped_special += 1;
+                continue;
+            }
+            // Looked up before it is copied: most entries share their parent with the last.
+            if !self.parents_with_children.contains(rel) {
+                self.parents_with_children.insert(rel.to_vec());
+            }
+            if ft.is_dir() {
+                self.dirs.push(rel_child);
+                if !self.folder(&entry.path(), &child)? {
+                    return Ok(false);
+                }
+            } else {
+                let size = entry
+                    .metadata()
+                    .with_context(|| format!("cannot stat {}", entry.path().display()))?
+                    .len();
+                self.summary.files += 1;
+                self.summary.total_bytes += size;
+                if !(self.on_file)(SourceFile {
+                    rel: rel_child,
+                    size,
+                }) {
+                    return Ok(false);
+                }
+            }
         }
-        _ => path
-            .strip_prefix(root)
-            .expect("walkdir yields paths under its root"),
+        Ok(true)
+    }
+
+    /// An entry of the tree that cannot be read, named as in the tree (relative), as the
+    /// reader names a file it cannot read.
+    fn entry_error(&self, rel: &[u8], e: std::io::Error) -> anyhow::Error {
+        let at = if rel.is_empty() {
+            ".".to_string()
+        } else {
+            String::from_utf8_lossy(rel).into_owned()
+        };
+        anyhow::Error::new(e).context(format!(
+            "cannot read source entry {at} (in {})",
+            self.root.display()
+        ))
     }
 }
 
@@ -266,20 +295,6 @@ fn write_file(path: &Path, spec: &GenSpec, index: u64, buf: &mut [u8]) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn under_root_strips_the_root_as_walkdir_joins_it() {
-        let p = |s: &str| Path::new(s).to_path_buf();
-        for (root, path, rel) in [
-            ("src", "src/d/f", "d/f"),
-            ("src/", "src/d/f", "d/f"),
-            ("/", "/d/f", "d/f"),
-            (".", "./f", "f"),
-            ("/a/b", "/a/b/c", "c"),
-        ] {
-            assert_eq!(under_root(&p(path), &p(root)), p(rel), "{root} {path}");
-        }
-    }
 
     #[test]
     fn paths_spread_over_folders() {
