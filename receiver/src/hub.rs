@@ -17,11 +17,11 @@ use shoal_common::codec::{BlockLedger, Completion, Hello};
 use shoal_common::control::RecvSettings;
 use shoal_common::metrics;
 use shoal_common::pipeline::writer::{
-    open_subfolder, WriteBatch, WriterDest, WriterOptions, WriterThread,
+    open_subfolder, BatchSender, WriterDest, WriterOptions, WriterThread,
 };
 use shoal_common::window_share::{SharedWindow, Side, TunedReceive};
 use tokio::io::AsyncWrite;
-use tokio::sync::{mpsc, watch, Semaphore};
+use tokio::sync::{watch, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use crate::claims::Claims;
@@ -149,7 +149,7 @@ pub(crate) struct ConnEnd {
 /// A connection's place in a run: the run and its own handle on the writer.
 pub(crate) struct Membership {
     pub run: Arc<Run>,
-    pub batches: mpsc::Sender<WriteBatch>,
+    pub batches: BatchSender,
 }
 
 impl Hub {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use bytes::{Buf, BytesMut};
 use shoal_common::codec::{self, BlockError, EndMarker, Record, StreamDecoder, StreamError};
-use shoal_common::pipeline::writer::{WriteBatch, WriteOp};
+use shoal_common::pipeline::writer::{BatchSender, WriteBatch, WriteOp};
 use tokio::sync::{mpsc, Semaphore};
 
 use crate::claims::Claims;
@@ -195,7 +195,7 @@ pub(crate) fn nothing_after_end(buf: &[u8]) -> Result<(), PumpError> {
 pub(crate) async fn send_batch(
     config: &ReceiverConfig,
     budget: &Arc<Semaphore>,
-    writer: &mpsc::Sender<WriteBatch>,
+    writer: &BatchSender,
     ops: Vec<WriteOp>,
     batch_bytes: usize,
 ) -> Result<(), PumpError> {

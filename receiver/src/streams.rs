@@ -14,7 +14,7 @@ use anyhow::Context;
 use bytes::BytesMut;
 use futures::stream::{FuturesUnordered, StreamExt};
 use shoal_common::codec::{DecodeError, FileStreamCount, RecordDecoder, StreamDecoder};
-use shoal_common::pipeline::writer::WriteBatch;
+use shoal_common::pipeline::writer::BatchSender;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::mpsc;
 use tokio_util::compat::Compat;
@@ -39,7 +39,7 @@ pub(crate) enum InboundFile {
 struct Shared {
     config: ReceiverConfig,
     run: Arc<Run>,
-    writer: mpsc::Sender<WriteBatch>,
+    writer: BatchSender,
     /// This connection's own tally, for its end marker.
     mine: Mutex<Claims>,
     open_now: AtomicU64,

@@ -25,7 +25,7 @@ use std::io::{self, Write};
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -597,8 +597,60 @@ impl WriterReport {
 /// A writer running on its own thread, fed by batches from the network tasks.
 #[derive(Debug)]
 pub struct WriterThread {
-    pub batches: mpsc::Sender<WriteBatch>,
+    pub batches: BatchSender,
     report: oneshot::Receiver<WriterReport>,
+}
+
+/// Data bytes of written ops the bin holds at most; past it the writer frees them itself.
+const RECYCLE_BYTES: usize = 1 << 20;
+
+/// Written batches' ops, handed back to be freed by the network side that allocated them.
+///
+/// The network thread allocates each file's buffers and ops; freed on the writer thread, every
+/// one of them took the allocating thread's malloc arena lock, against that thread's own
+/// allocations: `futex` was 9.6% of a quic-streams receiver's samples, from glibc's arena lock
+/// in `malloc` and `free` (docs/benchmarks.md, "Thirteenth session"). The bin holds at most
+/// [`RECYCLE_BYTES`] of data, so it adds no more than that to the write budget's memory.
+#[derive(Debug, Default)]
+struct Recycle {
+    bin: Mutex<(Vec<Vec<WriteOp>>, usize)>,
+}
+
+impl Recycle {
+    /// Takes `ops` (holding `bytes` of data) for the network side to free; gives them back
+    /// when the bin is full.
+    fn put(&self, ops: Vec<WriteOp>, bytes: usize) -> Option<Vec<WriteOp>> {
+        let mut bin = self.bin.lock().expect("recycle bin");
+        if bin.1 + bytes > RECYCLE_BYTES {
+            return Some(ops);
+        }
+        bin.1 += bytes;
+        bin.0.push(ops);
+        None
+    }
+
+    /// Frees what the writer handed back, on the calling thread.
+    fn empty(&self) {
+        let taken = std::mem::take(&mut *self.bin.lock().expect("recycle bin"));
+        drop(taken);
+    }
+}
+
+/// The network side's handle on a writer: sends batches, and frees the ops the writer is done
+/// with on the way ([`Recycle`]).
+#[derive(Debug, Clone)]
+pub struct BatchSender {
+    tx: mpsc::Sender<WriteBatch>,
+    recycle: Arc<Recycle>,
+}
+
+impl BatchSender {
+    /// Sends `batch` (waiting while the writer's queue is full); an error once the writer is
+    /// gone.
+    pub async fn send(&self, batch: WriteBatch) -> Result<(), mpsc::error::SendError<WriteBatch>> {
+        self.recycle.empty();
+        self.tx.send(batch).await
+    }
 }
 
 /// Where a run's writer writes.
@@ -628,6 +680,8 @@ impl WriterThread {
     /// without error, after the report is out (`WriterReport::sync`).
     pub fn spawn(options: WriterOptions) -> Result<Self> {
         let (tx, mut rx) = mpsc::channel::<WriteBatch>(256);
+        let recycle = Arc::new(Recycle::default());
+        let writer_recycle = recycle.clone();
         let (report_tx, report) = oneshot::channel();
         let WriterOptions {
             dest,
@@ -655,8 +709,9 @@ impl WriterThread {
                     }
                 };
                 let mut error = None;
-                'outer: while let Some(batch) = rx.blocking_recv() {
-                    for op in batch.ops {
+                'outer: while let Some(WriteBatch { ops, permit }) = rx.blocking_recv() {
+                    let mut bytes = 0;
+                    for op in &ops {
                         if let Err(e) = apply(&mut writer, op) {
                             error = Some(e);
                             if let Some(f) = on_fail.take() {
@@ -664,7 +719,15 @@ impl WriterThread {
                             }
                             break 'outer;
                         }
+                        bytes += op.data_len();
                     }
+                    // The room goes back as soon as the bytes are written; the ops go back to
+                    // be freed where they were allocated. A signal's sender is dropped here:
+                    // the stop-and-wait arm's acknowledger ends when the last one is gone.
+                    drop(permit);
+                    let mut ops = ops;
+                    ops.retain(|op| !matches!(op, WriteOp::Signal(_)));
+                    drop(writer_recycle.put(ops, bytes));
                 }
                 // Partial files are those still open: at a clean end there are none.
                 let removed_partials = writer.abort();
@@ -696,7 +759,7 @@ impl WriterThread {
             })
             .context("cannot start the writer thread")?;
         Ok(Self {
-            batches: tx,
+            batches: BatchSender { tx, recycle },
             report,
         })
     }
@@ -710,24 +773,34 @@ impl WriterThread {
     }
 }
 
-fn apply(writer: &mut DestWriter, op: WriteOp) -> Result<()> {
+impl WriteOp {
+    /// Data bytes the op holds.
+    fn data_len(&self) -> usize {
+        match self {
+            WriteOp::Data { bytes, .. } | WriteOp::DataAt { bytes, .. } => bytes.len(),
+            _ => 0,
+        }
+    }
+}
+
+fn apply(writer: &mut DestWriter, op: &WriteOp) -> Result<()> {
     match op {
         WriteOp::Open {
             id,
             path,
             size,
             sent_at_us,
-        } => writer.open_file(id, &path, size, sent_at_us),
-        WriteOp::Data { id, bytes } => writer.write(id, &bytes),
-        WriteOp::Close { id } => writer.close_file(id),
+        } => writer.open_file(*id, path, *size, *sent_at_us),
+        WriteOp::Data { id, bytes } => writer.write(*id, bytes),
+        WriteOp::Close { id } => writer.close_file(*id),
         WriteOp::Block {
             id,
             path,
             size,
             sent_at_us,
-        } => writer.open_block(id, &path, size, sent_at_us),
-        WriteOp::DataAt { id, offset, bytes } => writer.write_at(id, offset, &bytes),
-        WriteOp::Dir(path) => writer.make_dir(&path),
+        } => writer.open_block(*id, path, *size, *sent_at_us),
+        WriteOp::DataAt { id, offset, bytes } => writer.write_at(*id, *offset, bytes),
+        WriteOp::Dir(path) => writer.make_dir(path),
         WriteOp::Signal(tx) => {
             let _ = tx.send(());
             Ok(())
