@@ -25,7 +25,7 @@ use std::io::{self, Write};
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -37,7 +37,11 @@ use crate::latency::LatencyHistogram;
 use crate::metrics::wall_clock_us;
 use crate::relpath::{display_raw, RelPath};
 
+mod batches;
 mod temp;
+
+pub use batches::BatchSender;
+use batches::Recycle;
 use temp::{TempName, Temps};
 
 /// Folder handles kept open at most; past this the cache is emptied and refilled on demand.
@@ -599,58 +603,6 @@ impl WriterReport {
 pub struct WriterThread {
     pub batches: BatchSender,
     report: oneshot::Receiver<WriterReport>,
-}
-
-/// Data bytes of written ops the bin holds at most; past it the writer frees them itself.
-const RECYCLE_BYTES: usize = 1 << 20;
-
-/// Written batches' ops, handed back to be freed by the network side that allocated them.
-///
-/// The network thread allocates each file's buffers and ops; freed on the writer thread, every
-/// one of them took the allocating thread's malloc arena lock, against that thread's own
-/// allocations: `futex` was 9.6% of a quic-streams receiver's samples, from glibc's arena lock
-/// in `malloc` and `free` (docs/benchmarks.md, "Thirteenth session"). The bin holds at most
-/// [`RECYCLE_BYTES`] of data, so it adds no more than that to the write budget's memory.
-#[derive(Debug, Default)]
-struct Recycle {
-    bin: Mutex<(Vec<Vec<WriteOp>>, usize)>,
-}
-
-impl Recycle {
-    /// Takes `ops` (holding `bytes` of data) for the network side to free; gives them back
-    /// when the bin is full.
-    fn put(&self, ops: Vec<WriteOp>, bytes: usize) -> Option<Vec<WriteOp>> {
-        let mut bin = self.bin.lock().expect("recycle bin");
-        if bin.1 + bytes > RECYCLE_BYTES {
-            return Some(ops);
-        }
-        bin.1 += bytes;
-        bin.0.push(ops);
-        None
-    }
-
-    /// Frees what the writer handed back, on the calling thread.
-    fn empty(&self) {
-        let taken = std::mem::take(&mut *self.bin.lock().expect("recycle bin"));
-        drop(taken);
-    }
-}
-
-/// The network side's handle on a writer: sends batches, and frees the ops the writer is done
-/// with on the way ([`Recycle`]).
-#[derive(Debug, Clone)]
-pub struct BatchSender {
-    tx: mpsc::Sender<WriteBatch>,
-    recycle: Arc<Recycle>,
-}
-
-impl BatchSender {
-    /// Sends `batch` (waiting while the writer's queue is full); an error once the writer is
-    /// gone.
-    pub async fn send(&self, batch: WriteBatch) -> Result<(), mpsc::error::SendError<WriteBatch>> {
-        self.recycle.empty();
-        self.tx.send(batch).await
-    }
 }
 
 /// Where a run's writer writes.

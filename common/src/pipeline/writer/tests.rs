@@ -197,26 +197,3 @@ fn blocks_are_written_at_their_offsets_and_complete_with_the_last_with(named: bo
     assert_eq!(w.abort(), vec![rel("part")]);
     assert_eq!(names(&t), vec!["big"]);
 }
-
-/// Written ops go back to the network side to be freed, up to the bin's bound; past it the
-/// writer keeps (and frees) them itself.
-#[test]
-fn the_recycle_bin_holds_at_most_its_bound() {
-    let bin = Recycle::default();
-    let data = |n: usize| {
-        vec![WriteOp::Data {
-            id: 1,
-            bytes: bytes::Bytes::from(vec![0u8; n]),
-        }]
-    };
-    assert!(bin
-        .put(data(RECYCLE_BYTES / 2), RECYCLE_BYTES / 2)
-        .is_none());
-    assert!(bin
-        .put(data(RECYCLE_BYTES / 2), RECYCLE_BYTES / 2)
-        .is_none());
-    let back = bin.put(data(1), 1).expect("the bin is full");
-    assert_eq!(back[0].data_len(), 1);
-    bin.empty();
-    assert!(bin.put(data(1), 1).is_none(), "emptied, it takes ops again");
-}
