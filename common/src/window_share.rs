@@ -49,7 +49,7 @@ pub struct TunedReceive {
 struct Tuned {
     /// The connection's share of the run's window (0 until seated).
     share: u64,
-    /// The tuning's window, `None` for no limit of its own.
+    /// The tuning's window, `None` until it sets one (`recv --fixed-window`: never).
     demand: Option<u64>,
     /// The window in effect, and the smallest one it had.
     current: u64,
@@ -69,10 +69,10 @@ impl TunedReceive {
         })
     }
 
-    /// The tuning's window (`None`: the whole share).
-    pub fn set_demand(&self, demand: Option<u64>) {
+    /// The tuning's window (until it is set, the whole share).
+    pub fn set_demand(&self, demand: u64) {
         let mut st = self.state.lock().expect("tuned window");
-        st.demand = demand;
+        st.demand = Some(demand);
         self.apply(&mut st);
     }
 

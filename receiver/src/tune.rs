@@ -55,7 +55,7 @@ pub(crate) fn spawn(
     meter: Arc<ReadMeter>,
 ) -> JoinHandle<()> {
     let start = window_tune::start_window(conn.rtt());
-    tuned.set_demand(Some(start));
+    tuned.set_demand(start);
     tokio::spawn(async move {
         let mut tuner = ReceiveTuner::new(start);
         let mut last = Instant::now();
@@ -63,7 +63,7 @@ pub(crate) fn spawn(
             tokio::time::sleep(window_tune::period(conn.rtt())).await;
             let now = Instant::now();
             let read = meter.read.load(Ordering::Relaxed);
-            tuned.set_demand(Some(tuner.sample(read, now - last, conn.rtt())));
+            tuned.set_demand(tuner.sample(read, now - last, conn.rtt()));
             last = now;
         }
     })

@@ -254,7 +254,12 @@ impl WorkQueue {
     /// The next item if one is queued now; `Ok(None)` when [`WorkQueue::take`] would wait or
     /// the walk is over (ask `take` then).
     pub fn take_ready(&self) -> Result<Option<Item>> {
-        let mut s = self.state.lock().expect("work queue");
+        self.pop(&mut self.state.lock().expect("work queue"))
+    }
+
+    /// The front item, if any (a walker waiting for room is woken once there is some); the
+    /// walk's error once it failed.
+    fn pop(&self, s: &mut State) -> Result<Option<Item>> {
         if let Some(Err(e)) = &s.end {
             return Err(WalkError(e.clone()).into());
         }
@@ -270,13 +275,7 @@ impl WorkQueue {
     pub fn take(&self) -> Result<Option<Item>> {
         let mut s = self.state.lock().expect("work queue");
         loop {
-            if let Some(Err(e)) = &s.end {
-                return Err(WalkError(e.clone()).into());
-            }
-            if let Some(item) = s.items.pop_front() {
-                if s.items.len() + 1 == self.ahead {
-                    self.room.notify_one();
-                }
+            if let Some(item) = self.pop(&mut s)? {
                 return Ok(Some(item));
             }
             if s.end.is_some() {

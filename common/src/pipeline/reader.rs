@@ -279,15 +279,11 @@ fn read_loop(
     budget: &ByteBudget,
     out: &mut Outbox,
 ) -> Result<()> {
-    let mut folder = Folder::default();
+    let mut folder = Folder::new(queue.root());
     while let Some(item) = out.take(queue)? {
         let sent = match item {
             Item::File { index, file, block } => {
-                let source = Source {
-                    root: queue.root(),
-                    folder: &mut folder,
-                };
-                read_file(source, index, &file, block, config, budget, out)?
+                read_file(&mut folder, index, &file, block, config, budget, out)?
             }
             Item::Dir(dir) => {
                 let mut bytes = BytesMut::with_capacity(3 + dir.as_bytes().len());
@@ -341,20 +337,24 @@ impl SourceFileError {
 /// folder by folder, and opening each from its folder resolves one name instead of every
 /// component of its path from the root (the path walk, `__d_lookup_rcu` and `link_path_walk`,
 /// was ~7% of a tcp-bundle sender's samples on 65,536 × 4 KiB: docs/benchmarks.md).
-#[derive(Default)]
-struct Folder {
+struct Folder<'a> {
+    root: &'a Path,
     parent: Option<(Vec<u8>, OwnedFd)>,
 }
 
-impl Folder {
-    /// Opens `rel` under `root` for reading, never following a symbolic link in its last
+impl<'a> Folder<'a> {
+    fn new(root: &'a Path) -> Self {
+        Self { root, parent: None }
+    }
+
+    /// Opens `rel` under the root for reading, never following a symbolic link in its last
     /// component (as before, the folders above it are followed).
-    fn open(&mut self, root: &Path, rel: &RelPath) -> std::io::Result<File> {
+    fn open(&mut self, rel: &RelPath) -> std::io::Result<File> {
         use rustix::fs::{Mode, OFlags};
         let (parent, name) = rel.split_parent();
         let held = matches!(&self.parent, Some((p, _)) if p == parent);
         if !held {
-            let dir = root.join(OsStr::from_bytes(parent));
+            let dir = self.root.join(OsStr::from_bytes(parent));
             let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
             let fd = rustix::fs::open(&dir, flags, Mode::empty())?;
             self.parent = Some((parent.to_vec(), fd));
@@ -366,16 +366,10 @@ impl Folder {
     }
 }
 
-/// Where the reader opens files: the tree's root, and the folder it holds open.
-struct Source<'a> {
-    root: &'a Path,
-    folder: &'a mut Folder,
-}
-
 /// Reads file `index` of the tree (or its block `offset, len`) into chunks; `Ok(false)` if the
 /// consumer went away.
 fn read_file(
-    source: Source,
+    folder: &mut Folder,
     index: usize,
     entry: &SourceFile,
     block: Option<(u64, u64)>,
@@ -383,12 +377,9 @@ fn read_file(
     budget: &ByteBudget,
     out: &mut Outbox,
 ) -> Result<bool> {
-    let root = source.root;
+    let root = folder.root;
     let fail = |action, cause| SourceFileError::new(action, root, &entry.rel, cause);
-    let mut file = source
-        .folder
-        .open(root, &entry.rel)
-        .map_err(|e| fail("open", e))?;
+    let mut file = folder.open(&entry.rel).map_err(|e| fail("open", e))?;
     // A file read whole needs no stat: its last read asks for one byte more than the walk
     // found, so a change of size since the walk fails the read below all the same (one
     // system call a file less). A block does not read to the file's end: it checks the size.
