@@ -15,7 +15,8 @@
 //! periods times the path's round trip (as Linux sizes a TCP receive buffer), so a path faster
 //! than assumed is not held to it; it never shrinks below its start. The round trip is the
 //! least seen: a receiver short of CPU delays its acknowledgements, and sizing the window on
-//! that delay let a loopback receiver's queue grow it to 34 MB of RSS (against 22 MB). Cutting it further
+//! that delay let a loopback receiver's queue grow it (33.9 MB of RSS, the largest of five runs,
+//! against 24.2 MB on the least round trip: docs/benchmarks.md). Cutting it further
 //! while a slow writer fell behind was tried and cost throughput (a Btrfs destination on the
 //! 1 Gbit/s link: 41 against 45 MB/s) without lowering the peak, which the start sets.
 //!

@@ -14,8 +14,8 @@ pub(super) const RECYCLE_BYTES: usize = 1 << 20;
 ///
 /// The network thread allocates each file's buffers and ops; freed on the writer thread, every
 /// one of them took the allocating thread's malloc arena lock, against that thread's own
-/// allocations: `futex` was 9.6% of a quic-streams receiver's samples, from glibc's arena lock
-/// in `malloc` and `free` (docs/benchmarks.md, "Thirteenth session"). The bin holds at most
+/// allocations: `futex` was 9.6% of a quic-streams receiver's samples, most of it glibc's
+/// arena lock in `malloc` and `free` (docs/benchmarks.md, "Thirteenth session"). The bin holds at most
 /// [`RECYCLE_BYTES`] of data, so it adds no more than that to the write budget's memory.
 #[derive(Debug, Default)]
 pub(super) struct Recycle {
