@@ -26,6 +26,7 @@ for pass in $(seq "$PASSES"); do
   if [ $((pass % 2)) -eq 0 ]; then order=($(printf '%s\n' "${order[@]}" | tac)); fi
   for i in "${order[@]}"; do
     dst="$WORK/dst"; log="$WORK/recv.log"
+    rm -f "$log" # a stale log's address is the last run's receiver, gone by now
     "$SHOAL" recv --listen 127.0.0.1:0 --flat --dest "$dst" --identity "$WORK/identity" --once >"$log" 2>&1 &
     rpid=$!
     addr=""

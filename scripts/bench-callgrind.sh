@@ -29,6 +29,7 @@ VG="valgrind --tool=callgrind --quiet"
 for mode in $MODES; do
   for side in $SIDES; do
     rm -rf $W/dst; log=$W/recv.log; cg=$OUT/cg.$mode.$side
+    rm -f $log # a stale log's address is the last run's receiver, gone by now
     rbin=$PEER; sbin=$PEER
     if [ $side = recv ]; then rbin=$BIN; else sbin=$BIN; fi
     rcmd="$rbin recv --listen 127.0.0.1:0 --dest $W/dst --identity $W/id --once --flat --idle-timeout 120s"

@@ -84,7 +84,7 @@ run_anchor() {
 }
 run_shoal() {
   local a b d log=$W/recv.log addr="" status s r
-  rm -rf $W/dst
+  rm -rf $W/dst $log # a stale log's address is the last run's receiver, gone by now
   a=$(lo); d=$(drops)
   /usr/bin/time -f "%U %S" -o $W/recv.time "$BIN" recv --listen 127.0.0.1:0 --dest $W/dst --identity $W/id --once --flat >$log 2>&1 &
   local rp=$!

@@ -23,6 +23,7 @@ SRC=$W/src-$FILES-$SIZE
 for i in $(seq "$RUNS"); do
   for mode in $MODES; do
     rm -rf $W/dst; log=$W/recv.log
+    rm -f $log # a stale log's address is the last run's receiver, gone by now
     "$BIN" recv --listen 127.0.0.1:0 --dest $W/dst --identity $W/id --once --flat ${RECV_ARGS:-} >$log 2>&1 &
     rp=$!
     addr=""
