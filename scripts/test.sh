@@ -9,6 +9,8 @@ cargo fmt --all --check
 cargo clippy --workspace --all-targets --release -- -D warnings
 # The code's shape: file sizes, no import loops, unsafe fenced, a pure protocol crate.
 python3 scripts/check-shape.py
+# Every file the docs cite as evidence is committed (results/*/ is git-ignored).
+python3 scripts/check-cited.py
 # Each root-only test notes in this file whether it ran or skipped (tests/support: root_only).
 root_log=target/root-only-tests.log
 mkdir -p target
