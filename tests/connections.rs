@@ -72,7 +72,7 @@ fn every_cc_and_connection_count(mode: &str) {
                     "{mode} ×{conns}: receive window {got} is no share of 20 MiB"
                 );
             }
-            if mode == "quic-bundle" {
+            if mode.starts_with("quic") {
                 // Sized for the path: at least 2 MiB, at most the connection's share.
                 let least = row["receiver_conn_window_min"].as_u64().unwrap();
                 let got = row["conn_window"].as_u64().unwrap();
@@ -85,18 +85,24 @@ fn every_cc_and_connection_count(mode: &str) {
     }
 }
 
-/// `recv --fixed-window` gives a quic-bundle connection its whole window from the start; by
-/// default a loopback connection starts near 2 MiB (common/src/window_tune.rs).
+/// `recv --fixed-window` gives a QUIC connection its whole window from the start; by default
+/// a loopback connection starts near 2 MiB (common/src/window_tune.rs).
 #[test]
-fn quic_bundle_window_sized_for_the_path_unless_fixed() {
+fn quic_window_sized_for_the_path_unless_fixed() {
     let t = tempfile::tempdir().unwrap();
     let src = t.path().join("src");
     gen(&src, 200, "4KiB", 4, 5);
-    for (run, fixed) in [(1, true), (2, false)] {
+    let runs = [
+        ("quic-bundle", true),
+        ("quic-bundle", false),
+        ("quic-streams", true),
+        ("quic-streams", false),
+    ];
+    for (run, (mode, fixed)) in runs.into_iter().enumerate() {
         let dst = t.path().join(format!("dst-{run}"));
         let args: &[&str] = if fixed { &["--fixed-window"] } else { &[] };
         let rx = ReceiverProc::start(&t.path().join("id"), &dst, args);
-        let out = rx.send(&src, &["--mode", "quic-bundle", "--json"]);
+        let out = rx.send(&src, &["--mode", mode, "--json"]);
         assert!(out.status.success(), "{}", text(&out));
         let row = json(&out);
         let whole = row["conn_window"].as_u64().unwrap();

@@ -201,7 +201,7 @@ struct RecvArgs {
     /// quinn's receive window, so this only has to keep the writer busy.
     #[arg(long, default_value = "4MiB", value_parser = parse_size)]
     write_budget: u64,
-    /// quic-bundle: give each connection its whole receive window (--conn-window, or its share
+    /// QUIC modes: give each connection its whole receive window (--conn-window, or its share
     /// with --connections) from the start. By default a connection starts with what a 10 Gbit/s
     /// path of its handshake's round trip can use (twice that, at least 2 MiB: the whole window
     /// from ~8 ms up) and grows to twice its delivery rate times the round trip, so a short

@@ -177,7 +177,7 @@ pub struct RunRow {
     pub threads: Option<u64>,
     #[serde(default)]
     pub receiver_threads: Option<u64>,
-    /// quic-bundle: the smallest connection receive window the receiver had in effect (it sizes
+    /// QUIC: the smallest connection receive window the receiver had in effect (it sizes
     /// the window for the path unless `recv --fixed-window`); equal to `conn_window` when that
     /// is the whole window. Empty in other modes and when the receiver did not report it.
     #[serde(default)]

@@ -1,6 +1,6 @@
-//! Path-sized receive window for a QUIC bundle connection: the window a path of this round
-//! trip can use, grown with what the connection delivers, instead of the whole `--conn-window`
-//! on every path.
+//! Path-sized receive window for a QUIC connection (quic-bundle and quic-streams): the window
+//! a path of this round trip can use, grown with what the connection delivers, instead of the
+//! whole `--conn-window` on every path.
 //!
 //! quinn grants the sender `--conn-window` bytes past what the application has read, and both
 //! ends hold what is in that credit: the sender until it is acknowledged (quinn lets it buffer
@@ -15,10 +15,10 @@
 //! periods times the path's round trip (as Linux sizes a TCP receive buffer), so a path faster
 //! than assumed is not held to it; it never shrinks below its start. The round trip is the
 //! least seen: a receiver short of CPU delays its acknowledgements, and sizing the window on
-//! that delay let a loopback receiver's queue grow it (33.9 MB of RSS, the largest of five runs,
-//! against 24.2 MB on the least round trip: docs/benchmarks.md). Cutting it further
-//! while a slow writer fell behind was tried and cost throughput (a Btrfs destination on the
-//! 1 Gbit/s link: 41 against 45 MB/s) without lowering the peak, which the start sets.
+//! that delay let a loopback receiver's queue grow it. Cutting it further while a slow writer
+//! fell behind was tried and cost throughput on a Btrfs destination without lowering the peak,
+//! which the start sets (docs/benchmarks.md, "Thirteenth session": the logs of both trials were
+//! lost, so no figure is kept here).
 //!
 //! The rule is pure ([`ReceiveTuner`]); the receiver's QUIC connection task feeds it once a
 //! period.

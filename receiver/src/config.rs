@@ -45,7 +45,7 @@ pub struct ReceiverConfig {
     pub allow_baselines: bool,
     /// Print each run's line as one JSON object (`recv --json`).
     pub json: bool,
-    /// quic-bundle: give each connection its whole share of `flow.conn_window` from the start
+    /// QUIC modes: give each connection its whole share of `flow.conn_window` from the start
     /// instead of a window sized for its path (`recv --fixed-window`; common/src/window_tune.rs).
     pub fixed_window: bool,
 }

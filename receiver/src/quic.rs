@@ -139,10 +139,11 @@ pub(crate) async fn handle(
     // This connection's share of the run's window, now that the hello says how many
     // connections the run spreads over; handed on to the others when this one is done.
     let tuned = TunedReceive::new(conn.clone());
-    // quic-bundle: the window follows what the connection delivers (common/src/window_tune.rs);
-    // its start is set before the share is granted.
+    // The window follows what the connection delivers (common/src/window_tune.rs); its start
+    // is set before the share is granted.
     let meter = Arc::new(tune::ReadMeter::default());
-    let tuning = (hello.mode == Mode::QuicBundle && !config.fixed_window)
+    let quic_mode = matches!(hello.mode, Mode::QuicBundle | Mode::QuicStreams);
+    let tuning = (quic_mode && !config.fixed_window)
         .then(|| tune::spawn(conn.clone(), tuned.clone(), meter.clone()));
     let mut seat = member.run.quic_window.seat(tuned.clone());
     let conn_window = seat.initial();
@@ -192,7 +193,13 @@ pub(crate) async fn handle(
                     }
                 })
             };
-            let end = streams::receive(config, &member, &mut rd, buf, decoder, files, facts).await;
+            let meter = tuning.is_some().then_some(meter);
+            let mut end =
+                streams::receive(config, &member, &mut rd, buf, decoder, files, facts, meter).await;
+            if let Some(t) = tuning {
+                t.abort();
+            }
+            end.facts.conn_window_min = tuned.lowest();
             seat.finished();
             acceptor.abort();
             member

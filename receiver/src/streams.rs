@@ -25,6 +25,7 @@ use crate::fileread::{read_into, AckWhenWaiting, FileStream};
 use crate::hub::{ConnEnd, Membership, Run};
 use crate::run::TransportFacts;
 use crate::stage::{send_batch, Intake, PumpError};
+use crate::tune::ReadMeter;
 
 /// A file stream as it arrives.
 pub(crate) enum InboundFile {
@@ -44,6 +45,9 @@ struct Shared {
     mine: Mutex<Claims>,
     open_now: AtomicU64,
     peak_open: AtomicU64,
+    /// What the file streams read, for the path-sized QUIC window (`tune.rs`); `None` over
+    /// yamux and with `recv --fixed-window`.
+    meter: Option<Arc<ReadMeter>>,
 }
 
 /// Receives one connection's files, arriving on `inbound`; the control stream is
@@ -57,6 +61,7 @@ pub(crate) async fn receive<R: AsyncRead + Unpin>(
     decoder: RecordDecoder,
     mut inbound: mpsc::UnboundedReceiver<InboundFile>,
     facts: TransportFacts,
+    meter: Option<Arc<ReadMeter>>,
 ) -> ConnEnd {
     let run = &member.run;
     let shared = Arc::new(Shared {
@@ -66,6 +71,7 @@ pub(crate) async fn receive<R: AsyncRead + Unpin>(
         mine: Mutex::new(Claims::default()),
         open_now: AtomicU64::new(0),
         peak_open: AtomicU64::new(0),
+        meter,
     });
     // File handlers run inside this task: a task per file cost wake-ups between tasks (and
     // threads) for every stream opened, read and closed.
@@ -234,10 +240,16 @@ async fn read_control<R: AsyncRead + Unpin>(
     Ok(n)
 }
 
-/// A QUIC file stream's first read. 4.5 KiB here makes quic-streams faster (65,536 × 4 KiB on
-/// tmpfs, one connection: 150–171 against 111–118 MB/s) but raised the receiver's peak RSS
-/// from 47 to 116–136 MB, over the 64 MB target; why quinn then holds so much more is not yet
-/// understood (docs/benchmarks.md).
+/// A QUIC file stream's first read: enough for the record's header. What stays unread stays in
+/// quinn, inside the connection's flow-control window, so a slow writer holds the sender back
+/// instead of 4,096 handlers each holding a file's bytes. Reading a 4 KiB file whole (4.5 KiB)
+/// was faster while quinn's window was 20 MiB on every path, but with that window (which the
+/// study's 141 ms link still has) it raised the receiver's peak RSS over its 48 MB ceiling:
+/// 62.6 against 43.5 MB, and 48.8–54.4 MB even when reading whole only while the write budget
+/// had room. With the window sized for the path, whole reads are no faster on loopback (2.418
+/// against 2.387 s) (results/bench-2026-12-02-s14/ab-quic-streams-firstread4608-tried.log,
+/// ab-quic-streams-path-window-vs-3dfd6b7.log,
+/// ab-quic-streams-window-only-vs-adaptive-vs-3dfd6b7.log).
 const QUIC_FIRST_READ: usize = 512;
 
 /// Reads exactly one file record from a stream and writes it.
@@ -273,9 +285,13 @@ async fn read_one_file(
             0 => first_read,
             due => (due as usize).min(64 << 10),
         };
-        if read_into(rd, &mut buf, want, shared.config.idle_timeout).await? == 0 {
+        let n = read_into(rd, &mut buf, want, shared.config.idle_timeout).await?;
+        if n == 0 {
             intake.finish(&buf)?;
             return Ok(());
+        }
+        if let Some(meter) = &shared.meter {
+            meter.add(n as u64);
         }
     }
 }

@@ -265,7 +265,8 @@ async fn serve<S>(
                     };
                     let files = files.expect("an admitted connection keeps its file streams");
                     let end =
-                        streams::receive(config, &member, &mut crd, cbuf, cdec, files, facts).await;
+                        streams::receive(config, &member, &mut crd, cbuf, cdec, files, facts, None)
+                            .await;
                     let completion = member
                         .finish_and_reply(&ctx.hub, end, config.idle_timeout, &mut cwr)
                         .await;

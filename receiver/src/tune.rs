@@ -1,6 +1,6 @@
-//! quic-bundle: the I/O side of the path-sized receive window (`shoal_common::window_tune`):
-//! meters what the connection's records stage reads from its stream, and feeds the rule once a
-//! round trip.
+//! QUIC: the I/O side of the path-sized receive window (`shoal_common::window_tune`): meters
+//! what the connection's records stage reads from its stream (quic-bundle) or its file streams
+//! (quic-streams), and feeds the rule once a round trip.
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,6 +17,13 @@ use tokio::task::JoinHandle;
 #[derive(Debug, Default)]
 pub(crate) struct ReadMeter {
     read: AtomicU64,
+}
+
+impl ReadMeter {
+    /// Counts `n` bytes read.
+    pub(crate) fn add(&self, n: u64) {
+        self.read.fetch_add(n, Ordering::Relaxed);
+    }
 }
 
 /// A stream whose reads are metered.
@@ -40,8 +47,7 @@ impl<R: AsyncRead + Unpin> AsyncRead for Metered<R> {
         let before = buf.filled().len();
         let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
         if let Poll::Ready(Ok(())) = polled {
-            let n = (buf.filled().len() - before) as u64;
-            self.meter.read.fetch_add(n, Ordering::Relaxed);
+            self.meter.add((buf.filled().len() - before) as u64);
         }
         polled
     }

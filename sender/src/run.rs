@@ -243,7 +243,7 @@ pub async fn send(config: &SendConfig) -> RunRow {
                 row.stream_window = Some(c.stream_window);
                 row.conn_window = Some(c.conn_window);
             }
-            if config.mode == Mode::QuicBundle {
+            if matches!(config.mode, Mode::QuicBundle | Mode::QuicStreams) {
                 row.receiver_conn_window_min = c.conn_window_min;
             }
             row.peak_streams = m.peak_streams;

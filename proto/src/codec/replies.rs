@@ -42,7 +42,7 @@ pub struct Completion {
     /// Threads of the receiver's async runtime (its `--threads`, read back from the runtime);
     /// after the three above, so an older receiver's report reads as `None`.
     pub threads: Option<u64>,
-    /// quic-bundle: the smallest connection receive window in effect during the run (the
+    /// QUIC: the smallest connection receive window in effect during the run (the
     /// receiver sizes it for the path; equal to `conn_window` when that is the whole window).
     /// After `threads`, so an older receiver's report reads as `None`.
     pub conn_window_min: Option<u64>,
