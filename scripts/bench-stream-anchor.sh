@@ -11,8 +11,9 @@
 #
 # Per arm: the whole process's wall time (for Shoal, the `shoal send` process: walk, connect,
 # transfer, completion; for the anchor, its whole process: identity, handshake, streams) and
-# both ends' CPU seconds (Shoal: the row's sender and receiver CPU; the anchor: its client and
-# server threads). The summary gives tar|tar's wall / each arm's wall, the ratio issue 19's
+# both ends' CPU seconds (Shoal: the row's `sender_cpu_seconds` and `receiver_run_cpu_seconds`,
+# each `getrusage` of its whole process, the receiver's from the run's admission; the anchor:
+# `getrusage` of its one process, which holds both ends, from its start). The summary gives tar|tar's wall / each arm's wall, the ratio issue 19's
 # targets use (tcp-streams >= 0.75, quic-streams >= 0.6): an anchor below a target says the
 # protocol alone, as Shoal configures it, cannot meet it on this host. Every Shoal row must be
 # `ok` (the receiver verified every file's SHA-256); tar's destination is checked with
@@ -60,7 +61,7 @@ run_anchor() {
   t1=$(now)
   echo "$out" >&2
   echo "$out" | awk -v arm="anchor-$1" -v wall="$(echo "$t1 - $t0" | bc -l)" \
-    '{for (i = 1; i < NF; i++) v[$i] = $(i + 1); print arm, wall, v["client_cpu_s"], v["server_cpu_s"]}' |
+    '{for (i = 1; i < NF; i++) v[$i] = $(i + 1); print arm, wall, v["cpu_s"], 0}' |
     tee -a "$WORK/results.txt"
 }
 
@@ -99,7 +100,7 @@ for pass in $(seq "$PASSES"); do
   done
 done
 
-echo "# medians of $PASSES: wall s, CPU s (sender or client + receiver or server), tar|tar wall / wall"
+echo "# medians of $PASSES: wall s, CPU s of both ends, tar|tar wall / wall"
 python3 - "$WORK/results.txt" <<'PY'
 import statistics as st, sys
 rows = {}

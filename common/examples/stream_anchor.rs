@@ -13,7 +13,8 @@
 //! current-thread tokio runtime; each end drives its connection in the same task as its
 //! streams (no task per stream). Prints one line: streams, bytes, the transfer's seconds (first
 //! stream opened to last stream done), the whole process's seconds (identity, handshake and all)
-//! and each thread's CPU seconds.
+//! and the whole process's CPU seconds (both ends: `metrics::cpu_seconds`, as Shoal's rows
+//! count each end's whole process).
 //!
 //!   cargo run --release -p shoal-common --example stream_anchor -- yamux|quic [FILES] [SIZE] [OUTSTANDING]
 //!
@@ -21,9 +22,8 @@
 
 use std::future::poll_fn;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::Poll;
+use std::task::{Context as TaskContext, Poll};
 use std::time::Instant;
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -32,6 +32,7 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use futures::{AsyncReadExt, AsyncWriteExt};
 use shoal_common::config::FlowConfig;
 use shoal_common::identity::{self, Identity};
+use shoal_common::metrics;
 use shoal_common::transport::{quic_transport, udp_socket, yamux_config, yamux_streams};
 use tokio_util::compat::TokioAsyncReadCompatExt;
 
@@ -55,17 +56,18 @@ fn main() -> Result<()> {
     };
     let dir = tempfile::tempdir()?;
     let identity = Identity::load_or_create(dir.path())?;
-    let (seconds, client_cpu, server_cpu) = match protocol.as_str() {
+    let seconds = match protocol.as_str() {
         "yamux" => yamux_run(&identity, plan)?,
         "quic" => quic_run(&identity, plan)?,
         other => bail!("protocol must be yamux or quic, not {other}"),
     };
     println!(
         "stream-anchor {protocol} streams {} bytes {} seconds {seconds:.3} process_seconds {:.3} \
-         client_cpu_s {client_cpu:.3} server_cpu_s {server_cpu:.3}",
+         cpu_s {:.3}",
         plan.files,
         plan.files * plan.size as u64,
-        started.elapsed().as_secs_f64()
+        started.elapsed().as_secs_f64(),
+        metrics::cpu_seconds()
     );
     Ok(())
 }
@@ -85,25 +87,33 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 }
 
 /// Runs `server` on a thread of its own and `client` on this one; returns the client's
-/// seconds and both threads' CPU seconds.
-fn two_ends<S, C>(server: S, client: C) -> Result<(f64, f64, f64)>
+/// seconds once both ends are done (either end's failure is printed as it happens).
+fn two_ends<S, C>(server: S, client: C) -> Result<f64>
 where
     S: FnOnce() -> Result<()> + Send + 'static,
     C: FnOnce() -> Result<f64>,
 {
-    let server = std::thread::spawn(move || {
-        server()
-            .map(|()| thread_cpu_seconds())
-            .inspect_err(|e| eprintln!("server: {e:#}"))
-    });
+    let server = std::thread::spawn(move || server().inspect_err(|e| eprintln!("server: {e:#}")));
     let seconds = client().inspect_err(|e| eprintln!("client: {e:#}"));
-    let client_cpu = thread_cpu_seconds();
-    let server_cpu = server.join().expect("server thread");
-    let (seconds, server_cpu) = (seconds?, server_cpu?);
-    Ok((seconds, client_cpu, server_cpu))
+    server.join().expect("server thread")?;
+    seconds
 }
 
-fn yamux_run(identity: &Identity, plan: Plan) -> Result<(f64, f64, f64)> {
+/// One end's streams under way, each ending when its stream is done.
+type Streams = FuturesUnordered<BoxFuture<'static, Result<()>>>;
+
+/// Takes every finished stream out of `streams`, counting it in `done`; whether any finished.
+fn reap(streams: &mut Streams, cx: &mut TaskContext<'_>, done: &mut u64) -> Result<bool> {
+    let mut any = false;
+    while let Poll::Ready(Some(r)) = streams.poll_next_unpin(cx) {
+        r?;
+        *done += 1;
+        any = true;
+    }
+    Ok(any)
+}
+
+fn yamux_run(identity: &Identity, plan: Plan) -> Result<f64> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     let addr = listener.local_addr()?;
     listener.set_nonblocking(true)?;
@@ -119,16 +129,10 @@ fn yamux_run(identity: &Identity, plan: Plan) -> Result<(f64, f64, f64)> {
             let tls = acceptor.accept(tcp).await?;
             let mut conn =
                 yamux::Connection::new(tls.compat(), yamux_config(streams), yamux::Mode::Server);
-            let mut reading: FuturesUnordered<BoxFuture<'static, Result<()>>> =
-                FuturesUnordered::new();
+            let mut reading = Streams::new();
             let mut done = 0u64;
             poll_fn(|cx| loop {
-                let mut progress = false;
-                while let Poll::Ready(Some(r)) = reading.poll_next_unpin(cx) {
-                    r?;
-                    done += 1;
-                    progress = true;
-                }
+                let mut progress = reap(&mut reading, cx, &mut done)?;
                 // The server keeps driving its connection until the client closes it, so every
                 // stream's close reaches the client.
                 match conn.poll_next_inbound(cx) {
@@ -166,16 +170,10 @@ fn yamux_run(identity: &Identity, plan: Plan) -> Result<(f64, f64, f64)> {
                 yamux::Connection::new(tls.compat(), yamux_config(streams), yamux::Mode::Client);
             let data: &'static [u8] = vec![0xAB; plan.size].leak();
             let start = Instant::now();
-            let mut open: FuturesUnordered<BoxFuture<'static, Result<()>>> =
-                FuturesUnordered::new();
+            let mut open = Streams::new();
             let (mut opened, mut done) = (0u64, 0u64);
             poll_fn(|cx| loop {
-                let mut progress = false;
-                while let Poll::Ready(Some(r)) = open.poll_next_unpin(cx) {
-                    r?;
-                    done += 1;
-                    progress = true;
-                }
+                let mut progress = reap(&mut open, cx, &mut done)?;
                 if done == plan.files {
                     return Poll::Ready(Ok::<(), anyhow::Error>(()));
                 }
@@ -195,7 +193,7 @@ fn yamux_run(identity: &Identity, plan: Plan) -> Result<(f64, f64, f64)> {
                     }
                 }
                 // Driving the connection is what moves every stream's frames.
-                match Pin::new(&mut conn).poll_next_inbound(cx) {
+                match conn.poll_next_inbound(cx) {
                     Poll::Ready(Some(Err(e))) => return Poll::Ready(Err(anyhow!("client: {e}"))),
                     // The receiver opens no streams.
                     Poll::Ready(Some(Ok(_))) => progress = true,
@@ -219,7 +217,7 @@ fn yamux_run(identity: &Identity, plan: Plan) -> Result<(f64, f64, f64)> {
     two_ends(server, client)
 }
 
-fn quic_run(identity: &Identity, plan: Plan) -> Result<(f64, f64, f64)> {
+fn quic_run(identity: &Identity, plan: Plan) -> Result<f64> {
     let flow = FlowConfig::default();
     let bind: SocketAddr = "127.0.0.1:0".parse()?;
     let server_socket = udp_socket(bind, &flow)?;
@@ -307,15 +305,4 @@ fn quic_run(identity: &Identity, plan: Plan) -> Result<(f64, f64, f64)> {
         })
     };
     two_ends(server, client)
-}
-
-/// This thread's user + system CPU seconds (/proc/thread-self/stat fields 14 and 15, in clock
-/// ticks of 1/100 s).
-fn thread_cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap_or_default();
-    // The command name (field 2) may hold spaces: count fields after its closing parenthesis.
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-    (ticks(11) + ticks(12)) / 100.0
 }
