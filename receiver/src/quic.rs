@@ -141,10 +141,7 @@ pub(crate) async fn handle(
     let tuned = TunedReceive::new(conn.clone());
     // The window follows what the connection delivers (common/src/window_tune.rs); its start
     // is set before the share is granted.
-    let meter = Arc::new(tune::ReadMeter::default());
-    let quic_mode = matches!(hello.mode, Mode::QuicBundle | Mode::QuicStreams);
-    let tuning = (quic_mode && !config.fixed_window)
-        .then(|| tune::spawn(conn.clone(), tuned.clone(), meter.clone()));
+    let tuning = tune::start(conn.clone(), tuned.clone(), config.fixed_window);
     let mut seat = member.run.quic_window.seat(tuned.clone());
     let conn_window = seat.initial();
     // As many concurrent file streams as this connection will use (admission checked that
@@ -160,13 +157,10 @@ pub(crate) async fn handle(
     };
     let completion = match hello.mode {
         Mode::QuicBundle => {
-            let mut rd = tune::Metered::new(&mut rd, meter);
+            let mut rd = tune::Metered::new(&mut rd, tuning.meter());
             let (mut end, mut wr) =
                 bundle::receive(config, &member, &mut rd, wr, buf, decoder, false, facts).await;
-            if let Some(t) = tuning {
-                t.abort();
-            }
-            end.facts.conn_window_min = tuned.lowest();
+            end.facts.conn_window_min = tuning.finish(&tuned);
             seat.finished();
             member
                 .finish_and_reply(&ctx.hub, end, config.idle_timeout, &mut wr)
@@ -193,13 +187,10 @@ pub(crate) async fn handle(
                     }
                 })
             };
-            let meter = tuning.is_some().then_some(meter);
+            let meter = Some(tuning.meter());
             let mut end =
                 streams::receive(config, &member, &mut rd, buf, decoder, files, facts, meter).await;
-            if let Some(t) = tuning {
-                t.abort();
-            }
-            end.facts.conn_window_min = tuned.lowest();
+            end.facts.conn_window_min = tuning.finish(&tuned);
             seat.finished();
             acceptor.abort();
             member

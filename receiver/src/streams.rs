@@ -46,7 +46,7 @@ struct Shared {
     open_now: AtomicU64,
     peak_open: AtomicU64,
     /// What the file streams read, for the path-sized QUIC window (`tune.rs`); `None` over
-    /// yamux and with `recv --fixed-window`.
+    /// yamux.
     meter: Option<Arc<ReadMeter>>,
 }
 

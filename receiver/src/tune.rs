@@ -53,24 +53,64 @@ impl<R: AsyncRead + Unpin> AsyncRead for Metered<R> {
     }
 }
 
-/// Sets `tuned`'s window for the start (call before it is seated, so the share is never
-/// granted whole on a short path) and runs its tuning until aborted.
-pub(crate) fn spawn(
-    conn: quinn::Connection,
-    tuned: Arc<TunedReceive>,
+/// A connection's window tuning under way: stopped by [`Tuning::finish`], or when dropped, so
+/// it never outlives the connection's handling (whichever way that ends).
+pub(crate) struct Tuning {
+    task: Option<JoinHandle<()>>,
     meter: Arc<ReadMeter>,
-) -> JoinHandle<()> {
+}
+
+impl Tuning {
+    /// What the tuning meters: the bytes the connection's records stage reads (counted with
+    /// `recv --fixed-window` too, where nothing reads them: one atomic add a read).
+    pub(crate) fn meter(&self) -> Arc<ReadMeter> {
+        self.meter.clone()
+    }
+
+    /// Stops the tuning — before the connection's seat is given up, so it sets no window after
+    /// that — and returns the smallest window the connection had.
+    pub(crate) fn finish(mut self, tuned: &TunedReceive) -> u64 {
+        self.stop();
+        tuned.lowest()
+    }
+
+    fn stop(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+}
+
+impl Drop for Tuning {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Sets `tuned`'s window for the start (call before it is seated, so the share is never
+/// granted whole on a short path) and tunes it once a period until the [`Tuning`] is finished
+/// or dropped; with `fixed` (`recv --fixed-window`) it leaves the window whole.
+pub(crate) fn start(conn: quinn::Connection, tuned: Arc<TunedReceive>, fixed: bool) -> Tuning {
+    let meter = Arc::new(ReadMeter::default());
+    if fixed {
+        return Tuning { task: None, meter };
+    }
     let start = window_tune::start_window(conn.rtt());
     tuned.set_demand(start);
-    tokio::spawn(async move {
+    let read = meter.clone();
+    let task = tokio::spawn(async move {
         let mut tuner = ReceiveTuner::new(start);
         let mut last = Instant::now();
         loop {
             tokio::time::sleep(window_tune::period(conn.rtt())).await;
             let now = Instant::now();
-            let read = meter.read.load(Ordering::Relaxed);
-            tuned.set_demand(tuner.sample(read, now - last, conn.rtt()));
+            let total = read.read.load(Ordering::Relaxed);
+            tuned.set_demand(tuner.sample(total, now - last, conn.rtt()));
             last = now;
         }
-    })
+    });
+    Tuning {
+        task: Some(task),
+        meter,
+    }
 }
