@@ -12,7 +12,8 @@ the thirteenth session's logs). This check fails on any cited path git does not 
 any bare file name no tracked file carries. Paths outside the repository (`/run/shoal/…`,
 `../shared/…`) and placeholders (`DIR/runs.csv`, `logs/<order>-routes.log`) are not evidence
 and are skipped: a path is checked when its first component is one of the repository's own
-top-level folders.
+top-level folders. Rust sources are read too, for the evidence their comments cite by its
+full path (`results/…/x.log`); vendored code is not.
 """
 import os
 import re
@@ -21,6 +22,8 @@ import sys
 
 # What counts as a cited file: a backticked token ending in one of these.
 CITED = re.compile(r"`([^`\s]+\.(?:log|txt|csv|sh|diff|patch|toml|py|svg|json|summary|rs))`")
+# In Rust comments: a full path under results/.
+CITED_IN_CODE = re.compile(r"(results/[A-Za-z0-9._/-]+\.(?:log|txt|csv|json|diff))")
 
 
 def tracked_files():
@@ -30,6 +33,10 @@ def tracked_files():
 
 def docs(files):
     return sorted(f for f in files if f.endswith(".md") and (f.startswith("docs/") or f == "README.md"))
+
+
+def sources(files):
+    return sorted(f for f in files if f.endswith(".rs") and not f.startswith("vendor/"))
 
 
 def missing(files):
@@ -51,6 +58,12 @@ def missing(files):
                     elif path in names:
                         continue
                     yield doc, number, path
+    for source in sources(files):
+        with open(source, encoding="utf-8") as text:
+            for number, line in enumerate(text, 1):
+                for match in CITED_IN_CODE.finditer(line):
+                    if match.group(1) not in tracked:
+                        yield source, number, match.group(1)
 
 
 def main():

@@ -247,9 +247,10 @@ async fn read_control<R: AsyncRead + Unpin>(
 /// study's 141 ms link still has) it raised the receiver's peak RSS over its 48 MB ceiling:
 /// 62.6 against 43.5 MB, and 48.8–54.4 MB even when reading whole only while the write budget
 /// had room. With the window sized for the path, whole reads are no faster on loopback (2.418
-/// against 2.387 s) (results/bench-2026-12-02-s14/ab-quic-streams-firstread4608-tried.log,
-/// ab-quic-streams-path-window-vs-3dfd6b7.log,
-/// ab-quic-streams-window-only-vs-adaptive-vs-3dfd6b7.log).
+/// against 2.387 s):
+/// results/bench-2026-12-02-s14/ab-quic-streams-firstread4608-tried.log,
+/// results/bench-2026-12-02-s14/ab-quic-streams-path-window-vs-3dfd6b7.log,
+/// results/bench-2026-12-02-s14/ab-quic-streams-window-only-vs-adaptive-vs-3dfd6b7.log.
 const QUIC_FIRST_READ: usize = 512;
 
 /// Reads exactly one file record from a stream and writes it.

@@ -4,8 +4,9 @@
 # (e.g. /work/bench/shoal-3dfd6b7+--fixed-window). Prints one line per run (the whole `send`
 # process's wall, both ends' CPU from the row, both ends' peak RSS) and, per entry, the
 # medians of wall, CPU (sender, receiver, both) and the largest peak RSS of its rounds.
-# Every run must end `ok` (the receiver verified each file's hash against the sender's); the
-# destination is then compared with the source by `diff -r` on the first round.
+# Medians are over the runs whose row says `ok` (the receiver verified each file's hash against
+# the sender's), counted as `ok n/N`; the destination is compared with the source by `diff -r`
+# on the first round.
 #   BINS="A B" MODE=tcp-bundle ROUNDS=7 [SRC=/var/tmp/s14/src] ./cpuab.sh
 set -uo pipefail
 MODE=${MODE:-tcp-bundle}

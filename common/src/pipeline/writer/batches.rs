@@ -14,8 +14,9 @@ pub(super) const RECYCLE_BYTES: usize = 1 << 20;
 ///
 /// The network thread allocates each file's buffers and ops; freed on the writer thread, every
 /// one of them took the allocating thread's malloc arena lock, against that thread's own
-/// allocations: `futex` was 9.6% of a quic-streams receiver's samples, most of it glibc's
-/// arena lock in `malloc` and `free` (docs/benchmarks.md, "Thirteenth session"). The bin holds at most
+/// allocations. Freed here instead, quic-streams' wall time fell 2.714 → 2.432 s and its
+/// receiver's CPU 2.837 → 2.665 s (medians of 5,
+/// results/bench-2026-12-02-s14/ab-quic-streams-7a36cd4-vs-7f75ceb.log). The bin holds at most
 /// [`RECYCLE_BYTES`] of data, so it adds no more than that to the write budget's memory.
 #[derive(Debug, Default)]
 pub(super) struct Recycle {
