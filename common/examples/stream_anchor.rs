@@ -3,7 +3,8 @@
 //! tcp-streams and quic-streams open one stream per file. This moves FILES streams of SIZE
 //! bytes each over the same protocol stack and settings Shoal uses — yamux (the vendored copy,
 //! `transport::yamux_config`) over TLS 1.3 over loopback TCP with Shoal's identity, or quinn
-//! (the vendored quinn-proto, `transport::quic_transport`) — with at most OUTSTANDING streams
+//! (the vendored quinn-proto, `transport::quic_transport`, the sender's MTU discovery as far
+//! as the route allows: `transport::discover_mtu_towards`) — with at most OUTSTANDING streams
 //! open, and the same notion of done as Shoal's sender: a yamux stream is done when the
 //! receiver has read it to its end and closed its side, a QUIC stream when the receiver has
 //! acknowledged all of it (`stopped()`). Nothing is read from or written to a file system and
@@ -33,7 +34,10 @@ use futures::{AsyncReadExt, AsyncWriteExt};
 use shoal_common::config::FlowConfig;
 use shoal_common::identity::{self, Identity};
 use shoal_common::metrics;
-use shoal_common::transport::{quic_transport, udp_socket, yamux_config, yamux_streams};
+use shoal_common::transport::{
+    discover_mtu_towards, quic_endpoint_config, quic_transport, udp_socket, yamux_config,
+    yamux_streams,
+};
 use tokio_util::compat::TokioAsyncReadCompatExt;
 
 fn main() -> Result<()> {
@@ -228,11 +232,13 @@ fn quic_run(identity: &Identity, plan: Plan) -> Result<f64> {
     let crypto =
         quinn::crypto::rustls::QuicClientConfig::try_from(identity::client_config(identity.pin)?)?;
     let mut client_config = quinn::ClientConfig::new(Arc::new(crypto));
-    client_config.transport_config(Arc::new(quic_transport(&flow, None)?));
+    let mut client_transport = quic_transport(&flow, None)?;
+    discover_mtu_towards(&mut client_transport, addr);
+    client_config.transport_config(Arc::new(client_transport));
     let server = move || {
         runtime()?.block_on(async move {
             let endpoint = quinn::Endpoint::new(
-                quinn::EndpointConfig::default(),
+                quic_endpoint_config(),
                 Some(server_config),
                 server_socket,
                 Arc::new(quinn::TokioRuntime),
@@ -264,7 +270,7 @@ fn quic_run(identity: &Identity, plan: Plan) -> Result<f64> {
     let client = move || {
         runtime()?.block_on(async move {
             let mut endpoint = quinn::Endpoint::new(
-                quinn::EndpointConfig::default(),
+                quic_endpoint_config(),
                 None,
                 udp_socket("0.0.0.0:0".parse()?, &flow)?,
                 Arc::new(quinn::TokioRuntime),

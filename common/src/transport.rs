@@ -27,6 +27,30 @@ pub fn quic_transport(flow: &FlowConfig, cc: Option<Cc>) -> Result<quinn::Transp
     Ok(t)
 }
 
+/// The endpoint settings both QUIC ends use: datagrams up to
+/// [`QUIC_MAX_UDP_PAYLOAD`](crate::udp_offload::QUIC_MAX_UDP_PAYLOAD) accepted (quinn's
+/// default is an Ethernet frame's 1,472 bytes, which would hold a sender on a larger-MTU path
+/// to that size whatever its discovery found).
+pub fn quic_endpoint_config() -> quinn::EndpointConfig {
+    let mut config = quinn::EndpointConfig::default();
+    config
+        .max_udp_payload_size(crate::udp_offload::QUIC_MAX_UDP_PAYLOAD)
+        .expect("within QUIC's 1,200..=65,527 bytes");
+    config
+}
+
+/// Lets a sender's MTU discovery towards `peer` go as far as the kernel's route allows
+/// ([`mtu_discovery_bound`](crate::udp_offload::mtu_discovery_bound)); quinn's default bound
+/// stays on Ethernet-sized routes.
+pub fn discover_mtu_towards(transport: &mut quinn::TransportConfig, peer: SocketAddr) {
+    let route = crate::udp_offload::route_mtu(peer);
+    if let Some(bound) = crate::udp_offload::mtu_discovery_bound(route, peer.is_ipv6()) {
+        let mut discovery = quinn::MtuDiscoveryConfig::default();
+        discovery.upper_bound(bound);
+        transport.mtu_discovery_config(Some(discovery));
+    }
+}
+
 /// The QUIC connection receive window a receiver grants before a connection's hello has been
 /// decoded: an unauthenticated peer can make it buffer no more than this, and the run's own
 /// window (`quic_window_per_connection`) is granted once the hello is in, long before slow

@@ -51,7 +51,7 @@ pub(crate) fn bind(
         .min(shoal_common::transport::QUIC_PRE_HELLO_STREAMS);
     server.transport_config(Arc::new(quic_transport(&pre_hello, None)?));
     let endpoint = quinn::Endpoint::new(
-        quinn::EndpointConfig::default(),
+        shoal_common::transport::quic_endpoint_config(),
         Some(server),
         socket,
         Arc::new(quinn::TokioRuntime),

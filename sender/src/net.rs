@@ -11,7 +11,9 @@ use shoal_common::config::{Cc, FlowConfig};
 use shoal_common::identity::{self, Pin};
 use shoal_common::quic_cc::{self, AckedBytes};
 use shoal_common::stats::set_tcp_cc;
-use shoal_common::transport::{quic_transport, udp_socket};
+use shoal_common::transport::{
+    discover_mtu_towards, quic_endpoint_config, quic_transport, udp_socket,
+};
 use socket2::SockRef;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpSocket, TcpStream};
@@ -145,7 +147,7 @@ pub async fn connect_quic_with(
     let udp_sndbuf = SockRef::from(&socket).send_buffer_size().unwrap_or(0) as u64;
     let udp_offload = shoal_common::udp_offload::UdpOffload::of(&socket);
     let mut endpoint = quinn::Endpoint::new(
-        quinn::EndpointConfig::default(),
+        quic_endpoint_config(),
         None,
         socket,
         Arc::new(quinn::TokioRuntime),
@@ -159,6 +161,7 @@ pub async fn connect_quic_with(
     // may open in advance (`StreamsState::new`: 4,096 + 4 map entries a connection here).
     transport.max_concurrent_uni_streams(0u32.into());
     transport.max_concurrent_bidi_streams(0u32.into());
+    discover_mtu_towards(&mut transport, addr);
     let (controller, acked) = quic_cc::Counting::wrap(controller);
     transport.congestion_controller_factory(controller);
     client.transport_config(Arc::new(transport));
