@@ -9,15 +9,21 @@
 //! end's ~40 MB on loopback, where ~2 MiB moves as fast (docs/benchmarks.md).
 //!
 //! The window starts at [`start_window`]: twice what a path as fast as [`FASTEST_PATH`] holds
-//! over the handshake's round trip, at least [`FLOOR`]. On the study's 141 ms link that is past
-//! the whole window, so nothing changes there: slow start, BBR's startup and a Careful Resume
-//! jump see all of it. The window then grows to twice the best delivery rate of the recent
-//! periods times the path's round trip (as Linux sizes a TCP receive buffer), so a path faster
-//! than assumed is not held to it; it never shrinks below its start. The round trip is the
-//! least seen: a receiver short of CPU delays its acknowledgements, and sizing the window on
-//! that delay let a loopback receiver's queue grow it. Cutting it further while a slow writer
-//! fell behind was tried and cost throughput on a Btrfs destination without lowering the peak,
-//! which the start sets (docs/benchmarks.md, "Thirteenth session": the logs of both trials were
+//! over the round trip, at least [`FLOOR`]. On the study's 141 ms link that is past the whole
+//! window, so nothing changes there: slow start, BBR's startup and a Careful Resume jump see
+//! all of it. The window then grows to twice the best delivery rate of the recent periods
+//! times the path's round trip (as Linux sizes a TCP receive buffer), so a path faster than
+//! assumed is not held to it; it never goes below the start for the least round trip seen.
+//!
+//! The round trip is quinn's minimum (RFC 9002's `min_rtt`, which leaves out the peer's
+//! acknowledgement delay), not the smoothed one: a receiver short of CPU delays its
+//! acknowledgements, and sizing the window on that delay let a loopback receiver's queue grow
+//! it. The start is sized again as that minimum falls: the handshake's round trip, which
+//! includes both ends' TLS work, was 1.9 ms on loopback where later packets took 11 µs, and a
+//! start held at the handshake's (up to 13 MB) gave a quic-bundle receiver 34.4 MB of RSS
+//! (results/bench-2026-12-02-s15/ab-quic-bundle-mtu.log). Cutting the window further while a
+//! slow writer fell behind was tried and cost throughput on a Btrfs destination without
+//! lowering the peak (docs/benchmarks.md, "Thirteenth session": the logs of both trials were
 //! lost, so no figure is kept here).
 //!
 //! The rule is pure ([`ReceiveTuner`]); the receiver's QUIC connection task feeds it once a
@@ -45,17 +51,15 @@ pub fn period(rtt: Duration) -> Duration {
     rtt.clamp(MIN_PERIOD, MAX_PERIOD)
 }
 
-/// The window for the start, on a path whose round trip (the handshake's) is `rtt`: twice what
+/// The window for the start, on a path whose least round trip so far is `rtt`: twice what
 /// a path of [`FASTEST_PATH`] holds, at least [`FLOOR`] (the connection's share caps it).
 pub fn start_window(rtt: Duration) -> u64 {
     ((2.0 * FASTEST_PATH * rtt.as_secs_f64()) as u64).max(FLOOR)
 }
 
 /// The window rule, fed once a period.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct ReceiveTuner {
-    /// The window never goes below its start.
-    start: u64,
     /// The least round trip seen.
     min_rtt: Option<Duration>,
     last_read: u64,
@@ -64,15 +68,6 @@ pub struct ReceiveTuner {
 }
 
 impl ReceiveTuner {
-    pub fn new(start: u64) -> Self {
-        Self {
-            start,
-            min_rtt: None,
-            last_read: 0,
-            rates: VecDeque::with_capacity(HISTORY),
-        }
-    }
-
     /// One period's sample: `read_total` bytes read by the application since the start, the
     /// period's length and the connection's round trip now. Returns the window the connection
     /// should have (its share caps it).
@@ -90,7 +85,7 @@ impl ReceiveTuner {
             .insert(self.min_rtt.map_or(rtt, |m| m.min(rtt)));
         let rate = self.rates.iter().copied().fold(0.0, f64::max);
         let demand = 2.0 * rate * rtt.as_secs_f64();
-        (demand.round() as u64).max(self.start)
+        (demand.round() as u64).max(start_window(rtt))
     }
 }
 
@@ -113,19 +108,33 @@ mod tests {
 
     #[test]
     fn the_window_grows_with_the_best_recent_rate_and_never_below_its_start() {
-        let mut t = ReceiveTuner::new(FLOOR);
-        // 300 MB/s over a 10 ms round trip: 2 x 300e6 x 0.01 = 6 MB.
-        assert_eq!(t.sample(30_000_000, 100 * MS, 10 * MS), 6_000_000);
+        let mut t = ReceiveTuner::default();
+        // 3 GB/s (faster than the start assumes) over a 1 ms round trip: 2 x 3e9 x 0.001 = 6 MB.
+        assert_eq!(t.sample(300_000_000, 100 * MS, MS), 6_000_000);
         // A pause keeps the window of the recent rate, and a longer round trip (a queue) does
         // not grow it ...
-        assert_eq!(t.sample(30_000_000, 100 * MS, 40 * MS), 6_000_000);
-        // ... until it is older than the history; then the start holds.
-        let mut total = 30_000_000;
+        assert_eq!(t.sample(300_000_000, 100 * MS, 4 * MS), 6_000_000);
+        // ... until it is older than the history; then the start for 1 ms holds.
+        let mut total = 300_000_000;
         let mut last = 0;
         for _ in 0..HISTORY {
             total += 1_000;
-            last = t.sample(total, 100 * MS, 10 * MS);
+            last = t.sample(total, 100 * MS, MS);
         }
-        assert_eq!(last, FLOOR);
+        assert_eq!(last, start_window(MS));
+        assert_eq!(last, 2_500_000);
+    }
+
+    #[test]
+    fn the_start_follows_the_least_round_trip() {
+        let mut t = ReceiveTuner::default();
+        // The handshake's 2 ms on loopback, then 11 µs: the start falls to the floor.
+        assert_eq!(t.sample(0, 20 * MS, 2 * MS), start_window(2 * MS));
+        assert_eq!(t.sample(0, 20 * MS, MS / 90), FLOOR);
+        // A queue later (a longer round trip) does not bring it back.
+        assert_eq!(t.sample(0, 20 * MS, 5 * MS), FLOOR);
+        // The study's link keeps a start past any share of the default window.
+        let mut link = ReceiveTuner::default();
+        assert!(link.sample(0, 141 * MS, 141 * MS) > 20 << 20);
     }
 }

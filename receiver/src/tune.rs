@@ -95,17 +95,19 @@ pub(crate) fn start(conn: quinn::Connection, tuned: Arc<TunedReceive>, fixed: bo
     if fixed {
         return Tuning { task: None, meter };
     }
-    let start = window_tune::start_window(conn.rtt());
-    tuned.set_demand(start);
+    // The least round trip quinn has seen, leaving out acknowledgement delays (see
+    // window_tune): the smoothed one grows with a busy receiver's queue.
+    let min_rtt = |conn: &quinn::Connection| conn.stats().path.min_rtt;
+    tuned.set_demand(window_tune::start_window(min_rtt(&conn)));
     let read = meter.clone();
     let task = tokio::spawn(async move {
-        let mut tuner = ReceiveTuner::new(start);
+        let mut tuner = ReceiveTuner::default();
         let mut last = Instant::now();
         loop {
-            tokio::time::sleep(window_tune::period(conn.rtt())).await;
+            tokio::time::sleep(window_tune::period(min_rtt(&conn))).await;
             let now = Instant::now();
             let total = read.read.load(Ordering::Relaxed);
-            tuned.set_demand(tuner.sample(total, now - last, conn.rtt()));
+            tuned.set_demand(tuner.sample(total, now - last, min_rtt(&conn)));
             last = now;
         }
     });
