@@ -18,11 +18,12 @@
 //! The round trip is quinn's minimum (RFC 9002's `min_rtt`, which leaves out the peer's
 //! acknowledgement delay), not the smoothed one: a receiver short of CPU delays its
 //! acknowledgements, and sizing the window on that delay let a loopback receiver's queue grow
-//! it. The start is sized again as that minimum falls: the handshake's round trip, which
-//! includes both ends' TLS work, was 1.9 ms on loopback where later packets took 11 µs, and a
-//! start held at the handshake's (up to 13 MB) gave a quic-bundle receiver 34.4 MB of RSS
-//! (results/bench-2026-12-02-s15/ab-quic-bundle-mtu.log). Cutting the window further while a
-//! slow writer fell behind was tried and cost throughput on a Btrfs destination without
+//! it. The start is sized again as that minimum falls. Held at the first round trip, which
+//! on loopback includes both ends' TLS work, it kept windows of up to 15.5 MB (a start for
+//! 6.2 ms) and gave a quic-bundle receiver up to 37.1 MB of RSS; following the minimum, every
+//! loopback run's window fell to the 2 MiB floor, which any round trip under 0.84 ms gives
+//! (results/bench-2026-12-02-s15/ab-quic-bundle-mtu-vs-start.log). Cutting the window further
+//! while a slow writer fell behind was tried and cost throughput on a Btrfs destination without
 //! lowering the peak (docs/benchmarks.md, "Thirteenth session": the logs of both trials were
 //! lost, so no figure is kept here).
 //!
@@ -128,7 +129,7 @@ mod tests {
     #[test]
     fn the_start_follows_the_least_round_trip() {
         let mut t = ReceiveTuner::default();
-        // The handshake's 2 ms on loopback, then 11 µs: the start falls to the floor.
+        // A first round trip of 2 ms on loopback, then 11 µs: the start falls to the floor.
         assert_eq!(t.sample(0, 20 * MS, 2 * MS), start_window(2 * MS));
         assert_eq!(t.sample(0, 20 * MS, MS / 90), FLOOR);
         // A queue later (a longer round trip) does not bring it back.
