@@ -8,6 +8,8 @@
 #     BYTES      default 268435456 (256 MiB: one file for Shoal, one stream for the anchor)
 #   QUINN_BENCH_DIR   scratch folder for quinn's own bench (default /work/bench/quinn-own)
 #   QUINN_ANCHOR_DIR  scratch folder for the single-stream anchor (default /work/bench/quinn-bench)
+#   SHOAL_SEND_ARGS   more `shoal send` flags, e.g. "--max-udp-payload 1452": the datagram size
+#                     quinn's bench and the anchor use on loopback (Shoal's default there is 6,500)
 #
 # Three arms, each built against Shoal's vendored quinn-proto (the same protocol code):
 # - quinn-bench: quinn's own `benches/bench.rs`, `large_data_1_stream` (bencher; 1 MiB per
@@ -89,7 +91,7 @@ run_shoal() {
   /usr/bin/time -f "%U %S" -o $W/recv.time "$BIN" recv --listen 127.0.0.1:0 --dest $W/dst --identity $W/id --once --flat >$log 2>&1 &
   local rp=$!
   for _ in $(seq 100); do addr=$(sed -n 's/^listening on \([0-9.]*:[0-9][0-9]*\)$/\1/p' $log); [ -n "$addr" ] && break; sleep 0.1; done
-  /usr/bin/time -f "%U %S" -o $W/send.time "$BIN" send --to "$addr" --src "$SRC" --mode quic-bundle --identity $W/id --json >$W/row.json 2>$W/send.err || true
+  /usr/bin/time -f "%U %S" -o $W/send.time "$BIN" send --to "$addr" --src "$SRC" --mode quic-bundle --identity $W/id --json ${SHOAL_SEND_ARGS:-} >$W/row.json 2>$W/send.err || true
   wait $rp || true
   b=$(lo)
   status=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["status"], r["seconds"], r.get("udp_payload_bytes"), r.get("sender_gso_segments"), r.get("receiver_gro_segments"), r.get("threads"), r.get("receiver_threads"))' $W/row.json 2>/dev/null || echo "no-row")

@@ -77,6 +77,14 @@ fn quic_bundle_moves_the_mixed_tree() {
 }
 
 #[test]
+fn quic_datagrams_stay_within_the_size_asked_for() {
+    // `--max-udp-payload 1452`: QUIC as the Internet carries it, on loopback too.
+    let row = transfer_and_verify(&["--mode", "quic-bundle", "--max-udp-payload", "1452"]);
+    let udp = row["udp_payload_bytes"].as_u64().unwrap();
+    assert!(udp > 1200 && udp <= 1452, "{row}");
+}
+
+#[test]
 fn quic_streams_moves_the_mixed_tree() {
     let row = transfer_and_verify(&["--mode", "quic-streams"]);
     // What was in effect, read back: the UDP payload size and both ends' offload (1 = none).

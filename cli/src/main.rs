@@ -159,6 +159,7 @@ impl FlowArgs {
             send_window: self.send_window,
             sndbuf: self.sndbuf,
             rcvbuf: self.rcvbuf,
+            max_udp_payload: None,
         }
     }
 }
@@ -327,6 +328,12 @@ struct SendArgs {
     /// uses quinn's CubicConfig, BbrConfig (experimental in quinn) or NewRenoConfig.
     #[arg(long, value_parser = parse_cc)]
     cc: Option<Cc>,
+    /// QUIC: the largest UDP payload MTU discovery may reach, bytes (1200 keeps 1,200)
+    /// [default: the kernel's route MTU to the receiver less IP and UDP headers, at most 6,500;
+    /// quinn's 1,452 on routes of Ethernet's MTU or less]. The row's udp_payload_bytes is the
+    /// size in effect. E.g. 1452 on loopback to compare with QUIC as the Internet carries it.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1200..=6500))]
+    max_udp_payload: Option<u16>,
     /// Independent connections (each with its own TLS or QUIC session) sharing the files
     /// through one work queue; --max-streams, --read-ahead and the QUIC send window are for
     /// the run and split over them.
@@ -629,7 +636,10 @@ async fn send(a: SendArgs) -> Result<ExitCode> {
                 .unwrap_or(usize::MAX),
             ..Default::default()
         },
-        flow: a.flow.config(),
+        flow: FlowConfig {
+            max_udp_payload: a.max_udp_payload,
+            ..a.flow.config()
+        },
         connect_timeout: a.connect_timeout,
         timeout: a.timeout,
         run_id: a.run_id,

@@ -233,7 +233,7 @@ fn quic_run(identity: &Identity, plan: Plan) -> Result<f64> {
         quinn::crypto::rustls::QuicClientConfig::try_from(identity::client_config(identity.pin)?)?;
     let mut client_config = quinn::ClientConfig::new(Arc::new(crypto));
     let mut client_transport = quic_transport(&flow, None)?;
-    discover_mtu_towards(&mut client_transport, addr);
+    discover_mtu_towards(&mut client_transport, addr, None);
     client_config.transport_config(Arc::new(client_transport));
     let server = move || {
         runtime()?.block_on(async move {

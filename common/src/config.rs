@@ -23,6 +23,9 @@ pub struct FlowConfig {
     pub sndbuf: Option<u64>,
     /// `SO_RCVBUF` for TCP and UDP sockets; `None` leaves TCP to kernel autotuning.
     pub rcvbuf: Option<u64>,
+    /// Largest UDP payload a QUIC sender's MTU discovery may reach (`send --max-udp-payload`);
+    /// `None`: as far as the route allows (`udp_offload::mtu_discovery_bound`).
+    pub max_udp_payload: Option<u16>,
 }
 
 impl Default for FlowConfig {
@@ -37,6 +40,7 @@ impl Default for FlowConfig {
             send_window: 20 << 20,
             sndbuf: None,
             rcvbuf: None,
+            max_udp_payload: None,
         }
     }
 }

@@ -40,14 +40,30 @@ pub fn quic_endpoint_config() -> quinn::EndpointConfig {
 }
 
 /// Lets a sender's MTU discovery towards `peer` go as far as the kernel's route allows
-/// ([`mtu_discovery_bound`](crate::udp_offload::mtu_discovery_bound)); quinn's default bound
-/// stays on Ethernet-sized routes.
-pub fn discover_mtu_towards(transport: &mut quinn::TransportConfig, peer: SocketAddr) {
-    let route = crate::udp_offload::route_mtu(peer);
-    if let Some(bound) = crate::udp_offload::mtu_discovery_bound(route, peer.is_ipv6()) {
-        let mut discovery = quinn::MtuDiscoveryConfig::default();
-        discovery.upper_bound(bound);
-        transport.mtu_discovery_config(Some(discovery));
+/// ([`mtu_discovery_bound`](crate::udp_offload::mtu_discovery_bound)), or `max` bytes when
+/// asked (`send --max-udp-payload`; 1,200 turns discovery off); quinn's default bound stays on
+/// Ethernet-sized routes.
+pub fn discover_mtu_towards(
+    transport: &mut quinn::TransportConfig,
+    peer: SocketAddr,
+    max: Option<u16>,
+) {
+    use crate::udp_offload::{asked_discovery_bound, mtu_discovery_bound, route_mtu};
+    let route = route_mtu(peer);
+    let bound = match max {
+        Some(max) => Some(asked_discovery_bound(route, peer.is_ipv6(), max)),
+        None => mtu_discovery_bound(route, peer.is_ipv6()),
+    };
+    match bound {
+        Some(bound) if bound <= 1200 => {
+            transport.mtu_discovery_config(None);
+        }
+        Some(bound) => {
+            let mut discovery = quinn::MtuDiscoveryConfig::default();
+            discovery.upper_bound(bound);
+            transport.mtu_discovery_config(Some(discovery));
+        }
+        None => {}
     }
 }
 

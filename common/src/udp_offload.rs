@@ -67,6 +67,16 @@ pub fn mtu_discovery_bound(route_mtu: Option<u32>, ipv6: bool) -> Option<u16> {
     (payload > ETHERNET_UDP_PAYLOAD).then(|| payload.min(u32::from(QUIC_MAX_UDP_PAYLOAD)) as u16)
 }
 
+/// The bound when the user asked for at most `max` bytes (`send --max-udp-payload`): `max`,
+/// or the route's payload where that is smaller.
+pub fn asked_discovery_bound(route_mtu: Option<u32>, ipv6: bool, max: u16) -> u16 {
+    let headers = if ipv6 { 48 } else { 28 };
+    let route = route_mtu
+        .and_then(|m| m.checked_sub(headers))
+        .map_or(u32::from(max), |p| p.max(1200));
+    route.min(u32::from(max)) as u16
+}
+
 /// The UDP payload size a QUIC connection sends now: quinn's current path MTU (its MTU
 /// discovery raises it from 1,200 bytes), bytes.
 pub fn udp_payload_bytes(conn: &quinn::Connection) -> u64 {
@@ -87,6 +97,15 @@ mod tests {
         assert_eq!(mtu_discovery_bound(Some(3000), false), Some(2972));
         assert_eq!(mtu_discovery_bound(Some(9000), true), Some(6500));
         assert_eq!(mtu_discovery_bound(Some(65536), false), Some(6500));
+    }
+
+    #[test]
+    fn an_asked_bound_is_kept_within_the_route() {
+        assert_eq!(asked_discovery_bound(Some(65536), false, 1452), 1452);
+        assert_eq!(asked_discovery_bound(Some(1500), false, 6500), 1472);
+        assert_eq!(asked_discovery_bound(Some(1500), true, 6500), 1452);
+        assert_eq!(asked_discovery_bound(None, false, 3000), 3000);
+        assert_eq!(asked_discovery_bound(Some(1000), false, 1452), 1200);
     }
 
     #[test]

@@ -161,7 +161,7 @@ pub async fn connect_quic_with(
     // may open in advance (`StreamsState::new`: 4,096 + 4 map entries a connection here).
     transport.max_concurrent_uni_streams(0u32.into());
     transport.max_concurrent_bidi_streams(0u32.into());
-    discover_mtu_towards(&mut transport, addr);
+    discover_mtu_towards(&mut transport, addr, flow.max_udp_payload);
     let (controller, acked) = quic_cc::Counting::wrap(controller);
     transport.congestion_controller_factory(controller);
     client.transport_config(Arc::new(transport));
