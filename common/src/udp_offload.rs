@@ -30,7 +30,8 @@ impl UdpOffload {
 /// 64 KiB IP packet (65,507 bytes of UDP payload over IPv4), so ten datagrams of 6,500 bytes
 /// fit. Larger datagrams make every batched send fail with `EMSGSIZE`, which quinn-udp takes
 /// for a lost MTU probe; black-hole detection then drops the connection to 1,200 bytes
-/// (measured on loopback with bounds of 8,972 and 65,527: both ended at 1,200).
+/// (measured on loopback with bounds of 8,972 and 65,527: both ended at 1,200;
+/// results/bench-2026-12-02-s15/mtu-bounds-256MiB.log).
 pub const QUIC_MAX_UDP_PAYLOAD: u16 = 6_500;
 
 /// UDP payload that fits an Ethernet frame (1,500 − 28 bytes of IPv4 and UDP headers).
@@ -62,19 +63,21 @@ pub fn route_mtu(peer: std::net::SocketAddr) -> Option<u32> {
 /// as it must. Paths of Ethernet MTU or less keep quinn's default, which is what QUIC uses on
 /// the Internet and what the study's 1,500-byte link measured.
 pub fn mtu_discovery_bound(route_mtu: Option<u32>, ipv6: bool) -> Option<u16> {
-    let headers = if ipv6 { 48 } else { 28 };
-    let payload = route_mtu?.checked_sub(headers)?;
+    let payload = route_payload(route_mtu, ipv6)?;
     (payload > ETHERNET_UDP_PAYLOAD).then(|| payload.min(u32::from(QUIC_MAX_UDP_PAYLOAD)) as u16)
 }
 
 /// The bound when the user asked for at most `max` bytes (`send --max-udp-payload`): `max`,
-/// or the route's payload where that is smaller.
+/// or the route's payload where that is smaller (never below QUIC's 1,200).
 pub fn asked_discovery_bound(route_mtu: Option<u32>, ipv6: bool, max: u16) -> u16 {
-    let headers = if ipv6 { 48 } else { 28 };
-    let route = route_mtu
-        .and_then(|m| m.checked_sub(headers))
-        .map_or(u32::from(max), |p| p.max(1200));
+    let route = route_payload(route_mtu, ipv6).map_or(u32::from(max), |p| p.max(1200));
     route.min(u32::from(max)) as u16
+}
+
+/// The UDP payload a route of `route_mtu` bytes carries (less the IP and UDP headers).
+fn route_payload(route_mtu: Option<u32>, ipv6: bool) -> Option<u32> {
+    let headers = if ipv6 { 48 } else { 28 };
+    route_mtu?.checked_sub(headers)
 }
 
 /// The UDP payload size a QUIC connection sends now: quinn's current path MTU (its MTU
