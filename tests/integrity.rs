@@ -303,12 +303,19 @@ fn a_source_file_that_changes_while_read_fails_naming_it() {
             std::fs::write(&big, vec![5u8; 48 << 20]).unwrap();
             let dst = t.path().join(format!("dst-{change}-{mode}"));
             let rx = ReceiverProc::start(&id, &dst, &[]);
+            // The receiver stays stopped until the file has changed. The sender's reader opens
+            // and reads ahead while its connection is set up, and reads no more than its 1 MiB
+            // read-ahead before the connection carries it, so the change lands mid-read however
+            // fast the transport: with the receiver running, quic-streams sent the 48 MiB whole
+            // before a loaded test thread had appended to it.
+            sys::pause(rx.child.id(), true);
             let sender = spawn_sender(&rx, &src, &["--mode", mode, "--read-ahead", "1MiB"]);
             // Once the sender has opened the file (and read its size), change it.
-            assert!(
-                sys::wait_opened(&big, Duration::from_secs(30)),
-                "never opened"
-            );
+            let opened = sys::wait_opened(&big, Duration::from_secs(30));
+            if !opened {
+                sys::pause(rx.child.id(), false);
+            }
+            assert!(opened, "never opened");
             let f = std::fs::OpenOptions::new().append(true).open(&big).unwrap();
             match change {
                 "grow" => {
@@ -317,6 +324,7 @@ fn a_source_file_that_changes_while_read_fails_naming_it() {
                 }
                 _ => f.set_len(1 << 20).unwrap(),
             }
+            sys::pause(rx.child.id(), false);
             let out = sender.wait_with_output().unwrap();
             let text = text(&out);
             eprintln!("{change} {mode}: {text}");

@@ -20,6 +20,14 @@ pub fn terminate(pid: u32) {
     }
 }
 
+/// Stops (`SIGSTOP`) or resumes (`SIGCONT`) a process this test started.
+pub fn pause(pid: u32, stopped: bool) {
+    if let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) {
+        let signal = if stopped { Signal::STOP } else { Signal::CONT };
+        let _ = rustix::process::kill_process(pid, signal);
+    }
+}
+
 /// mkfifo(3) at `path`, mode 0644.
 pub fn mkfifo(path: &Path) -> std::io::Result<()> {
     rustix::fs::mknodat(
