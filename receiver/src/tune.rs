@@ -96,18 +96,22 @@ pub(crate) fn start(conn: quinn::Connection, tuned: Arc<TunedReceive>, fixed: bo
         return Tuning { task: None, meter };
     }
     // The least round trip quinn has seen, leaving out acknowledgement delays (see
-    // window_tune): the smoothed one grows with a busy receiver's queue.
+    // window_tune): the smoothed one grows with a busy receiver's queue. Read once a period
+    // (`stats()` locks the connection and copies all its counters): the round trip just
+    // read sizes both this period's window and the wait for the next.
     let min_rtt = |conn: &quinn::Connection| conn.stats().path.min_rtt;
-    tuned.set_demand(window_tune::start_window(min_rtt(&conn)));
+    let mut rtt = min_rtt(&conn);
+    tuned.set_demand(window_tune::start_window(rtt));
     let read = meter.clone();
     let task = tokio::spawn(async move {
         let mut tuner = ReceiveTuner::default();
         let mut last = Instant::now();
         loop {
-            tokio::time::sleep(window_tune::period(min_rtt(&conn))).await;
+            tokio::time::sleep(window_tune::period(rtt)).await;
             let now = Instant::now();
+            rtt = min_rtt(&conn);
             let total = read.read.load(Ordering::Relaxed);
-            tuned.set_demand(tuner.sample(total, now - last, min_rtt(&conn)));
+            tuned.set_demand(tuner.sample(total, now - last, rtt));
             last = now;
         }
     });
