@@ -28,7 +28,7 @@ for pass in $(seq ${PASSES:-2}); do
         echo "$json" | python3 -c '
 import json, sys
 r = json.load(sys.stdin)
-print("%-34s %-12s %-5s %s %6.2f MB/s snd_cpu %.2f rcv_cpu %.2f rss %.1f/%.1f window_min %s" % (sys.argv[1].split("/")[-1], sys.argv[3], sys.argv[2], r["status"], r["mb_per_s"] or 0, r["sender_cpu_seconds"], r.get("receiver_run_cpu_seconds") or 0, r["sender_peak_rss_bytes"] / 1e6, (r.get("receiver_peak_rss_bytes") or 0) / 1e6, r.get("receiver_conn_window_min")))' "$entry" $src $mode
+print("%-34s %-12s %-5s %s %6.2f MB/s snd_cpu %.2f rcv_cpu %.2f rss %.1f/%.1f window_min %s udp %s" % (sys.argv[1].split("/")[-1], sys.argv[3], sys.argv[2], r["status"], r["mb_per_s"] or 0, r["sender_cpu_seconds"], r.get("receiver_run_cpu_seconds") or 0, r["sender_peak_rss_bytes"] / 1e6, (r.get("receiver_peak_rss_bytes") or 0) / 1e6, r.get("receiver_conn_window_min"), r.get("udp_payload_bytes")))' "$entry" $src $mode
       done
     done
   done
