@@ -5,7 +5,7 @@
 set -uo pipefail
 BIN=${BIN:?}; MODE=${MODE:-tcp-bundle}; SRC=${SRC:-/var/tmp/s14/src}
 W=/var/tmp/s14/perf; rm -rf $W; mkdir -p $W
-g=""; [ -n "${CALLGRAPH:-}" ] && g="--call-graph dwarf,16384"
+g=""; [ -n "${CALLGRAPH:-}" ] && g="--call-graph ${CALLGRAPH_KIND:-dwarf,16384}"
 perf record -q -F 1999 -e cpu-clock $g -o $W/rcv.perf -- $BIN recv --once --listen 127.0.0.1:0 --flat --dest $W/dst --identity $W/id >$W/recv.log 2>&1 &
 rp=$!
 addr=""; for _ in $(seq 400); do addr=$(sed -n 's/^listening on \([0-9.]*:[0-9][0-9]*\)$/\1/p' $W/recv.log); [ -n "$addr" ] && break; sleep 0.05; done

@@ -41,7 +41,7 @@ mod batches;
 mod temp;
 
 pub use batches::BatchSender;
-use batches::Recycle;
+use batches::{HeldRoom, Recycle, INTAKE_GROUP};
 use temp::{TempName, Temps};
 
 /// Folder handles kept open at most; past this the cache is emptied and refilled on demand.
@@ -661,25 +661,32 @@ impl WriterThread {
                     }
                 };
                 let mut error = None;
-                'outer: while let Some(WriteBatch { ops, permit }) = rx.blocking_recv() {
-                    let mut bytes = 0;
-                    for op in &ops {
-                        if let Err(e) = apply(&mut writer, op) {
-                            error = Some(e);
-                            if let Some(f) = on_fail.take() {
-                                f();
+                let mut group = Vec::with_capacity(INTAKE_GROUP);
+                let mut room = HeldRoom::default();
+                'outer: while rx.blocking_recv_many(&mut group, INTAKE_GROUP) > 0 {
+                    for WriteBatch { ops, permit } in group.drain(..) {
+                        let mut bytes = 0;
+                        for op in &ops {
+                            if let Err(e) = apply(&mut writer, op) {
+                                error = Some(e);
+                                if let Some(f) = on_fail.take() {
+                                    f();
+                                }
+                                break 'outer;
                             }
-                            break 'outer;
+                            bytes += op.data_len();
                         }
-                        bytes += op.data_len();
+                        // The room goes back once the bytes are written (in steps: `HeldRoom`);
+                        // the ops go back to be freed where they were allocated. A signal's
+                        // sender is dropped here: the stop-and-wait arm's acknowledger ends
+                        // when the last one is gone.
+                        room.hold(permit);
+                        let mut ops = ops;
+                        ops.retain(|op| !matches!(op, WriteOp::Signal(_)));
+                        drop(writer_recycle.put(ops, bytes));
                     }
-                    // The room goes back as soon as the bytes are written; the ops go back to
-                    // be freed where they were allocated. A signal's sender is dropped here:
-                    // the stop-and-wait arm's acknowledger ends when the last one is gone.
-                    drop(permit);
-                    let mut ops = ops;
-                    ops.retain(|op| !matches!(op, WriteOp::Signal(_)));
-                    drop(writer_recycle.put(ops, bytes));
+                    // Before waiting for more: the network side may be waiting for this room.
+                    room.release();
                 }
                 // Partial files are those still open: at a clean end there are none.
                 let removed_partials = writer.abort();

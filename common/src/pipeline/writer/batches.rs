@@ -3,12 +3,56 @@
 
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
 use super::{WriteBatch, WriteOp};
 
 /// Data bytes of written ops the bin holds at most; past it the writer frees them itself.
 pub(super) const RECYCLE_BYTES: usize = 1 << 20;
+
+/// Batches the writer takes off its queue at once, at most.
+///
+/// Taken one at a time, every batch written freed one place in the queue and woke the network
+/// task waiting for it: with a writer slower than the network (file creation is the receiver's
+/// bottleneck on tmpfs), the network task slept and woke once per small file, and every wake
+/// from the writer thread cost that thread an `eventfd` write (129,622 of them in a run of
+/// 65,536 × 4 KiB over quic-streams, 2 a file with the room below). Taken in groups, the
+/// places come back a group at a time: the quic-streams receiver's `write` calls fell 256,086 →
+/// 151,987 and its `epoll_wait`s 127,576 → 25,487 (`strace -c`), its wall time 1.574 → 1.404 s
+/// and its CPU 1.733 → 1.553 s (medians of 5; tcp-streams 1.332 → 1.292 s and 1.441 → 1.358 s):
+/// results/bench-2026-12-02-s16/ab-*-grouped-intake.log, strace-quic-streams-s16*.txt. The
+/// fourteenth session tried the same and measured no gain (ab-quic-streams-room-inbox-tried.log
+/// in results/bench-2026-12-02-s14), when other costs of the network thread bound the run.
+pub(super) const INTAKE_GROUP: usize = 64;
+
+/// Receive-budget room the writer has written out but not yet handed back: given back in steps
+/// of [`ROOM_STEP`] bytes, and all of it before the writer waits for more batches (so a
+/// network task waiting for room always gets it), rather than one wake of the network task
+/// per small file.
+#[derive(Debug, Default)]
+pub(super) struct HeldRoom(Option<OwnedSemaphorePermit>);
+
+/// Bytes of written room held back at most (the receive budget is 4 MiB by default).
+pub(super) const ROOM_STEP: usize = 256 << 10;
+
+impl HeldRoom {
+    /// Holds a written batch's room; gives all held room back once it reaches the step.
+    pub(super) fn hold(&mut self, permit: Option<OwnedSemaphorePermit>) {
+        let Some(permit) = permit else { return };
+        match &mut self.0 {
+            Some(held) => held.merge(permit),
+            None => self.0 = Some(permit),
+        }
+        if self.0.as_ref().map_or(0, OwnedSemaphorePermit::num_permits) >= ROOM_STEP {
+            self.release();
+        }
+    }
+
+    /// Gives every held byte of room back.
+    pub(super) fn release(&mut self) {
+        self.0 = None;
+    }
+}
 
 /// Written batches' ops, handed back to be freed by the network side that allocated them.
 ///
@@ -63,6 +107,26 @@ impl BatchSender {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Room comes back in steps of `ROOM_STEP` and whole on `release`, never lost.
+    #[test]
+    fn held_room_comes_back_in_steps_and_on_release() {
+        let budget = Arc::new(tokio::sync::Semaphore::new(4 * ROOM_STEP));
+        let take = |n: usize| Some(budget.clone().try_acquire_many_owned(n as u32).unwrap());
+        let mut room = HeldRoom::default();
+        room.hold(take(ROOM_STEP / 2));
+        room.hold(None);
+        assert_eq!(budget.available_permits(), 4 * ROOM_STEP - ROOM_STEP / 2);
+        room.hold(take(ROOM_STEP / 2));
+        assert_eq!(
+            budget.available_permits(),
+            4 * ROOM_STEP,
+            "a full step goes back"
+        );
+        room.hold(take(100));
+        room.release();
+        assert_eq!(budget.available_permits(), 4 * ROOM_STEP);
+    }
 
     /// Written ops go back to the network side to be freed, up to the bin's bound; past it the
     /// writer keeps (and frees) them itself.
