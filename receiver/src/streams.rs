@@ -16,7 +16,7 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use shoal_common::codec::{DecodeError, FileStreamCount, RecordDecoder, StreamDecoder};
 use shoal_common::pipeline::writer::BatchSender;
 use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio_util::compat::Compat;
 
 use crate::claims::Claims;
@@ -48,6 +48,15 @@ struct Shared {
     /// What the file streams read, for the path-sized QUIC window (`tune.rs`); `None` over
     /// yamux.
     meter: Option<Arc<ReadMeter>>,
+    /// Bytes of QUIC first reads larger than [`QUIC_FIRST_READ`] that the handlers may hold
+    /// before the receive budget takes them: as much again as that budget (4 MiB by default,
+    /// ~900 whole 4 KiB files). A handler takes its share without waiting (finding none, it
+    /// reads [`QUIC_FIRST_READ`]) and gives it back once the read's batch is with the writer,
+    /// so whole reads add at most this to the handlers' memory (the ceiling the 512-byte first
+    /// read was chosen for) and never hold a read up. With 1 MiB the allowance was mostly
+    /// taken; 4 and 8 MiB saved the same receiver CPU
+    /// (results/bench-2026-12-02-s16/ab-quic-streams-read-ahead*.log).
+    read_ahead: Arc<Semaphore>,
 }
 
 /// Receives one connection's files, arriving on `inbound`; the control stream is
@@ -72,6 +81,7 @@ pub(crate) async fn receive<R: AsyncRead + Unpin>(
         open_now: AtomicU64::new(0),
         peak_open: AtomicU64::new(0),
         meter,
+        read_ahead: Arc::new(Semaphore::new(config.write_budget)),
     });
     // File handlers run inside this task: a task per file cost wake-ups between tasks (and
     // threads) for every stream opened, read and closed.
@@ -202,7 +212,7 @@ async fn handle_file(shared: Arc<Shared>, file: InboundFile) -> Result<(), PumpE
             });
             // No read size: a yamux read takes the frame body yamux holds (`fileread`). 4,608
             // bytes per read was the size that kept a 4 KiB file in one batch.
-            let r = read_one_file(&shared, &mut s, 0).await;
+            let r = read_one_file(&shared, &mut s, 0, None).await;
             if let (Ok(()), FileStream::Yamux(s)) = (&r, &mut s) {
                 // Closing our side tells the sender this file is in (and acknowledges the
                 // stream, if no read had to wait).
@@ -212,7 +222,18 @@ async fn handle_file(shared: Arc<Shared>, file: InboundFile) -> Result<(), PumpE
         }
         InboundFile::Quic(s, _slot) => {
             let mut s = FileStream::Quic(s);
-            let r = read_one_file(&shared, &mut s, QUIC_FIRST_READ).await;
+            // A whole small file in the first read when the read-ahead allowance has room:
+            // one quinn read, one batch and one write for it instead of two of each.
+            let ahead = shared
+                .read_ahead
+                .clone()
+                .try_acquire_many_owned(WHOLE_FIRST_READ as u32)
+                .ok();
+            let first_read = match ahead {
+                Some(_) => WHOLE_FIRST_READ,
+                None => QUIC_FIRST_READ,
+            };
+            let r = read_one_file(&shared, &mut s, first_read, ahead).await;
             if let (Err(_), FileStream::Quic(s)) = (&r, &mut s) {
                 let _ = s.stop(1u32.into());
             }
@@ -240,27 +261,31 @@ async fn read_control<R: AsyncRead + Unpin>(
     Ok(n)
 }
 
-/// A QUIC file stream's first read: enough for the record's header. What stays unread stays in
-/// quinn, inside the connection's flow-control window, so a slow writer holds the sender back
-/// instead of 4,096 handlers each holding a file's bytes. Reading a 4 KiB file whole (4.5 KiB)
-/// was faster while quinn's window was 20 MiB on every path, but with that window (which the
-/// study's 141 ms link still has) it raised the receiver's peak RSS over its 48 MB ceiling:
-/// 62.6 against 43.5 MB, and 48.8–54.4 MB even when reading whole only while the write budget
-/// had room. With the window sized for the path, whole reads are no faster on loopback (2.418
-/// against 2.387 s):
-/// results/bench-2026-12-02-s14/ab-quic-streams-firstread4608-tried.log,
-/// results/bench-2026-12-02-s14/ab-quic-streams-path-window-vs-3dfd6b7.log,
-/// results/bench-2026-12-02-s14/ab-quic-streams-window-only-vs-adaptive-vs-3dfd6b7.log.
+/// A QUIC file stream's first read when the read-ahead allowance ([`Shared::read_ahead`]) is
+/// taken: enough for the record's header. What stays unread stays in quinn, inside the
+/// connection's flow-control window, so a slow writer holds the sender back instead of 4,096
+/// handlers each holding a file's bytes. Reading every 4 KiB file whole (4.5 KiB) raised the
+/// receiver's peak RSS over its 48 MB ceiling with the 20 MiB window the study's 141 ms link
+/// has: 62.6 against 43.5 MB, and 48.8–54.4 MB even when reading whole only while the write
+/// budget had room (results/bench-2026-12-02-s14/ab-quic-streams-firstread4608-tried.log,
+/// ab-quic-streams-window-only-vs-adaptive-vs-3dfd6b7.log there); on loopback, every read
+/// whole: 46.3 MB (results/bench-2026-12-02-s16/ab-quic-streams-read-ahead-sizes.log).
 const QUIC_FIRST_READ: usize = 512;
+
+/// A QUIC file stream's first read when the read-ahead allowance has room: a 4 KiB file with
+/// its header, whole.
+const WHOLE_FIRST_READ: usize = 4608;
 
 /// Reads exactly one file record from a stream and writes it.
 async fn read_one_file(
     shared: &Shared,
     rd: &mut FileStream,
-    first_read: usize,
+    mut first_read: usize,
+    mut ahead: Option<OwnedSemaphorePermit>,
 ) -> Result<(), PumpError> {
     let mut intake = Intake::new(StreamDecoder::file_stream(shared.config.limits), None);
     let mut buf = BytesMut::new();
+    let mut read_once = false;
     loop {
         let batch = intake.take(
             &shared.run,
@@ -277,6 +302,12 @@ async fn read_one_file(
             )
             .await?;
         }
+        // After the first read's batch is with the writer, its read-ahead goes back, and later
+        // header-sized reads (the end of the stream) are small again.
+        if read_once {
+            drop(ahead.take());
+            first_read = first_read.min(QUIC_FIRST_READ);
+        }
         // Up to 4,096 of these buffers are alive at once, so each is sized to what is due:
         // `first_read` while the header is incomplete, then exactly the file's remaining bytes
         // (64 KiB steps for large files). A fixed "4 KiB + slack" for every read made
@@ -287,6 +318,7 @@ async fn read_one_file(
             due => (due as usize).min(64 << 10),
         };
         let n = read_into(rd, &mut buf, want, shared.config.idle_timeout).await?;
+        read_once = true;
         if n == 0 {
             intake.finish(&buf)?;
             return Ok(());
