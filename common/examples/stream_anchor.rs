@@ -117,6 +117,10 @@ fn reap(streams: &mut Streams, cx: &mut TaskContext<'_>, done: &mut u64) -> Resu
     Ok(any)
 }
 
+/// The buffer Shoal puts under yamux at both ends (sender `YAMUX_WRITE_BUFFER`, receiver
+/// `tcp.rs`).
+const YAMUX_WRITE_BUFFER: usize = 64 << 10;
+
 fn yamux_run(identity: &Identity, plan: Plan) -> Result<f64> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     let addr = listener.local_addr()?;
@@ -131,6 +135,10 @@ fn yamux_run(identity: &Identity, plan: Plan) -> Result<f64> {
             let (tcp, _) = listener.accept().await?;
             tcp.set_nodelay(true)?;
             let tls = acceptor.accept(tcp).await?;
+            // As Shoal's receiver: the patched yamux flushes once per batch of frames, so a
+            // buffered writer turns many streams' acknowledgements and closes into one TLS
+            // write.
+            let tls = tokio::io::BufWriter::with_capacity(YAMUX_WRITE_BUFFER, tls);
             let mut conn =
                 yamux::Connection::new(tls.compat(), yamux_config(streams), yamux::Mode::Server);
             let mut reading = Streams::new();
@@ -170,6 +178,10 @@ fn yamux_run(identity: &Identity, plan: Plan) -> Result<f64> {
             let tcp = tokio::net::TcpStream::connect(addr).await?;
             tcp.set_nodelay(true)?;
             let tls = connector.connect(identity::server_name(), tcp).await?;
+            // As Shoal's sender: whole reads below yamux's 12-byte header reads, and one TLS
+            // write for the frames of many streams.
+            let tls = tokio::io::BufReader::new(tls);
+            let tls = tokio::io::BufWriter::with_capacity(YAMUX_WRITE_BUFFER, tls);
             let mut conn =
                 yamux::Connection::new(tls.compat(), yamux_config(streams), yamux::Mode::Client);
             let data: &'static [u8] = vec![0xAB; plan.size].leak();
