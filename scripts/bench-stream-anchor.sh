@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What a stream per file costs on its own: the per-file-stream anchor (common/examples/
 # stream_anchor.rs: the same yamux-over-TLS and quinn settings as Shoal, FILES streams of SIZE
-# bytes, no files, no hashing) beside `tar | tar` and Shoal's per-file modes on the same tree,
+# bytes, no files, no hashing) beside `tar | tar` and Shoal's per-file and bundle modes on the same tree,
 # loopback, tmpfs, alternating, the order reversed every pass, medians over PASSES.
 #
 #   scripts/bench-stream-anchor.sh [SHOAL_BIN] [PASSES] [FILES]
@@ -15,7 +15,11 @@
 # each `getrusage` of its whole process, the receiver's from the run's admission; the anchor:
 # `getrusage` of its one process, which holds both ends, from its start). The summary gives tar|tar's wall / each arm's wall, the ratio issue 19's
 # targets use (tcp-streams >= 0.75, quic-streams >= 0.6): an anchor below a target says the
-# protocol alone, as Shoal configures it, cannot meet it on this host. Every Shoal row must be
+# protocol alone, as Shoal configures it, cannot meet it on this host. It then sets each
+# per-file mode's CPU beside its bundle mode's plus the anchor's (what a stream per file adds
+# beyond the protocol is the difference), and gives the wall-time floor that CPU sets on this
+# many cores (CPU / cores: every core busy for the whole run) as tar|tar's wall over it: a
+# target above that figure cannot be met by scheduling, only by less CPU. Every Shoal row must be
 # `ok` (the receiver verified every file's SHA-256); tar's destination is checked with
 # `shoal verify`. Needs root for the tmpfs (mounted and unmounted here).
 set -euo pipefail
@@ -87,7 +91,7 @@ print(sys.argv[2], sys.argv[3], r["sender_cpu_seconds"], r.get("receiver_run_cpu
 PY
 }
 
-ARMS="tar anchor-yamux tcp-streams anchor-quic quic-streams"
+ARMS="tar tcp-bundle anchor-yamux tcp-streams quic-bundle anchor-quic quic-streams"
 for pass in $(seq "$PASSES"); do
   arms=$ARMS
   [ $((pass % 2)) -eq 0 ] && arms=$(echo $ARMS | tr ' ' '\n' | tac | tr '\n' ' ')
@@ -108,8 +112,21 @@ for line in open(sys.argv[1]):
     arm, wall, a, b = line.split()
     rows.setdefault(arm, []).append((float(wall), float(a) + float(b)))
 tar = st.median(w for w, _ in rows["tar"])
-for arm in ["tar", "anchor-yamux", "tcp-streams", "anchor-quic", "quic-streams"]:
+import os
+med = {}
+for arm in ["tar", "tcp-bundle", "anchor-yamux", "tcp-streams", "quic-bundle", "anchor-quic", "quic-streams"]:
     wall = st.median(w for w, _ in rows[arm])
     cpu = st.median(c for _, c in rows[arm])
+    med[arm] = (wall, cpu)
     print(f"{arm:14} wall {wall:.3f}  cpu {cpu:.3f}  tar/this {tar / wall:.2f}")
+# What a stream per file adds: the per-file mode's CPU beside its bundle mode's (the same files,
+# walk, hashing, TLS and writes) plus the protocol alone; and the floor the CPU puts under the
+# wall time when every core is busy all the time.
+cores = os.cpu_count()
+for streams, bundle, anchor in [("tcp-streams", "tcp-bundle", "anchor-yamux"),
+                                ("quic-streams", "quic-bundle", "anchor-quic")]:
+    s, b, a = med[streams][1], med[bundle][1], med[anchor][1]
+    floor = s / cores
+    print(f"{streams}: cpu {s:.3f} against {bundle} {b:.3f} + {anchor} {a:.3f} = {b + a:.3f};"
+          f" cpu / {cores} cores = {floor:.3f} s, tar|tar wall / that = {tar / floor:.2f}")
 PY
