@@ -16,7 +16,7 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use shoal_common::codec::{DecodeError, FileStreamCount, RecordDecoder, StreamDecoder};
 use shoal_common::pipeline::writer::BatchSender;
 use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{mpsc, OwnedSemaphorePermit};
 use tokio_util::compat::Compat;
 
 use crate::claims::Claims;
@@ -24,7 +24,7 @@ use crate::config::ReceiverConfig;
 use crate::fileread::{read_into, AckWhenWaiting, FileStream};
 use crate::hub::{ConnEnd, Membership, Run};
 use crate::run::TransportFacts;
-use crate::stage::{send_batch, Intake, PumpError};
+use crate::stage::{send_batch, send_batch_in, Intake, PumpError};
 use crate::tune::ReadMeter;
 
 /// A file stream as it arrives.
@@ -48,15 +48,6 @@ struct Shared {
     /// What the file streams read, for the path-sized QUIC window (`tune.rs`); `None` over
     /// yamux.
     meter: Option<Arc<ReadMeter>>,
-    /// Bytes of QUIC first reads larger than [`QUIC_FIRST_READ`] that the handlers may hold
-    /// before the receive budget takes them: as much again as that budget (4 MiB by default,
-    /// ~900 whole 4 KiB files). A handler takes its share without waiting (finding none, it
-    /// reads [`QUIC_FIRST_READ`]) and gives it back once the read's batch is with the writer,
-    /// so whole reads add at most this to the handlers' memory (the ceiling the 512-byte first
-    /// read was chosen for) and never hold a read up. With 1 MiB the allowance was mostly
-    /// taken; 4 and 8 MiB saved the same receiver CPU
-    /// (results/bench-2026-12-02-s16/ab-quic-streams-read-ahead*.log).
-    read_ahead: Arc<Semaphore>,
 }
 
 /// Receives one connection's files, arriving on `inbound`; the control stream is
@@ -81,7 +72,6 @@ pub(crate) async fn receive<R: AsyncRead + Unpin>(
         open_now: AtomicU64::new(0),
         peak_open: AtomicU64::new(0),
         meter,
-        read_ahead: Arc::new(Semaphore::new(config.write_budget)),
     });
     // File handlers run inside this task: a task per file cost wake-ups between tasks (and
     // threads) for every stream opened, read and closed.
@@ -222,10 +212,13 @@ async fn handle_file(shared: Arc<Shared>, file: InboundFile) -> Result<(), PumpE
         }
         InboundFile::Quic(s, _slot) => {
             let mut s = FileStream::Quic(s);
-            // A whole small file in the first read when the read-ahead allowance has room:
-            // one quinn read, one batch and one write for it instead of two of each.
+            // A whole small file in the first read when the receive budget has room for it now
+            // (taken without waiting): one quinn read, one batch and one write for it instead
+            // of two of each. Room comes first, so what whole reads hold stays within the
+            // budget; reads never wait for room, so a stream's data can always be read.
             let ahead = shared
-                .read_ahead
+                .run
+                .budget
                 .clone()
                 .try_acquire_many_owned(WHOLE_FIRST_READ as u32)
                 .ok();
@@ -261,8 +254,8 @@ async fn read_control<R: AsyncRead + Unpin>(
     Ok(n)
 }
 
-/// A QUIC file stream's first read when the read-ahead allowance ([`Shared::read_ahead`]) is
-/// taken: enough for the record's header. What stays unread stays in quinn, inside the
+/// A QUIC file stream's first read when the receive budget has no room for a whole small file
+/// ([`WHOLE_FIRST_READ`]): enough for the record's header. What stays unread stays in quinn, inside the
 /// connection's flow-control window, so a slow writer holds the sender back instead of 4,096
 /// handlers each holding a file's bytes. Reading every 4 KiB file whole (4.5 KiB) raised the
 /// receiver's peak RSS over its 48 MB ceiling with the 20 MiB window the study's 141 ms link
@@ -272,8 +265,12 @@ async fn read_control<R: AsyncRead + Unpin>(
 /// whole: 46.3 MB (results/bench-2026-12-02-s16/ab-quic-streams-read-ahead-sizes.log).
 const QUIC_FIRST_READ: usize = 512;
 
-/// A QUIC file stream's first read when the read-ahead allowance has room: a 4 KiB file with
-/// its header, whole.
+/// A QUIC file stream's first read when the receive budget has room for it: a 4 KiB file with
+/// its header, whole. A budget that lets every handler read whole first would let the handlers
+/// hold a file each beyond the budget (the RSS above); room taken first keeps them within it.
+/// Taking room from an allowance of its own, as large as the budget, saved the same receiver CPU
+/// on loopback (results/bench-2026-12-02-s16/ab-quic-streams-read-ahead*.log) but would have
+/// added up to the allowance to every connection's memory.
 const WHOLE_FIRST_READ: usize = 4608;
 
 /// Reads exactly one file record from a stream and writes it.
@@ -293,17 +290,18 @@ async fn read_one_file(
             &mut shared.mine.lock().expect("tally"),
         )?;
         if !batch.ops.is_empty() {
-            send_batch(
+            send_batch_in(
                 &shared.config,
                 &shared.run.budget,
                 &shared.writer,
                 batch.ops,
                 batch.bytes,
+                ahead.take(),
             )
             .await?;
         }
-        // After the first read's batch is with the writer, its read-ahead goes back, and later
-        // header-sized reads (the end of the stream) are small again.
+        // After the first read, the room taken for it is with its batch or back in the budget,
+        // and later header-sized reads (the end of the stream) are small again.
         if read_once {
             drop(ahead.take());
             first_read = first_read.min(QUIC_FIRST_READ);
