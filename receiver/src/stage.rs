@@ -9,7 +9,7 @@ use std::sync::Arc;
 use bytes::{Buf, BytesMut};
 use shoal_common::codec::{self, BlockError, EndMarker, Record, StreamDecoder, StreamError};
 use shoal_common::pipeline::writer::{BatchSender, WriteBatch, WriteOp};
-use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{mpsc, Semaphore};
 
 use crate::claims::Claims;
 use crate::config::ReceiverConfig;
@@ -199,35 +199,12 @@ pub(crate) async fn send_batch(
     ops: Vec<WriteOp>,
     batch_bytes: usize,
 ) -> Result<(), PumpError> {
-    send_batch_in(config, budget, writer, ops, batch_bytes, None).await
-}
-
-/// [`send_batch`] with room already taken from the budget (`held`): what the batch needs of it
-/// goes with the batch, the rest back to the budget, and only what it lacks is waited for.
-pub(crate) async fn send_batch_in(
-    config: &ReceiverConfig,
-    budget: &Arc<Semaphore>,
-    writer: &BatchSender,
-    ops: Vec<WriteOp>,
-    batch_bytes: usize,
-    held: Option<OwnedSemaphorePermit>,
-) -> Result<(), PumpError> {
-    let room = batch_bytes.clamp(1, config.write_budget);
-    let permit = match held {
-        Some(mut held) if held.num_permits() >= room => held.split(room).expect("enough room"),
-        held => {
-            let have = held.as_ref().map_or(0, OwnedSemaphorePermit::num_permits);
-            let mut more = budget
-                .clone()
-                .acquire_many_owned((room - have) as u32)
-                .await
-                .expect("budget never closed");
-            if let Some(held) = held {
-                more.merge(held);
-            }
-            more
-        }
-    };
+    let room = batch_bytes.clamp(1, config.write_budget) as u32;
+    let permit = budget
+        .clone()
+        .acquire_many_owned(room)
+        .await
+        .expect("budget never closed");
     let batch = WriteBatch {
         ops,
         permit: Some(permit),

@@ -16,7 +16,7 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use shoal_common::codec::{DecodeError, FileStreamCount, RecordDecoder, StreamDecoder};
 use shoal_common::pipeline::writer::BatchSender;
 use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio::sync::{mpsc, OwnedSemaphorePermit};
+use tokio::sync::mpsc;
 use tokio_util::compat::Compat;
 
 use crate::claims::Claims;
@@ -24,7 +24,7 @@ use crate::config::ReceiverConfig;
 use crate::fileread::{read_into, AckWhenWaiting, FileStream};
 use crate::hub::{ConnEnd, Membership, Run};
 use crate::run::TransportFacts;
-use crate::stage::{send_batch, send_batch_in, Intake, PumpError};
+use crate::stage::{send_batch, Intake, PumpError};
 use crate::tune::ReadMeter;
 
 /// A file stream as it arrives.
@@ -202,7 +202,7 @@ async fn handle_file(shared: Arc<Shared>, file: InboundFile) -> Result<(), PumpE
             });
             // No read size: a yamux read takes the frame body yamux holds (`fileread`). 4,608
             // bytes per read was the size that kept a 4 KiB file in one batch.
-            let r = read_one_file(&shared, &mut s, 0, None).await;
+            let r = read_one_file(&shared, &mut s, 0).await;
             if let (Ok(()), FileStream::Yamux(s)) = (&r, &mut s) {
                 // Closing our side tells the sender this file is in (and acknowledges the
                 // stream, if no read had to wait).
@@ -212,21 +212,7 @@ async fn handle_file(shared: Arc<Shared>, file: InboundFile) -> Result<(), PumpE
         }
         InboundFile::Quic(s, _slot) => {
             let mut s = FileStream::Quic(s);
-            // A whole small file in the first read when the receive budget has room for it now
-            // (taken without waiting): one quinn read, one batch and one write for it instead
-            // of two of each. Room comes first, so what whole reads hold stays within the
-            // budget; reads never wait for room, so a stream's data can always be read.
-            let ahead = shared
-                .run
-                .budget
-                .clone()
-                .try_acquire_many_owned(WHOLE_FIRST_READ as u32)
-                .ok();
-            let first_read = match ahead {
-                Some(_) => WHOLE_FIRST_READ,
-                None => QUIC_FIRST_READ,
-            };
-            let r = read_one_file(&shared, &mut s, first_read, ahead).await;
+            let r = read_one_file(&shared, &mut s, QUIC_FIRST_READ).await;
             if let (Err(_), FileStream::Quic(s)) = (&r, &mut s) {
                 let _ = s.stop(1u32.into());
             }
@@ -254,35 +240,31 @@ async fn read_control<R: AsyncRead + Unpin>(
     Ok(n)
 }
 
-/// A QUIC file stream's first read when the receive budget has no room for a whole small file
-/// ([`WHOLE_FIRST_READ`]): enough for the record's header. What stays unread stays in quinn, inside the
-/// connection's flow-control window, so a slow writer holds the sender back instead of 4,096
-/// handlers each holding a file's bytes. Reading every 4 KiB file whole (4.5 KiB) raised the
-/// receiver's peak RSS over its 48 MB ceiling with the 20 MiB window the study's 141 ms link
-/// has: 62.6 against 43.5 MB, and 48.8–54.4 MB even when reading whole only while the write
-/// budget had room (results/bench-2026-12-02-s14/ab-quic-streams-firstread4608-tried.log,
-/// ab-quic-streams-window-only-vs-adaptive-vs-3dfd6b7.log there); on loopback, every read
-/// whole: 46.3 MB (results/bench-2026-12-02-s16/ab-quic-streams-read-ahead-sizes.log).
+/// A QUIC file stream's first read: enough for the record's header. What stays unread stays in
+/// quinn, inside the connection's flow-control window, so a slow writer holds the sender back
+/// instead of 4,096 handlers each holding a file's bytes. Reading a 4 KiB file whole (4.5 KiB)
+/// was faster while quinn's window was 20 MiB on every path, but with that window (which the
+/// study's 141 ms link still has) it raised the receiver's peak RSS over its 48 MB ceiling:
+/// 62.6 against 43.5 MB, and 48.8–54.4 MB even when reading whole only while the write budget
+/// had room. With the window sized for the path, whole reads are no faster on loopback (2.418
+/// against 2.387 s):
+/// results/bench-2026-12-02-s14/ab-quic-streams-firstread4608-tried.log,
+/// results/bench-2026-12-02-s14/ab-quic-streams-path-window-vs-3dfd6b7.log,
+/// results/bench-2026-12-02-s14/ab-quic-streams-window-only-vs-adaptive-vs-3dfd6b7.log.
+/// The sixteenth session read a whole 4 KiB file first whenever the write budget had room for
+/// it, taken before the read (receiver CPU −10% on loopback), and the link's small-file
+/// receivers still reached 52.5–53.9 MB against 39.6–42.9 without it, for a cause not found:
+/// results/bench-2026-12-02-s16/link-memory-quic-streams-small/, whole-first-read-tried.diff.
 const QUIC_FIRST_READ: usize = 512;
-
-/// A QUIC file stream's first read when the receive budget has room for it: a 4 KiB file with
-/// its header, whole. A budget that lets every handler read whole first would let the handlers
-/// hold a file each beyond the budget (the RSS above); room taken first keeps them within it.
-/// Taking room from an allowance of its own, as large as the budget, saved the same receiver CPU
-/// on loopback (results/bench-2026-12-02-s16/ab-quic-streams-read-ahead*.log) but would have
-/// added up to the allowance to every connection's memory.
-const WHOLE_FIRST_READ: usize = 4608;
 
 /// Reads exactly one file record from a stream and writes it.
 async fn read_one_file(
     shared: &Shared,
     rd: &mut FileStream,
-    mut first_read: usize,
-    mut ahead: Option<OwnedSemaphorePermit>,
+    first_read: usize,
 ) -> Result<(), PumpError> {
     let mut intake = Intake::new(StreamDecoder::file_stream(shared.config.limits), None);
     let mut buf = BytesMut::new();
-    let mut read_once = false;
     loop {
         let batch = intake.take(
             &shared.run,
@@ -290,21 +272,14 @@ async fn read_one_file(
             &mut shared.mine.lock().expect("tally"),
         )?;
         if !batch.ops.is_empty() {
-            send_batch_in(
+            send_batch(
                 &shared.config,
                 &shared.run.budget,
                 &shared.writer,
                 batch.ops,
                 batch.bytes,
-                ahead.take(),
             )
             .await?;
-        }
-        // After the first read, the room taken for it is with its batch or back in the budget,
-        // and later header-sized reads (the end of the stream) are small again.
-        if read_once {
-            drop(ahead.take());
-            first_read = first_read.min(QUIC_FIRST_READ);
         }
         // Up to 4,096 of these buffers are alive at once, so each is sized to what is due:
         // `first_read` while the header is incomplete, then exactly the file's remaining bytes
@@ -316,7 +291,6 @@ async fn read_one_file(
             due => (due as usize).min(64 << 10),
         };
         let n = read_into(rd, &mut buf, want, shared.config.idle_timeout).await?;
-        read_once = true;
         if n == 0 {
             intake.finish(&buf)?;
             return Ok(());
