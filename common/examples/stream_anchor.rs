@@ -36,7 +36,7 @@ use shoal_common::identity::{self, Identity};
 use shoal_common::metrics;
 use shoal_common::transport::{
     discover_mtu_towards, quic_endpoint_config, quic_transport, udp_socket, yamux_config,
-    yamux_streams,
+    yamux_streams, YAMUX_WRITE_BUFFER,
 };
 use tokio_util::compat::TokioAsyncReadCompatExt;
 
@@ -116,10 +116,6 @@ fn reap(streams: &mut Streams, cx: &mut TaskContext<'_>, done: &mut u64) -> Resu
     }
     Ok(any)
 }
-
-/// The buffer Shoal puts under yamux at both ends (sender `YAMUX_WRITE_BUFFER`, receiver
-/// `tcp.rs`).
-const YAMUX_WRITE_BUFFER: usize = 64 << 10;
 
 fn yamux_run(identity: &Identity, plan: Plan) -> Result<f64> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;

@@ -113,6 +113,11 @@ pub fn yamux_window(streams: usize) -> usize {
     (256usize << 10) * streams.max(1) + YAMUX_GROWTH
 }
 
+/// The write buffer both ends put under yamux (tcp-streams). The patched yamux flushes once per
+/// batch of frames (vendor/yamux/README.shoal.md), so through this buffer the frames of many
+/// streams leave in one TLS write instead of a record and a `write` each.
+pub const YAMUX_WRITE_BUFFER: usize = 64 << 10;
+
 /// yamux settings for `streams` concurrent streams. yamux requires the connection window to be
 /// at least 256 KiB per stream; streams auto-tune their windows within it.
 pub fn yamux_config(streams: usize) -> yamux::Config {

@@ -195,7 +195,10 @@ async fn serve<S>(
             let io = Prefixed::new(buf, rd.unsplit(wr));
             // yamux (patched, vendor/yamux) flushes once per batch of frames; buffered, the
             // acknowledgements and closes of many streams leave in one TLS write.
-            let io = tokio::io::BufWriter::with_capacity(64 << 10, io);
+            let io = tokio::io::BufWriter::with_capacity(
+                shoal_common::transport::YAMUX_WRITE_BUFFER,
+                io,
+            );
             let streams_allowed = shoal_common::transport::yamux_streams(config.flow.max_streams);
             let (ctx, hello) = (&ctx, &hello);
             let served = mux::with_yamux_server(

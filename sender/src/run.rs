@@ -17,6 +17,7 @@ use shoal_common::pipeline::reader::{Reader, ReaderConfig};
 use shoal_common::quic_resume::ResumeLog;
 use shoal_common::row::RunRow;
 use shoal_common::stats::{check_tcp_cc, quic_stats, tcp_cc, tcp_stats, ConnStats};
+use shoal_common::transport::YAMUX_WRITE_BUFFER;
 use shoal_common::tree::WalkSummary;
 use shoal_common::udp_offload::{udp_payload_bytes, UdpOffload};
 use shoal_common::window_share::{SharedWindow, Side};
@@ -28,9 +29,6 @@ use crate::probe::Probe;
 use crate::progress::{Counters, Progress, Totals};
 use crate::waits::Waits;
 use crate::{bundle, clock, net, peak, replies, resume, sampler, sniff, streams};
-
-/// Write buffer under yamux (tcp-streams): frames are coalesced up to this size.
-const YAMUX_WRITE_BUFFER: usize = 64 << 10;
 
 /// What a successful run measured.
 struct Measured {
