@@ -308,14 +308,13 @@ fn a_source_file_that_changes_while_read_fails_naming_it() {
             // read-ahead before the connection carries it, so the change lands mid-read however
             // fast the transport: with the receiver running, quic-streams sent the 48 MiB whole
             // before a loaded test thread had appended to it.
-            sys::pause(rx.child.id(), true);
+            let paused = sys::Paused::new(rx.child.id());
             let sender = spawn_sender(&rx, &src, &["--mode", mode, "--read-ahead", "1MiB"]);
             // Once the sender has opened the file (and read its size), change it.
-            let opened = sys::wait_opened(&big, Duration::from_secs(30));
-            if !opened {
-                sys::pause(rx.child.id(), false);
-            }
-            assert!(opened, "never opened");
+            assert!(
+                sys::wait_opened(&big, Duration::from_secs(30)),
+                "never opened"
+            );
             let f = std::fs::OpenOptions::new().append(true).open(&big).unwrap();
             match change {
                 "grow" => {
@@ -324,7 +323,7 @@ fn a_source_file_that_changes_while_read_fails_naming_it() {
                 }
                 _ => f.set_len(1 << 20).unwrap(),
             }
-            sys::pause(rx.child.id(), false);
+            drop(paused);
             let out = sender.wait_with_output().unwrap();
             let text = text(&out);
             eprintln!("{change} {mode}: {text}");

@@ -20,11 +20,25 @@ pub fn terminate(pid: u32) {
     }
 }
 
-/// Stops (`SIGSTOP`) or resumes (`SIGCONT`) a process this test started.
-pub fn pause(pid: u32, stopped: bool) {
-    if let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) {
-        let signal = if stopped { Signal::STOP } else { Signal::CONT };
-        let _ = rustix::process::kill_process(pid, signal);
+/// A process this test started, stopped (`SIGSTOP`) until this is dropped (`SIGCONT`), also
+/// when the test fails first.
+pub struct Paused(Option<Pid>);
+
+impl Paused {
+    pub fn new(pid: u32) -> Self {
+        let pid = i32::try_from(pid).ok().and_then(Pid::from_raw);
+        if let Some(pid) = pid {
+            let _ = rustix::process::kill_process(pid, Signal::STOP);
+        }
+        Paused(pid)
+    }
+}
+
+impl Drop for Paused {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0 {
+            let _ = rustix::process::kill_process(pid, Signal::CONT);
+        }
     }
 }
 
