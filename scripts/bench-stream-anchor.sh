@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # What a stream per file costs on its own: the per-file-stream anchor (common/examples/
 # stream_anchor.rs: the same yamux-over-TLS and quinn settings as Shoal, FILES streams of SIZE
-# bytes, no files, no hashing) beside `tar | tar` and Shoal's per-file and bundle modes on the same tree,
-# loopback, tmpfs, alternating, the order reversed every pass, medians over PASSES.
+# bytes, no files, no hashing) beside `tar | tar` and Shoal's per-file and bundle modes on the
+# same tree, loopback, tmpfs, alternating, the order reversed every pass, medians over PASSES.
 #
 #   scripts/bench-stream-anchor.sh [SHOAL_BIN] [PASSES] [FILES]
 #     SHOAL_BIN  default target/release/shoal (built if absent)
@@ -106,13 +106,12 @@ done
 
 echo "# medians of $PASSES: wall s, CPU s of both ends, tar|tar wall / wall"
 python3 - "$WORK/results.txt" <<'PY'
-import statistics as st, sys
+import os, statistics as st, sys
 rows = {}
 for line in open(sys.argv[1]):
     arm, wall, a, b = line.split()
     rows.setdefault(arm, []).append((float(wall), float(a) + float(b)))
 tar = st.median(w for w, _ in rows["tar"])
-import os
 med = {}
 for arm in ["tar", "tcp-bundle", "anchor-yamux", "tcp-streams", "quic-bundle", "anchor-quic", "quic-streams"]:
     wall = st.median(w for w, _ in rows[arm])
