@@ -15,8 +15,9 @@ pub(super) const RECYCLE_BYTES: usize = 1 << 20;
 /// Taken one at a time, every batch written freed one place in the queue and woke the network
 /// task waiting for it: with a writer slower than the network (file creation is the receiver's
 /// bottleneck on tmpfs), the network task slept and woke once per small file, and every wake
-/// from the writer thread cost that thread an `eventfd` write (129,622 of them in a run of
-/// 65,536 × 4 KiB over quic-streams, 2 a file with the room below). Taken in groups, the
+/// from the writer thread cost that thread an `eventfd` write (129,096 of them in a run of
+/// 65,536 × 4 KiB over quic-streams, 2 a file with the room below; 2,634 now:
+/// results/bench-2026-12-02-s16/strace-writes-by-fd-quic-streams.txt). Taken in groups, the
 /// places come back a group at a time: the quic-streams receiver's `write` calls fell 256,086 →
 /// 151,987 and its `epoll_wait`s 127,576 → 25,487 (`strace -c`), its wall time 1.574 → 1.404 s
 /// and its CPU 1.733 → 1.553 s (medians of 5; tcp-streams 1.332 → 1.292 s and 1.441 → 1.358 s):
