@@ -213,18 +213,8 @@ fn an_unreadable_source_file_fails_the_run_naming_it() {
     gen(&src, 200, "16KiB", 4, 25);
     let bad = src.join("d3/f180");
     assert!(bad.is_file(), "gen layout changed");
-    std::fs::set_permissions(&bad, std::fs::Permissions::from_mode(0o000)).unwrap();
-    // Precondition: the sender's process really cannot read it (root without DAC override).
-    match sys::without_dac_override(Command::new("head").args(["-c", "1"]).arg(&bad)).output() {
-        Err(e) => {
-            println!("skipped: cannot drop CAP_DAC_OVERRIDE for a child here: {e}");
-            return;
-        }
-        Ok(o) if o.status.success() => {
-            println!("skipped: a mode-000 file stays readable here even without CAP_DAC_OVERRIDE");
-            return;
-        }
-        Ok(_) => {}
+    if !make_unreadable_to_the_sender(&bad) {
+        return;
     }
     let good = t.path().join("good");
     gen(&good, 20, "1KiB", 1, 26);
@@ -288,6 +278,63 @@ fn an_unreadable_source_file_fails_the_run_naming_it() {
                 );
             }
         }
+    }
+}
+
+/// Makes `file` mode 000 and checks that a process started through
+/// [`sys::without_dac_override`] (as the tests start the sender) cannot read it; false (with
+/// the reason printed) where that cannot be arranged, and the test is skipped.
+fn make_unreadable_to_the_sender(file: &Path) -> bool {
+    std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o000)).unwrap();
+    match sys::without_dac_override(Command::new("head").args(["-c", "1"]).arg(file)).output() {
+        Err(e) => {
+            println!("skipped: cannot drop CAP_DAC_OVERRIDE for a child here: {e}");
+            false
+        }
+        Ok(o) if o.status.success() => {
+            println!("skipped: a mode-000 file stays readable here even without CAP_DAC_OVERRIDE");
+            false
+        }
+        Ok(_) => true,
+    }
+}
+
+/// A tcp-streams sender that fails at its very first file has sent its hello (before yamux
+/// starts) and the control stream's first frame, and goes away within a millisecond or two.
+/// The receiver must report the run as failed. Its reply to yamux's ping could fail (the
+/// sender gone) before it read the control stream, and the yamux connection then ended at
+/// that write error, losing the stream: one run in three logged "no yamux control stream" and
+/// no run line (vendor/yamux's `write_error` patch). Several rounds, because it is a race.
+/// (A bundle sender that fails this early has not sent its hello yet, buffered with the first
+/// files: its receiver logs a connection closed before the hello and has no run to report.)
+#[test]
+fn a_tcp_streams_sender_failing_at_its_first_file_still_gets_a_failed_run_line() {
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("src");
+    gen(&src, 20, "1KiB", 4, 27);
+    let first = src.join("d0/f00");
+    assert!(first.is_file(), "gen layout changed");
+    if !make_unreadable_to_the_sender(&first) {
+        return;
+    }
+    let id = t.path().join("id");
+    let mode = "tcp-streams";
+    let rx = ReceiverProc::start_logged(&id, &t.path().join("dst"), &["--idle-timeout", "3s"]);
+    for round in 0..8 {
+        let out = sys::without_dac_override(
+            shoal()
+                .args(["send", "--to", &rx.addr, "--src"])
+                .arg(&src)
+                .arg("--identity")
+                .arg(&id)
+                .args(["--mode", mode]),
+        )
+        .output()
+        .expect("run sender");
+        let said = text(&out);
+        assert!(said.contains("cannot open source file d0/f00 "), "{said}");
+        let line = rx.next_run_line();
+        assert!(line.contains("FAILED"), "round {round}: {line}");
     }
 }
 

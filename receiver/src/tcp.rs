@@ -226,8 +226,16 @@ async fn serve<S>(
                     let control = tokio::time::timeout(config.idle_timeout, control);
                     let control = match tokio::time::timeout_at(control_deadline, control).await {
                         Ok(Ok(Ok(c))) => c,
-                        _ => {
-                            eprintln!("{peer}: no yamux control stream");
+                        waited => {
+                            let why = match waited {
+                                Ok(Ok(Err(_))) => "the connection ended first".to_string(),
+                                _ => format!(
+                                    "none within {:.1} s",
+                                    config.idle_timeout.min(config.hello_timeout).as_secs_f64()
+                                ),
+                            };
+                            let run = hex::encode(&hello.run_id[..4]);
+                            eprintln!("{peer}: run {run} (tcp-streams): no yamux control stream: {why}; nothing written");
                             return None;
                         }
                     };

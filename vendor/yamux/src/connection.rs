@@ -309,6 +309,13 @@ struct Active<T> {
     /// below the limit.
     ack_backlog_bound: usize,
 
+    /// Shoal patch: the error of a failed write, held until the read side ends. A peer that
+    /// sends its last frames and goes away makes our next write fail (EPIPE, ECONNRESET) often
+    /// before those frames are read; ending the connection at the write error lost them (a
+    /// stream the peer opened, with its data, never handed out). Once set, nothing more is
+    /// written; the connection ends with this error when the socket's read side ends.
+    write_error: Option<std::io::Error>,
+
     rtt: rtt::Rtt,
 
     /// A stream's `max_stream_receive_window` can grow beyond [`DEFAULT_CREDIT`], see
@@ -384,6 +391,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Active<T> {
             pending_write_frame: None,
             new_outbound_stream_waker: None,
             ack_backlog_bound: 0,
+            write_error: None,
             rtt: rtt::Rtt::new(),
             accumulated_max_stream_windows: Default::default(),
         }
@@ -410,7 +418,12 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Active<T> {
 
     fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Result<Stream>> {
         loop {
-            if self.socket.poll_ready_unpin(cx).is_ready() {
+            if self.write_error.is_some() {
+                // Shoal patch: frames that can no longer be written must not stop the reading
+                // (a pending pong or GoAway holds the read side back until it is sent).
+                self.pending_read_frame = None;
+                self.pending_write_frame = None;
+            } else if self.socket.poll_ready_unpin(cx).is_ready() {
                 // Note `next_ping` does not register a waker and thus if not called regularly (idle
                 // connection) no ping is sent. This is deliberate as an idle connection does not
                 // need RTT measurements to increase its stream receive window.
@@ -434,7 +447,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Active<T> {
             // Shoal patch: no flush per frame here; the socket is flushed once nothing more is
             // ready to send (below), so frames queued together leave in one write.
 
-            if self.pending_write_frame.is_none() {
+            if self.pending_write_frame.is_none() && self.write_error.is_none() {
                 match self.stream_receivers.poll_next_unpin(cx) {
                     Poll::Ready(Some((_, Some(StreamCommand::SendFrame(frame))))) => {
                         log::trace!(
@@ -473,8 +486,9 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Active<T> {
                             Action::None => {}
                             Action::New(stream) => {
                                 log::trace!("{}: new inbound {} of {}", self.id, stream, self);
-                                // Shoal patch: frames queued so far go out before returning.
-                                let _ = self.socket.poll_flush_unpin(cx)?;
+                                // Shoal patch: frames queued so far go out before returning
+                                // (a failure is held: the stream is handed out all the same).
+                                self.flush_or_hold_error(cx);
                                 return Poll::Ready(Ok(stream));
                             }
                             Action::Ping(f) => {
@@ -489,7 +503,10 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Active<T> {
                         continue;
                     }
                     Poll::Ready(None) => {
-                        return Poll::Ready(Err(ConnectionError::Closed));
+                        return Poll::Ready(Err(self
+                            .write_error
+                            .take()
+                            .map_or(ConnectionError::Closed, ConnectionError::Io)));
                     }
                     Poll::Pending => {}
                 }
@@ -498,13 +515,20 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Active<T> {
             // Shoal patch: flush what the loop queued. Below a buffered writer this turns the
             // frames of many streams into one write (and one TLS record per 16 KiB) instead of
             // a write and a flush per frame.
-            match self.socket.poll_flush_unpin(cx)? {
-                Poll::Ready(()) => {}
-                Poll::Pending => {}
-            }
+            self.flush_or_hold_error(cx);
 
             // If we make it this far, at least one of the above must have registered a waker.
             return Poll::Pending;
+        }
+    }
+
+    /// Shoal patch: flushes the socket; a failure is held in `write_error` (see there).
+    fn flush_or_hold_error(&mut self, cx: &mut Context<'_>) {
+        if self.write_error.is_none() {
+            if let Poll::Ready(Err(e)) = self.socket.poll_flush_unpin(cx) {
+                log::debug!("{}: write failed, reading what is left: {e}", self.id);
+                self.write_error = Some(e);
+            }
         }
     }
 
