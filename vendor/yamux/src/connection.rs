@@ -14,12 +14,12 @@
 
 mod cleanup;
 mod closing;
+mod commands;
 mod rtt;
 mod stream;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use crate::tagged_stream::TaggedStream;
 use crate::{
     error::ConnectionError,
     frame::header::{self, Data, GoAway, Header, Ping, StreamId, Tag, WindowUpdate, CONNECTION_ID},
@@ -29,8 +29,7 @@ use crate::{
 use crate::{Result, MAX_ACK_BACKLOG};
 use cleanup::Cleanup;
 use closing::Closing;
-use futures::stream::SelectAll;
-use futures::{channel::mpsc, future::Either, prelude::*, sink::SinkExt, stream::Fuse};
+use futures::{future::Either, prelude::*, sink::SinkExt, stream::Fuse};
 use nohash_hasher::IntMap;
 use parking_lot::Mutex;
 use std::collections::VecDeque;
@@ -293,8 +292,9 @@ struct Active<T> {
     next_id: u32,
 
     streams: IntMap<StreamId, Arc<Mutex<stream::Shared>>>,
-    stream_receivers: SelectAll<TaggedStream<StreamId, mpsc::Receiver<StreamCommand>>>,
-    no_streams_waker: Option<Waker>,
+    /// Shoal patch: the streams' commands, one queue for all (`commands.rs`), in place of a
+    /// channel per stream polled through a `SelectAll`.
+    commands: commands::Receiver,
 
     pending_read_frame: Option<Frame<()>>,
     pending_write_frame: Option<Frame<()>>,
@@ -381,8 +381,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Active<T> {
             config: Arc::new(cfg),
             socket,
             streams: IntMap::default(),
-            stream_receivers: SelectAll::default(),
-            no_streams_waker: None,
+            commands: commands::Receiver::new(),
             next_id: match mode {
                 Mode::Client => 1,
                 Mode::Server => 2,
@@ -404,7 +403,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Active<T> {
             .into_iter()
             .chain(self.pending_write_frame)
             .collect::<VecDeque<Frame<()>>>();
-        Closing::new(self.stream_receivers, pending_frames, self.socket)
+        Closing::new(self.commands, pending_frames, self.socket)
     }
 
     /// Cleanup all our resources.
@@ -413,7 +412,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Active<T> {
     fn cleanup(mut self, error: ConnectionError) -> Cleanup {
         self.drop_all_streams();
 
-        Cleanup::new(self.stream_receivers, error)
+        Cleanup::new(self.commands, error)
     }
 
     fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Result<Stream>> {
@@ -448,8 +447,8 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Active<T> {
             // ready to send (below), so frames queued together leave in one write.
 
             if self.pending_write_frame.is_none() && self.write_error.is_none() {
-                match self.stream_receivers.poll_next_unpin(cx) {
-                    Poll::Ready(Some((_, Some(StreamCommand::SendFrame(frame))))) => {
+                match self.commands.poll_next(cx) {
+                    Poll::Ready((_, Some(StreamCommand::SendFrame(frame)))) => {
                         log::trace!(
                             "{}/{}: sending: {}",
                             self.id,
@@ -459,21 +458,18 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Active<T> {
                         self.pending_write_frame.replace(frame.into());
                         continue;
                     }
-                    Poll::Ready(Some((id, Some(StreamCommand::CloseStream { ack })))) => {
+                    Poll::Ready((id, Some(StreamCommand::CloseStream { ack }))) => {
                         log::trace!("{}/{}: sending close", self.id, id);
                         self.pending_write_frame
                             .replace(Frame::close_stream(id, ack).into());
                         continue;
                     }
-                    Poll::Ready(Some((id, None))) => {
+                    Poll::Ready((id, None)) => {
                         if let Some(frame) = self.on_drop_stream(id) {
                             log::trace!("{}/{}: sending: {}", self.id, id, frame.header());
                             self.pending_write_frame.replace(frame);
                         };
                         continue;
-                    }
-                    Poll::Ready(None) => {
-                        self.no_streams_waker = Some(cx.waker().clone());
                     }
                     Poll::Pending => {}
                 }
@@ -861,11 +857,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Active<T> {
     fn make_new_inbound_stream(&mut self, id: StreamId, credit: u32) -> Stream {
         let config = self.config.clone();
 
-        let (sender, receiver) = mpsc::channel(10); // 10 is an arbitrary number.
-        self.stream_receivers.push(TaggedStream::new(id, receiver));
-        if let Some(waker) = self.no_streams_waker.take() {
-            waker.wake();
-        }
+        let sender = self.commands.sender(id);
 
         Stream::new_inbound(
             id,
@@ -881,11 +873,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Active<T> {
     fn make_new_outbound_stream(&mut self, id: StreamId) -> Stream {
         let config = self.config.clone();
 
-        let (sender, receiver) = mpsc::channel(10); // 10 is an arbitrary number.
-        self.stream_receivers.push(TaggedStream::new(id, receiver));
-        if let Some(waker) = self.no_streams_waker.take() {
-            waker.wake();
-        }
+        let sender = self.commands.sender(id);
 
         Stream::new_outbound(
             id,

@@ -1,9 +1,5 @@
-use crate::connection::StreamCommand;
-use crate::tagged_stream::TaggedStream;
-use crate::{ConnectionError, StreamId};
-use futures::channel::mpsc;
-use futures::stream::SelectAll;
-use futures::StreamExt;
+use crate::connection::commands;
+use crate::ConnectionError;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -12,18 +8,18 @@ use std::task::{Context, Poll};
 #[must_use]
 pub struct Cleanup {
     state: State,
-    stream_receivers: SelectAll<TaggedStream<StreamId, mpsc::Receiver<StreamCommand>>>,
+    commands: commands::Receiver,
     error: Option<ConnectionError>,
 }
 
 impl Cleanup {
     pub(crate) fn new(
-        stream_receivers: SelectAll<TaggedStream<StreamId, mpsc::Receiver<StreamCommand>>>,
+        commands: commands::Receiver,
         error: ConnectionError,
     ) -> Self {
         Self {
             state: State::ClosingStreamReceiver,
-            stream_receivers,
+            commands,
             error: Some(error),
         }
     }
@@ -32,22 +28,20 @@ impl Cleanup {
 impl Future for Cleanup {
     type Output = ConnectionError;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
 
         loop {
             match this.state {
                 State::ClosingStreamReceiver => {
-                    for stream in this.stream_receivers.iter_mut() {
-                        stream.inner_mut().close();
-                    }
+                    this.commands.close();
                     this.state = State::DrainingStreamReceiver;
                 }
-                State::DrainingStreamReceiver => match this.stream_receivers.poll_next_unpin(cx) {
-                    Poll::Ready(Some(cmd)) => {
+                State::DrainingStreamReceiver => match this.commands.try_next() {
+                    Some(cmd) => {
                         drop(cmd);
                     }
-                    Poll::Ready(None) | Poll::Pending => {
+                    None => {
                         return Poll::Ready(
                             this.error
                                 .take()

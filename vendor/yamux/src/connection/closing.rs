@@ -1,11 +1,9 @@
-use crate::connection::StreamCommand;
+use crate::connection::{commands, StreamCommand};
+use crate::frame;
 use crate::frame::Frame;
-use crate::tagged_stream::TaggedStream;
 use crate::Result;
-use crate::{frame, StreamId};
-use futures::channel::mpsc;
-use futures::stream::{Fuse, SelectAll};
-use futures::{ready, AsyncRead, AsyncWrite, SinkExt, StreamExt};
+use futures::stream::Fuse;
+use futures::{ready, AsyncRead, AsyncWrite, SinkExt};
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
@@ -15,7 +13,7 @@ use std::task::{Context, Poll};
 #[must_use]
 pub struct Closing<T> {
     state: State,
-    stream_receivers: SelectAll<TaggedStream<StreamId, mpsc::Receiver<StreamCommand>>>,
+    commands: commands::Receiver,
     pending_frames: VecDeque<Frame<()>>,
     socket: Fuse<frame::Io<T>>,
 }
@@ -25,13 +23,13 @@ where
     T: AsyncRead + AsyncWrite + Unpin,
 {
     pub(crate) fn new(
-        stream_receivers: SelectAll<TaggedStream<StreamId, mpsc::Receiver<StreamCommand>>>,
+        commands: commands::Receiver,
         pending_frames: VecDeque<Frame<()>>,
         socket: Fuse<frame::Io<T>>,
     ) -> Self {
         Self {
             state: State::ClosingStreamReceiver,
-            stream_receivers,
+            commands,
             pending_frames,
             socket,
         }
@@ -50,23 +48,21 @@ where
         loop {
             match this.state {
                 State::ClosingStreamReceiver => {
-                    for stream in this.stream_receivers.iter_mut() {
-                        stream.inner_mut().close();
-                    }
+                    this.commands.close();
                     this.state = State::DrainingStreamReceiver;
                 }
 
                 State::DrainingStreamReceiver => {
-                    match this.stream_receivers.poll_next_unpin(cx) {
-                        Poll::Ready(Some((_, Some(StreamCommand::SendFrame(frame))))) => {
+                    match this.commands.try_next() {
+                        Some((_, Some(StreamCommand::SendFrame(frame)))) => {
                             this.pending_frames.push_back(frame.into());
                         }
-                        Poll::Ready(Some((id, Some(StreamCommand::CloseStream { ack })))) => {
+                        Some((id, Some(StreamCommand::CloseStream { ack }))) => {
                             this.pending_frames
                                 .push_back(Frame::close_stream(id, ack).into());
                         }
-                        Poll::Ready(Some((_, None))) => {}
-                        Poll::Pending | Poll::Ready(None) => {
+                        Some((_, None)) => {}
+                        None => {
                             // No more frames from streams, append `Term` frame and flush them all.
                             this.pending_frames.push_back(Frame::term().into());
                             this.state = State::FlushingPendingFrames;
@@ -103,7 +99,8 @@ enum State {
 mod tests {
     use super::*;
     use futures::future::poll_fn;
-    use futures::FutureExt;
+    use crate::StreamId;
+    use futures::{FutureExt, StreamExt};
 
     struct Socket {
         written: Vec<u8>,
@@ -160,34 +157,27 @@ mod tests {
         encode(&mut expected_written, &frame_close_ack);
         encode(&mut expected_written, &frame_term);
 
-        let receiver = |frame: &Frame<_>, command: StreamCommand| {
-            TaggedStream::new(frame.header().stream_id(), {
-                let (mut tx, rx) = mpsc::channel(1);
-                tx.try_send(command).unwrap();
-                rx
-            })
+        // Shoal patch: one command queue for the connection (`commands.rs`).
+        let commands = commands::Receiver::new();
+        let queue = |frame: &Frame<_>, command: StreamCommand| {
+            let sender = commands.sender(frame.header().stream_id());
+            sender.send(command).unwrap();
+            // A stream dropped with its command queued still has the command sent.
+            drop(sender);
         };
-
-        let mut stream_receivers: SelectAll<_> = Default::default();
-        stream_receivers.push(receiver(
+        queue(
             &frame_data,
             StreamCommand::SendFrame(frame_data.clone().into_data().left()),
-        ));
-        stream_receivers.push(receiver(
-            &frame_close,
-            StreamCommand::CloseStream { ack: false },
-        ));
-        stream_receivers.push(receiver(
-            &frame_close_ack,
-            StreamCommand::CloseStream { ack: true },
-        ));
+        );
+        queue(&frame_close, StreamCommand::CloseStream { ack: false });
+        queue(&frame_close_ack, StreamCommand::CloseStream { ack: true });
         let pending_frames = vec![frame_pending];
         let mut socket = Socket {
             written: vec![],
             closed: false,
         };
         let mut closing = Closing::new(
-            stream_receivers,
+            commands,
             pending_frames.into(),
             frame::Io::new(crate::connection::Id(0), &mut socket).fuse(),
         );

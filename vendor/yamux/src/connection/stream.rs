@@ -13,7 +13,11 @@ use crate::frame::header::ACK;
 use crate::ConnectionError;
 use crate::{
     chunks::Chunks,
-    connection::{self, rtt, StreamCommand},
+    connection::{
+        self,
+        commands::{self, Half},
+        rtt, StreamCommand,
+    },
     frame::{
         header::{Data, Header, StreamId, WindowUpdate},
         Frame,
@@ -22,10 +26,9 @@ use crate::{
 };
 use flow_control::FlowController;
 use futures::{
-    channel::mpsc,
     future::Either,
     io::{AsyncRead, AsyncWrite},
-    ready, SinkExt,
+    ready,
 };
 use parking_lot::{Mutex, MutexGuard};
 use std::{
@@ -95,16 +98,10 @@ pub struct Stream {
     id: StreamId,
     conn: connection::Id,
     config: Arc<Config>,
-    /// Sends the commands of the writing side of this stream to the connection.
-    sender: mpsc::Sender<StreamCommand>,
-    /// Sends the window updates of the reading side of this stream to the connection.
-    ///
-    /// This is a second handle to the same channel as [`Stream::sender`]. A
-    /// [`mpsc::Sender`] has room for exactly one waker, which it overwrites whenever the
-    /// channel is full. Sharing a single handle between the two halves of a split stream
-    /// therefore makes the half polled last discard the waker of the other one, which is then
-    /// never woken again.
-    window_update_sender: mpsc::Sender<StreamCommand>,
+    /// Sends this stream's commands to the connection (Shoal patch: one queue per connection,
+    /// `commands.rs`). The writing half and the reading half (window updates) of a split
+    /// stream each park on a waker of their own when the stream's share of the queue is full.
+    sender: commands::Sender,
     flag: Flag,
     shared: Arc<Mutex<Shared>>,
 }
@@ -130,7 +127,7 @@ impl Stream {
         conn: connection::Id,
         config: Arc<Config>,
         send_window: u32,
-        sender: mpsc::Sender<StreamCommand>,
+        sender: commands::Sender,
         rtt: rtt::Rtt,
         accumulated_max_stream_windows: Arc<Mutex<usize>>,
     ) -> Self {
@@ -138,7 +135,6 @@ impl Stream {
             id,
             conn,
             config: config.clone(),
-            window_update_sender: sender.clone(),
             sender,
             flag: Flag::Ack,
             shared: Arc::new(Mutex::new(Shared::new(
@@ -155,7 +151,7 @@ impl Stream {
         id: StreamId,
         conn: connection::Id,
         config: Arc<Config>,
-        sender: mpsc::Sender<StreamCommand>,
+        sender: commands::Sender,
         rtt: rtt::Rtt,
         accumulated_max_stream_windows: Arc<Mutex<usize>>,
     ) -> Self {
@@ -163,7 +159,6 @@ impl Stream {
             id,
             conn,
             config: config.clone(),
-            window_update_sender: sender.clone(),
             sender,
             flag: Flag::Syn,
             shared: Arc::new(Mutex::new(Shared::new(
@@ -230,8 +225,8 @@ impl Stream {
         }
 
         ready!(self
-            .window_update_sender
-            .poll_ready(cx)
+            .sender
+            .poll_ready(Half::Read, cx)
             .map_err(|_| self.write_zero_err())?);
 
         let Some(credit) = self.shared.lock().next_window_update() else {
@@ -241,9 +236,7 @@ impl Stream {
         let mut frame = Frame::window_update(self.id, credit).right();
         self.add_flag(frame.header_mut());
         let cmd = StreamCommand::SendFrame(frame);
-        self.window_update_sender
-            .start_send(cmd)
-            .map_err(|_| self.write_zero_err())?;
+        self.sender.send(cmd).map_err(|_| self.write_zero_err())?;
 
         Poll::Ready(Ok(()))
     }
@@ -371,7 +364,7 @@ impl AsyncWrite for Stream {
     ) -> Poll<io::Result<usize>> {
         ready!(self
             .sender
-            .poll_ready(cx)
+            .poll_ready(Half::Write, cx)
             .map_err(|_| self.write_zero_err())?);
         let body = {
             let mut shared = self.shared();
@@ -406,16 +399,14 @@ impl AsyncWrite for Stream {
         }
 
         let cmd = StreamCommand::SendFrame(frame);
-        self.sender
-            .start_send(cmd)
-            .map_err(|_| self.write_zero_err())?;
+        self.sender.send(cmd).map_err(|_| self.write_zero_err())?;
         Poll::Ready(Ok(n))
     }
 
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context) -> Poll<io::Result<()>> {
-        self.sender
-            .poll_flush_unpin(cx)
-            .map_err(|_| self.write_zero_err())
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context) -> Poll<io::Result<()>> {
+        // A queued command is the connection's already (Shoal patch: `commands.rs`); a closed
+        // queue counts as flushed, as upstream's closed channel did.
+        Poll::Ready(Ok(()))
     }
 
     fn poll_close(mut self: Pin<&mut Self>, cx: &mut Context) -> Poll<io::Result<()>> {
@@ -424,7 +415,7 @@ impl AsyncWrite for Stream {
         }
         ready!(self
             .sender
-            .poll_ready(cx)
+            .poll_ready(Half::Write, cx)
             .map_err(|_| self.write_zero_err())?);
         let ack = if self.flag == Flag::Ack {
             self.flag = Flag::None;
@@ -434,9 +425,7 @@ impl AsyncWrite for Stream {
         };
         log::trace!("{}/{}: close", self.conn, self.id);
         let cmd = StreamCommand::CloseStream { ack };
-        self.sender
-            .start_send(cmd)
-            .map_err(|_| self.write_zero_err())?;
+        self.sender.send(cmd).map_err(|_| self.write_zero_err())?;
         self.shared()
             .update_state(self.conn, self.id, State::SendClosed);
         Poll::Ready(Ok(()))
@@ -571,21 +560,21 @@ mod tests {
     }
 
     /// Both halves of a split [`Stream`] send commands to the connection. If they shared a
-    /// single [`mpsc::Sender`], the one polled last would overwrite the waker of the other
-    /// one, whose wake-up would then be lost forever.
+    /// single waker, the one polled last would overwrite the waker of the other one, whose
+    /// wake-up would then be lost forever.
     ///
-    /// See https://github.com/libp2p/rust-yamux/issues/232.
+    /// See https://github.com/libp2p/rust-yamux/issues/232. (Shoal patch: the stream's share of
+    /// the connection's command queue, `commands.rs`, in place of a channel of its own.)
     #[test]
     fn read_half_does_not_steal_the_write_half_wakeup() {
-        // A channel accepts `buffer + num_senders` commands before the sending handle parks
-        // itself, so with a buffer of zero a single frame suffices to fill it up.
-        let (sender, mut receiver) = mpsc::channel(0);
+        let mut receiver = connection::commands::Receiver::new();
+        let id = StreamId::new(1);
 
         let mut stream = Stream::new_outbound(
-            StreamId::new(1),
+            id,
             connection::Id::next(),
             Arc::new(Config::default()),
-            sender,
+            receiver.sender(id),
             Rtt::new(),
             Default::default(),
         );
@@ -597,10 +586,12 @@ mod tests {
         let mut write_cx = Context::from_waker(&write_waker_ref);
         let mut read_cx = Context::from_waker(&read_waker_ref);
 
-        // The write half queues a frame, filling up the channel.
-        assert!(Pin::new(&mut stream)
-            .poll_write(&mut write_cx, b"hello")
-            .is_ready());
+        // The write half queues frames until the stream's share of the queue is full.
+        for _ in 0..connection::commands::STREAM_CAPACITY {
+            assert!(Pin::new(&mut stream)
+                .poll_write(&mut write_cx, b"hello")
+                .is_ready());
+        }
 
         // It wants to send more, hence it waits for capacity and registers `write_waker`.
         assert!(Pin::new(&mut stream)
@@ -614,7 +605,7 @@ mod tests {
             .is_pending());
 
         // The connection consumes one command, making room for the write half again.
-        receiver.try_recv().unwrap();
+        receiver.try_next().unwrap();
 
         assert!(
             write_waker.woken(),
