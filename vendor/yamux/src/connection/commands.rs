@@ -7,8 +7,8 @@
 // `malloc`/`free` were about a sixth of the per-file-stream anchor's CPU (`perf`).
 //
 // Here every stream pushes its commands onto one FIFO queue that the connection drains. A stream
-// may have at most `STREAM_CAPACITY` commands waiting (what upstream's `channel(10)` with a
-// stream's sending handles admitted), each half of a split stream parks on its own waker (see
+// may have at most `STREAM_CAPACITY` commands waiting (upstream's `channel(10)` admitted 10 plus
+// one per sending handle, so a stream writing with its read half idle had 11 waiting), each half of a split stream parks on its own waker (see
 // upstream's `read_half_does_not_steal_the_write_half_wakeup`), and a dropped stream pushes a
 // last `None`, as a closed channel ended its receiver. Closing the queue (the connection closing,
 // failing or being dropped) wakes every parked stream, whose next send then fails, as a closed
@@ -22,7 +22,8 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
-/// Commands one stream may have waiting in the queue.
+/// Commands one stream may have waiting in the queue: as many as upstream let a stream's
+/// writing half queue (10 in the channel's buffer, one in the handle's own slot).
 pub(crate) const STREAM_CAPACITY: usize = 11;
 
 /// Which half of a stream waits for room: its writes and close, or its reads' window updates.
