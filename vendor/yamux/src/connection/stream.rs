@@ -34,6 +34,7 @@ use parking_lot::{Mutex, MutexGuard};
 use std::{
     fmt, io,
     pin::Pin,
+    sync::atomic::{AtomicUsize, Ordering},
     sync::Arc,
     task::{Context, Poll, Waker},
 };
@@ -439,6 +440,9 @@ pub(crate) struct Shared {
     pub(crate) buffer: Chunks,
     pub(crate) reader: Option<Waker>,
     pub(crate) writer: Option<Waker>,
+    /// Shoal patch: for an outbound stream not yet acknowledged, the connection's count of
+    /// such streams, decremented (once) when this stream leaves that state.
+    pending_ack: Option<Arc<AtomicUsize>>,
 }
 
 impl Shared {
@@ -463,7 +467,16 @@ impl Shared {
             buffer: Chunks::new(),
             reader: None,
             writer: None,
+            pending_ack: None,
         }
+    }
+
+    /// Shoal patch: counts this (new, outbound) stream in `pending` until it is acknowledged
+    /// or leaves the open state.
+    pub(crate) fn count_pending_ack(&mut self, pending: Arc<AtomicUsize>) {
+        debug_assert!(self.is_pending_ack() && self.pending_ack.is_none());
+        pending.fetch_add(1, Ordering::Relaxed);
+        self.pending_ack = Some(pending);
     }
 
     pub(crate) fn state(&self) -> State {
@@ -492,6 +505,12 @@ impl Shared {
             (SendClosed, Open { .. }) => {}
             (SendClosed, RecvClosed) => self.state = Closed,
             (SendClosed, SendClosed) => {}
+        }
+
+        if !self.is_pending_ack() {
+            if let Some(pending) = self.pending_ack.take() {
+                pending.fetch_sub(1, Ordering::Relaxed);
+            }
         }
 
         log::trace!(
