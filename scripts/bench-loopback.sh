@@ -16,7 +16,10 @@
 # connect, transfer, completion, exit: what the user waits for), and the summary gives
 # tar|tar's wall time / that, as issue 19's targets state them (tmpfs loopback, 65,536 × 4 KiB:
 # tcp-bundle >= 1.0, quic-bundle >= 0.85, tcp-streams >= 0.75, quic-streams >= 0.6):
-#   FS=tmpfs PASSES=5 MODES="tcp-bundle quic-bundle tcp-streams quic-streams" scripts/bench-loopback.sh Each run writes to a
+#   FS=tmpfs PASSES=5 MODES="tcp-bundle quic-bundle tcp-streams quic-streams" scripts/bench-loopback.sh
+# Each ratio also comes pass by pass (min-max): a difference smaller than that spread is this
+# machine's noise, not a measurement. `SUMMARY_OF=LOG scripts/bench-loopback.sh` prints the
+# summary of an earlier run's saved output. Each run writes to a
 # fresh destination; old destinations are removed only at the end (ext4 without a journal
 # slows inode allocation right after a large delete: see docs/benchmarks.md).
 set -euo pipefail
@@ -28,6 +31,61 @@ PASSES=${PASSES:-3}
 MODES=${MODES:-${MODE:-tcp-bundle}}
 WORK=${WORK:-$(mktemp -d /var/tmp/shoal-bench.XXXXXX)}
 KEEP=${KEEP:-0}
+
+# The summary of a run's lines (the arms' medians, and each ratio pass by pass).
+summarize() {
+python3 - "$1" <<'PY'
+import re, statistics, sys
+# Per arm: MB/s, peak RSS, and per pass the whole process's wall time (tar|tar's own time is its
+# whole pipeline's wall time) and MB/s, so each ratio can also be given pass by pass: the arms of
+# one pass ran back to back, and the spread of those ratios shows how much this machine moved
+# during the run (a difference between two arms smaller than that spread is not measured).
+rates, rss, walls, pass_wall, pass_rate = {}, {}, {}, {}, {}
+for line in open(sys.argv[1]):
+    m = re.match(r"(\S+)\s+pass (\d+): +([\d.]+) s +([\d.]+) MB/s(?:.*rss sender ([\d.]+) MB receiver ([\d.]+) MB)?(?:.*process wall ([\d.]+) s)?", line)
+    if m:
+        arm, p = m.group(1), int(m.group(2))
+        wall, rate = float(m.group(7) or m.group(3)), float(m.group(4))
+        walls.setdefault(arm, []).append(wall)
+        rates.setdefault(arm, []).append(rate)
+        pass_wall.setdefault(arm, {})[p] = wall
+        pass_rate.setdefault(arm, {})[p] = rate
+        if m.group(5):
+            rss.setdefault(arm, []).append((float(m.group(5)), float(m.group(6))))
+
+def spread(num, den):
+    """min-max over the passes both have of num[p] / den[p], as text."""
+    r = [num[p] / den[p] for p in sorted(set(num) & set(den))]
+    return f"{min(r):.2f}-{max(r):.2f} over {len(r)} passes" if r else "no common pass"
+
+tar = rates.pop("tar|tar", [])
+if not tar:
+    sys.exit("no verified tar|tar run")
+mt = statistics.median(tar)
+tw = walls["tar|tar"]
+print(f"median MB/s: tar|tar {mt:.2f} ({len(tar)} ok); tar|tar wall {min(tw):.3f}-{max(tw):.3f} s")
+for arm, r in rates.items():
+    m = statistics.median(r)
+    s = max(x[0] for x in rss.get(arm, [(0, 0)]))
+    v = max(x[1] for x in rss.get(arm, [(0, 0)]))
+    print(f"  {arm:18s} {m:8.2f} MB/s ({len(r)} ok)  ratio to tar|tar {m/mt:.2f}  peak RSS sender {s:.1f} MB receiver {v:.1f} MB")
+wt = statistics.median(tw)
+for arm, w in walls.items():
+    if arm != "tar|tar":
+        print(f"  {arm:18s} whole send process {statistics.median(w):.3f} s; tar|tar wall / send wall (medians) {wt / statistics.median(w):.2f}; per pass {spread(pass_wall['tar|tar'], pass_wall[arm])}")
+for arm, r in rates.items():
+    base = rates.get(arm + "@base")
+    if base:
+        print(f"  {arm}: this tree / base = {statistics.median(r) / statistics.median(base):.2f} (ratio of medians); per pass {spread(pass_rate[arm], pass_rate[arm + '@base'])}")
+PY
+}
+
+# SUMMARY_OF=LOG prints the summary of an earlier run's output (its lines are the same) and
+# runs nothing.
+if [ -n "${SUMMARY_OF:-}" ]; then
+  summarize "$SUMMARY_OF"
+  exit
+fi
 
 # SHOAL_BIN=/path/to/shoal measures that binary instead of this tree's build.
 if [ -n "${SHOAL_BIN:-}" ]; then
@@ -144,37 +202,7 @@ for pass in $(seq "$PASSES"); do
   done
 done
 
-python3 - "$WORK/results.txt" <<'PY'
-import re, statistics, sys
-rates, rss, walls = {}, {}, {}
-for line in open(sys.argv[1]):
-    m = re.match(r"(\S+)\s+pass \d+: +([\d.]+) s +([\d.]+) MB/s(?:.*rss sender ([\d.]+) MB receiver ([\d.]+) MB)?(?:.*process wall ([\d.]+) s)?", line)
-    if m:
-        # tar|tar's own time is its whole pipeline's wall time.
-        walls.setdefault(m.group(1), []).append(float(m.group(6) or m.group(2)))
-        m = re.match(r"(\S+)\s+pass \d+: +[\d.]+ s +([\d.]+) MB/s(?:.*rss sender ([\d.]+) MB receiver ([\d.]+) MB)?", line)
-        rates.setdefault(m.group(1), []).append(float(m.group(2)))
-        if m.group(3):
-            rss.setdefault(m.group(1), []).append((float(m.group(3)), float(m.group(4))))
-tar = rates.pop("tar|tar", [])
-if not tar:
-    sys.exit("no verified tar|tar run")
-mt = statistics.median(tar)
-print(f"median MB/s: tar|tar {mt:.2f} ({len(tar)} ok)")
-for arm, r in rates.items():
-    m = statistics.median(r)
-    s = max(x[0] for x in rss.get(arm, [(0, 0)]))
-    v = max(x[1] for x in rss.get(arm, [(0, 0)]))
-    print(f"  {arm:18s} {m:8.2f} MB/s ({len(r)} ok)  ratio to tar|tar {m/mt:.2f}  peak RSS sender {s:.1f} MB receiver {v:.1f} MB")
-wt = statistics.median(walls["tar|tar"])
-for arm, w in walls.items():
-    if arm != "tar|tar":
-        print(f"  {arm:18s} whole send process {statistics.median(w):.3f} s; tar|tar wall / send wall (medians) {wt / statistics.median(w):.2f}")
-for arm, r in rates.items():
-    base = rates.get(arm + "@base")
-    if base:
-        print(f"  {arm}: this tree / base = {statistics.median(r) / statistics.median(base):.2f} (ratio of medians)")
-PY
+summarize "$WORK/results.txt"
 if [ -n "$LOOP_IMG" ]; then
   umount "$WORK" && { [ "$LOOP_IMG" = none ] || rm -f "$LOOP_IMG"; } && rmdir "$WORK"
   trap - EXIT
