@@ -225,16 +225,10 @@ fn an_unreadable_source_file_fails_the_run_naming_it() {
         // run (bounded here, whatever QUIC's own idle timeout is).
         let rx = ReceiverProc::start_logged(&id, &dst, &["--idle-timeout", "3s"]);
         let started = Instant::now();
-        let out: Output = sys::without_dac_override(
-            shoal()
-                .args(["send", "--to", &rx.addr, "--src"])
-                .arg(&src)
-                .arg("--identity")
-                .arg(&id)
-                .args(["--mode", mode, "--read-ahead", "1MiB"]),
-        )
-        .output()
-        .expect("run sender");
+        let mut send = rx.send_command(&src, &["--mode", mode, "--read-ahead", "1MiB"]);
+        let out: Output = sys::without_dac_override(&mut send)
+            .output()
+            .expect("run sender");
         let said = text(&out);
         println!(
             "{mode}: sender ended after {:.2} s: {}",
@@ -318,19 +312,12 @@ fn a_tcp_streams_sender_failing_at_its_first_file_still_gets_a_failed_run_line()
         return;
     }
     let id = t.path().join("id");
-    let mode = "tcp-streams";
     let rx = ReceiverProc::start_logged(&id, &t.path().join("dst"), &["--idle-timeout", "3s"]);
     for round in 0..8 {
-        let out = sys::without_dac_override(
-            shoal()
-                .args(["send", "--to", &rx.addr, "--src"])
-                .arg(&src)
-                .arg("--identity")
-                .arg(&id)
-                .args(["--mode", mode]),
-        )
-        .output()
-        .expect("run sender");
+        let mut send = rx.send_command(&src, &["--mode", "tcp-streams"]);
+        let out = sys::without_dac_override(&mut send)
+            .output()
+            .expect("run sender");
         let said = text(&out);
         assert!(said.contains("cannot open source file d0/f00 "), "{said}");
         let line = rx.next_run_line();
