@@ -25,13 +25,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-FILES=${FILES:-65536}
-SIZE=${SIZE:-4KiB}
-PASSES=${PASSES:-3}
-MODES=${MODES:-${MODE:-tcp-bundle}}
-WORK=${WORK:-$(mktemp -d /var/tmp/shoal-bench.XXXXXX)}
-KEEP=${KEEP:-0}
-
 # The summary of a run's lines (the arms' medians, and each ratio pass by pass).
 summarize() {
 python3 - "$1" <<'PY'
@@ -40,18 +33,17 @@ import re, statistics, sys
 # whole pipeline's wall time) and MB/s, so each ratio can also be given pass by pass: the arms of
 # one pass ran back to back, and the spread of those ratios shows how much this machine moved
 # during the run (a difference between two arms smaller than that spread is not measured).
-rates, rss, walls, pass_wall, pass_rate = {}, {}, {}, {}, {}
+pass_wall, pass_rate, rss = {}, {}, {}
 for line in open(sys.argv[1]):
     m = re.match(r"(\S+)\s+pass (\d+): +([\d.]+) s +([\d.]+) MB/s(?:.*rss sender ([\d.]+) MB receiver ([\d.]+) MB)?(?:.*process wall ([\d.]+) s)?", line)
     if m:
         arm, p = m.group(1), int(m.group(2))
-        wall, rate = float(m.group(7) or m.group(3)), float(m.group(4))
-        walls.setdefault(arm, []).append(wall)
-        rates.setdefault(arm, []).append(rate)
-        pass_wall.setdefault(arm, {})[p] = wall
-        pass_rate.setdefault(arm, {})[p] = rate
+        pass_wall.setdefault(arm, {})[p] = float(m.group(7) or m.group(3))
+        pass_rate.setdefault(arm, {})[p] = float(m.group(4))
         if m.group(5):
             rss.setdefault(arm, []).append((float(m.group(5)), float(m.group(6))))
+walls = {arm: list(w.values()) for arm, w in pass_wall.items()}
+rates = {arm: list(r.values()) for arm, r in pass_rate.items()}
 
 def spread(num, den):
     """min-max over the passes both have of num[p] / den[p], as text."""
@@ -81,11 +73,18 @@ PY
 }
 
 # SUMMARY_OF=LOG prints the summary of an earlier run's output (its lines are the same) and
-# runs nothing.
+# runs nothing (before anything below makes a work folder).
 if [ -n "${SUMMARY_OF:-}" ]; then
   summarize "$SUMMARY_OF"
   exit
 fi
+
+FILES=${FILES:-65536}
+SIZE=${SIZE:-4KiB}
+PASSES=${PASSES:-3}
+MODES=${MODES:-${MODE:-tcp-bundle}}
+WORK=${WORK:-$(mktemp -d /var/tmp/shoal-bench.XXXXXX)}
+KEEP=${KEEP:-0}
 
 # SHOAL_BIN=/path/to/shoal measures that binary instead of this tree's build.
 if [ -n "${SHOAL_BIN:-}" ]; then
