@@ -188,3 +188,51 @@ impl Drop for Sender {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::task::{waker, ArcWake};
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    #[derive(Default)]
+    struct Flag(AtomicBool);
+
+    impl ArcWake for Flag {
+        fn wake_by_ref(arc_self: &Arc<Self>) {
+            arc_self.0.store(true, Ordering::SeqCst);
+        }
+    }
+
+    fn close_command() -> StreamCommand {
+        StreamCommand::CloseStream { ack: false }
+    }
+
+    /// Commands leave in the order queued, each stream's last entry is its drop, and a stream
+    /// parked on a full share is woken (and refused) when the queue closes.
+    #[test]
+    fn order_drop_marker_and_close_wakes_parked_streams() {
+        let mut receiver = Receiver::new();
+        let (a, b) = (StreamId::new(1), StreamId::new(3));
+        let (sa, sb) = (receiver.sender(a), receiver.sender(b));
+        sa.send(close_command()).unwrap();
+        sb.send(close_command()).unwrap();
+        drop(sa);
+        let order: Vec<_> = std::iter::from_fn(|| receiver.try_next())
+            .map(|(id, c)| (id, c.is_some()))
+            .collect();
+        assert_eq!(order, [(a, true), (b, true), (a, false)]);
+
+        for _ in 0..STREAM_CAPACITY {
+            sb.send(close_command()).unwrap();
+        }
+        let flag = Arc::new(Flag::default());
+        let w = waker(flag.clone());
+        let mut cx = Context::from_waker(&w);
+        assert!(sb.poll_ready(Half::Write, &mut cx).is_pending());
+        receiver.close();
+        assert!(flag.0.load(Ordering::SeqCst), "a parked stream is woken on close");
+        assert!(matches!(sb.poll_ready(Half::Write, &mut cx), Poll::Ready(Err(Closed))));
+        assert!(sb.send(close_command()).is_err());
+    }
+}
