@@ -117,6 +117,36 @@ fn tcp_rows_have_cpu_per_gb_and_no_udp_figures() {
     assert!(row["receiver_gro_segments"].is_null(), "{row}");
 }
 
+/// `recv --writers 3`: every mode (and large files as blocks over 3 connections) arrives
+/// whole with the mixed tree's 32 folders spread over three writer threads, and the row says
+/// how many the receiver had.
+#[test]
+fn three_writers_move_the_mixed_tree_in_every_mode() {
+    let t = tempfile::tempdir().unwrap();
+    let src = mixed_payload();
+    let dst = t.path().join("dst");
+    let rx = ReceiverProc::start(&t.path().join("id"), &dst, &["--writers", "3"]);
+    let cases: &[&[&str]] = &[
+        &["--mode", "tcp-bundle"],
+        &["--mode", "tcp-streams"],
+        &["--mode", "quic-bundle"],
+        &["--mode", "quic-streams"],
+        &["--mode", "tcp-bundle", "--connections", "3"],
+        &["--mode", "quic-streams", "--connections", "3"],
+    ];
+    for case in cases {
+        clear(&dst);
+        let mut args = vec!["--json"];
+        args.extend_from_slice(case);
+        let out = rx.send(src, &args);
+        assert!(out.status.success(), "{case:?}: {}", text(&out));
+        let row = json(&out);
+        assert_eq!(row["status"], "ok", "{case:?}");
+        assert_eq!(row["receiver_writers"], 3, "{case:?}");
+        assert!(trees_identical(src, &dst), "{case:?}: trees differ");
+    }
+}
+
 #[test]
 fn tcp_wait_moves_the_mixed_tree() {
     transfer_and_verify(&["--mode", "tcp-wait"]);

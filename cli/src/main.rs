@@ -202,6 +202,12 @@ struct RecvArgs {
     /// quinn's receive window, so this only has to keep the writer busy.
     #[arg(long, default_value = "4MiB", value_parser = parse_size)]
     write_budget: u64,
+    /// Writer threads per run [default: one per core, at most 4]. Files of different folders
+    /// are created in parallel; a folder's files always go to the same writer, so a tree of
+    /// one folder is written by one thread whatever this says. The row records it
+    /// (`receiver_writers`).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(shoal_common::control::MAX_WRITERS)))]
+    writers: Option<u32>,
     /// QUIC modes: give each connection its whole receive window (--conn-window, or its share
     /// with --connections) from the start. By default a connection starts with what a 10 Gbit/s
     /// path of its handshake's round trip can use (twice that, at least 2 MiB: the whole window
@@ -536,6 +542,9 @@ async fn recv(a: RecvArgs) -> Result<ExitCode> {
         flow: a.flow.config(),
         idle_timeout: a.idle_timeout,
         write_budget: usize::try_from(a.write_budget).unwrap_or(usize::MAX),
+        writers: a
+            .writers
+            .map_or_else(shoal_receiver::default_writers, |n| n as usize),
         max_connections: a.max_connections as usize,
         max_files: a.max_files,
         max_bytes: a.max_bytes,

@@ -177,6 +177,10 @@ pub struct RunRow {
     pub threads: Option<u64>,
     #[serde(default)]
     pub receiver_threads: Option<u64>,
+    /// Writer threads the receiver ran the run with (`recv --writers`, from its completion
+    /// report). Empty when the receiver did not report it.
+    #[serde(default)]
+    pub receiver_writers: Option<u64>,
     /// QUIC: the smallest connection receive window the receiver had in effect (it sizes
     /// the window for the path unless `recv --fixed-window`); equal to `conn_window` when that
     /// is the whole window. Empty in other modes and when the receiver did not report it.

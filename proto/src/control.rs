@@ -16,7 +16,7 @@ use bytes::{BufMut, BytesMut};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-pub use crate::recvsettings::RecvSettings;
+pub use crate::recvsettings::{RecvSettings, MAX_WRITERS};
 
 /// First bytes of a control connection (a data connection starts with `SHOL`).
 pub const CONTROL_MAGIC: [u8; 4] = *b"SHCT";

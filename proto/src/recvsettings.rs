@@ -17,6 +17,7 @@ pub const PER_RUN_FLAGS: &[&str] = &[
     "max-streams",
     "conn-window",
     "write-budget",
+    "writers",
     "rcvbuf",
     "sndbuf",
 ];
@@ -33,6 +34,8 @@ pub const MAX_SOCKET_BUFFER: u64 = i32::MAX as u64;
 /// Largest write budget a run may ask for (bytes held in memory before they are written):
 /// 4 GiB, for the same reason as [`MAX_WINDOW`].
 pub const MAX_WRITE_BUDGET: u64 = 4 << 30;
+/// Most writer threads a run may have (`recv --writers`).
+pub const MAX_WRITERS: u32 = 16;
 
 /// One run's receiver settings; `None` keeps what the receiver was started with.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -50,6 +53,9 @@ pub struct RecvSettings {
     /// `--write-budget`: bytes received and not yet written that the run may hold.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_budget: Option<u64>,
+    /// `--writers`: writer threads for the run's files (by folder).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writers: Option<u32>,
     /// `--rcvbuf`: `SO_RCVBUF` of the run's TCP connections (TCP modes only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rcvbuf: Option<u64>,
@@ -98,6 +104,12 @@ impl RecvSettings {
             }
             "conn-window" => self.conn_window = Some(size()?),
             "write-budget" => self.write_budget = Some(size()?),
+            "writers" => {
+                let n: u64 = value.trim().parse().map_err(|_| {
+                    SettingError(format!("recv --writers {value:?} is not a count"))
+                })?;
+                self.writers = Some(bounded(flag, n, 1, MAX_WRITERS.into())? as u32);
+            }
             "rcvbuf" => self.rcvbuf = Some(size()?),
             "sndbuf" => self.sndbuf = Some(size()?),
             other => {
@@ -121,6 +133,9 @@ impl RecvSettings {
         }
         if let Some(b) = self.write_budget {
             bounded("write-budget", b, 1, MAX_WRITE_BUDGET)?;
+        }
+        if let Some(n) = self.writers {
+            bounded("writers", n.into(), 1, MAX_WRITERS.into())?;
         }
         for (flag, v) in [("rcvbuf", self.rcvbuf), ("sndbuf", self.sndbuf)] {
             if let Some(v) = v {
@@ -163,6 +178,9 @@ impl RecvSettings {
         if let Some(b) = self.write_budget {
             out.push(format!("write-budget={b}"));
         }
+        if let Some(n) = self.writers {
+            out.push(format!("writers={n}"));
+        }
         out.push(format!("rcvbuf={}", buf(self.rcvbuf)));
         out.push(format!("sndbuf={}", buf(self.sndbuf)));
         out.join(" ")
@@ -181,13 +199,15 @@ mod tests {
         s.set("max-streams", "64").unwrap();
         s.set("conn-window", "8MiB").unwrap();
         s.set("rcvbuf", "4MiB").unwrap();
+        s.set("writers", "3").unwrap();
         assert_eq!(s.fsync, Some(true));
+        assert_eq!(s.writers, Some(3));
         assert_eq!(s.max_streams, Some(64));
         assert_eq!(s.conn_window, Some(8 << 20));
         assert_eq!(s.tcp_only(), Some("rcvbuf"));
         assert_eq!(
             s.describe(),
-            "fsync=true max-streams=64 conn-window=8388608 rcvbuf=4194304 sndbuf=auto"
+            "fsync=true max-streams=64 conn-window=8388608 writers=3 rcvbuf=4194304 sndbuf=auto"
         );
     }
 
@@ -204,6 +224,8 @@ mod tests {
             e.contains("recv --max-streams 0 is outside 1..=65536"),
             "{e}"
         );
+        let e = s.set("writers", "17").unwrap_err().to_string();
+        assert!(e.contains("recv --writers 17 is outside 1..=16"), "{e}");
         let e = s.set("fsync", "yes").unwrap_err().to_string();
         assert!(e.contains("true or false"), "{e}");
         let e = s.set("rcvbuf", "4GiB").unwrap_err().to_string();

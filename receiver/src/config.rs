@@ -27,6 +27,8 @@ pub struct ReceiverConfig {
     pub idle_timeout: Duration,
     /// Bytes received but not yet written that a run may hold.
     pub write_budget: usize,
+    /// Writer threads per run (files of different folders are written in parallel).
+    pub writers: usize,
     /// Connections (TCP and QUIC) served at once; past it a new one is refused at once.
     pub max_connections: usize,
     /// Most files one run may bring, on its running count (`claims.rs`); a hello announcing
@@ -71,6 +73,7 @@ impl Default for ReceiverConfig {
             flow: FlowConfig::default(),
             idle_timeout: Duration::from_secs(60),
             write_budget: 4 << 20,
+            writers: default_writers(),
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_files: DEFAULT_MAX_FILES,
             max_bytes: DEFAULT_MAX_BYTES,
@@ -81,6 +84,12 @@ impl Default for ReceiverConfig {
             fixed_window: false,
         }
     }
+}
+
+/// Default for [`ReceiverConfig::writers`]: one per core, at most 4 (file creation on one
+/// file system gains little past a few threads, and each writer is a thread per run).
+pub fn default_writers() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(4))
 }
 
 /// What a connection over `max_connections` is told.

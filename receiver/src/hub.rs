@@ -17,7 +17,7 @@ use shoal_common::codec::{BlockLedger, Completion, Hello};
 use shoal_common::control::RecvSettings;
 use shoal_common::metrics;
 use shoal_common::pipeline::writer::{
-    open_subfolder, BatchSender, WriterDest, WriterOptions, WriterThread,
+    open_subfolder, BatchSender, WriterDest, WriterOptions, WriterPool,
 };
 use shoal_common::window_share::{SharedWindow, Side, TunedReceive};
 use tokio::io::AsyncWrite;
@@ -98,7 +98,7 @@ pub(crate) struct Run {
     pub next_file_id: AtomicU64,
     /// The QUIC connection receive window, shared by the run's connections.
     pub quic_window: Arc<SharedWindow<Arc<TunedReceive>>>,
-    writer: Mutex<Option<WriterThread>>,
+    writer: Mutex<Option<WriterPool>>,
     state: Mutex<State>,
     done: watch::Sender<Option<Finished>>,
 }
@@ -334,11 +334,12 @@ impl Hub {
                         cancel.cancel();
                     })
                 };
-                let writer = WriterThread::spawn(WriterOptions {
+                let writer = WriterPool::spawn(WriterOptions {
                     dest: writer_dest,
                     fsync: config.fsync,
                     tag: run_hex,
                     on_fail: Some(on_fail),
+                    writers: config.writers,
                 })?;
                 let run = Arc::new(Run {
                     hello: hello.clone(),

@@ -28,8 +28,8 @@ mod tcp;
 mod tune;
 
 pub use config::{
-    ReceiverConfig, DEFAULT_HELLO_TIMEOUT, DEFAULT_MAX_BYTES, DEFAULT_MAX_CONNECTIONS,
-    DEFAULT_MAX_FILES,
+    default_writers, ReceiverConfig, DEFAULT_HELLO_TIMEOUT, DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_FILES,
 };
 pub use server::Receiver;
 pub use shared::RunOutcome;

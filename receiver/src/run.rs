@@ -167,6 +167,7 @@ pub(crate) fn completion(
         stream_window: facts.stream_window,
         conn_window: facts.conn_window,
         conn_window_min: Some(facts.conn_window_min),
+        writers: Some(report.writers as u64),
         rcvbuf: facts.rcvbuf_now(),
         udp_gso_segments: facts.udp_offload.map(|o| o.gso_segments),
         udp_gro_segments: facts.udp_offload.map(|o| o.gro_segments),

@@ -33,6 +33,9 @@ pub(crate) fn apply<'a>(
     if let Some(b) = s.write_budget {
         c.write_budget = usize::try_from(b).unwrap_or(usize::MAX);
     }
+    if let Some(n) = s.writers {
+        c.writers = n as usize;
+    }
     if let Some(b) = s.rcvbuf {
         c.flow.rcvbuf = Some(b);
     }
@@ -49,6 +52,7 @@ pub(crate) fn in_effect(config: &ReceiverConfig) -> RecvSettings {
         max_streams: Some(config.flow.max_streams),
         conn_window: Some(config.flow.conn_window),
         write_budget: Some(config.write_budget as u64),
+        writers: Some(config.writers as u32),
         rcvbuf: config.flow.rcvbuf,
         sndbuf: config.flow.sndbuf,
     }
@@ -98,15 +102,18 @@ mod tests {
         let s = RecvSettings {
             fsync: Some(true),
             max_streams: Some(8),
+            writers: Some(3),
             ..Default::default()
         };
         let c = apply(&base, Some(&s));
         assert!(c.fsync);
         assert_eq!(c.flow.max_streams, 8);
+        assert_eq!(c.writers, 3);
         assert_eq!(c.flow.conn_window, base.flow.conn_window);
         let e = in_effect(&c);
         assert_eq!(e.fsync, Some(true));
         assert_eq!(e.write_budget, Some(base.write_budget as u64));
+        assert_eq!(e.writers, Some(3));
         assert_eq!(e.rcvbuf, None);
         assert!(refuse_on_quic(Some(&s)).is_ok());
         let tcp = RecvSettings {

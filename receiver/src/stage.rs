@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use bytes::{Buf, BytesMut};
 use shoal_common::codec::{self, BlockError, EndMarker, Record, StreamDecoder, StreamError};
-use shoal_common::pipeline::writer::{BatchSender, WriteBatch, WriteOp};
+use shoal_common::pipeline::writer::{file_id, BatchSender, WriteBatch, WriteOp};
 use tokio::sync::{mpsc, Semaphore};
 
 use crate::claims::Claims;
@@ -107,7 +107,7 @@ impl Intake {
                     mine.files += 1;
                     mine.bytes += h.size;
                     buf.advance(n);
-                    self.id = run.next_file_id.fetch_add(1, Ordering::Relaxed);
+                    self.id = file_id(run.next_file_id.fetch_add(1, Ordering::Relaxed), &h.path);
                     batch.ops.push(WriteOp::Open {
                         id: self.id,
                         path: h.path,
@@ -123,7 +123,7 @@ impl Intake {
                         b.size,
                         b.offset,
                         b.len,
-                        || run.next_file_id.fetch_add(1, Ordering::Relaxed),
+                        || file_id(run.next_file_id.fetch_add(1, Ordering::Relaxed), &b.path),
                     )?;
                     if reserved.first {
                         run.claims.lock().expect("claims").claim(&b.path, b.size)?;

@@ -569,6 +569,7 @@ fn put_cpu_and_udp(row: &mut RunRow, c: &Completion, udp: Option<QuicUdp>) {
     let per_gb = |s: f64| (gb > 0.0).then(|| s / gb);
     row.receiver_run_cpu_seconds = c.cpu_micros.map(|us| us as f64 / 1e6);
     row.receiver_threads = c.threads;
+    row.receiver_writers = c.writers;
     row.sender_cpu_s_per_gb = per_gb(row.sender_cpu_seconds);
     row.receiver_cpu_s_per_gb = row.receiver_run_cpu_seconds.and_then(per_gb);
     if let Some(u) = udp {

@@ -26,29 +26,51 @@ use std::os::fd::OwnedFd;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{anyhow, bail, Context, Result};
 use bytes::Bytes;
 use rustix::fs::{mkdirat, openat, unlinkat, AtFlags, Mode, OFlags};
-use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit};
+use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
 use crate::latency::LatencyHistogram;
 use crate::metrics::wall_clock_us;
 use crate::relpath::{display_raw, RelPath};
 
 mod batches;
+mod pool;
 mod temp;
 
 pub use batches::BatchSender;
-use batches::{HeldRoom, Recycle, INTAKE_GROUP};
+pub use pool::{PendingSync, WriterDest, WriterOptions, WriterPool, WriterReport};
 use temp::{TempName, Temps};
 
 /// Folder handles kept open at most; past this the cache is emptied and refilled on demand.
 const MAX_CACHED_DIRS: usize = 4096;
 
-/// Identifies one open file among those a run writes concurrently (e.g. a stream id).
+/// Identifies one open file among those a run writes concurrently; made by [`file_id`].
 pub type FileId = u64;
+
+/// Low bits of a [`FileId`] that carry its folder's key ([`file_id`]).
+const FOLDER_BITS: u32 = 8;
+
+/// The id of a run's `seq`-th file (or block file), `path`. Its low bits are a hash of the
+/// file's folder, so a pool of writers ([`WriterPool`]) sends every op of the file, and every
+/// file of that folder, to one writer: each folder is created, opened and locked by one
+/// thread, and the writer's duplicate check (same path, same folder) stays whole. A peer
+/// choosing folders that share a key only loses parallelism.
+pub fn file_id(seq: u64, path: &RelPath) -> FileId {
+    (seq << FOLDER_BITS) | folder_key(path.split_parent().0)
+}
+
+/// FNV-1a of a folder's path, folded to [`FOLDER_BITS`] bits.
+fn folder_key(folder: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in folder {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    (h ^ (h >> 32) ^ (h >> 16) ^ (h >> 8)) & ((1 << FOLDER_BITS) - 1)
+}
 
 /// Every temporary file name starts with this: `.shoal-tmp.<pid>.<run>.<n>`.
 pub const TEMP_PREFIX: &str = ".shoal-tmp.";
@@ -97,33 +119,18 @@ impl DestWriter {
     /// choice and is trusted; everything below it is confined. `tag` names the run in
     /// temporary file names (hex digits).
     pub fn open(root: &Path, tag: &str) -> Result<Self> {
-        std::fs::create_dir_all(root)
-            .with_context(|| format!("cannot create destination {}", root.display()))?;
-        let fd = openat(
-            rustix::fs::CWD,
-            root,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .with_context(|| format!("cannot open destination {}", root.display()))?;
-        Ok(Self::with_root(root, fd, tag))
+        let fd = open_root(&WriterDest::Root(root.to_path_buf()))?;
+        Ok(Self::in_root(root, Arc::new(fd), Temps::new(tag, 0, 1)))
     }
 
-    /// Opens an existing folder `name` inside the trusted folder `parent` without following
-    /// a symbolic link there and without creating it: a run's prepared folder must still be
-    /// the folder that was prepared.
-    pub fn open_existing(parent: &Path, name: &str, tag: &str) -> Result<Self> {
-        let root = parent.join(name);
-        let fd = open_subfolder(parent, name)?;
-        Ok(Self::with_root(&root, fd, tag))
-    }
-
-    fn with_root(root: &Path, fd: OwnedFd, tag: &str) -> Self {
+    /// A writer under the open root `root` (shared by a pool's writers), creating its
+    /// temporary files with `temps`.
+    fn in_root(root_path: &Path, root: Arc<OwnedFd>, temps: Temps) -> Self {
         Self {
-            root_path: root.to_path_buf(),
-            root: Arc::new(fd),
+            root_path: root_path.to_path_buf(),
+            root,
             dirs: HashMap::new(),
-            temps: Temps::new(tag),
+            temps,
             open: HashMap::new(),
             seen: HashSet::new(),
             seen_hasher: RandomState::new(),
@@ -331,15 +338,6 @@ impl DestWriter {
             .collect()
     }
 
-    /// Syncs the destination's file system (every file and folder written), returning the time
-    /// it took.
-    pub fn sync(&self) -> Result<Duration> {
-        let start = Instant::now();
-        rustix::fs::syncfs(&*self.root)
-            .with_context(|| format!("cannot sync {}", self.root_path.display()))?;
-        Ok(start.elapsed())
-    }
-
     /// Handle of folder `rel` (bytes; empty = root), creating missing components.
     fn dir_fd(&mut self, rel: &[u8]) -> Result<Arc<OwnedFd>> {
         if rel.is_empty() {
@@ -376,6 +374,26 @@ impl DestWriter {
 /// Closes a partial file and removes its temporary name, if it has one.
 fn remove_temp(f: OpenFile) {
     temp::discard(&f.dir, f.file, f.temp);
+}
+
+/// Opens a run's destination root: `Root` is created if missing (the operator's choice, trusted);
+/// a `Prepared` folder must still be the folder that was prepared (not a symbolic link, not
+/// gone).
+fn open_root(dest: &WriterDest) -> Result<OwnedFd> {
+    match dest {
+        WriterDest::Root(root) => {
+            std::fs::create_dir_all(root)
+                .with_context(|| format!("cannot create destination {}", root.display()))?;
+            openat(
+                rustix::fs::CWD,
+                root,
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .with_context(|| format!("cannot open destination {}", root.display()))
+        }
+        WriterDest::Prepared { parent, name } => open_subfolder(parent, name),
+    }
 }
 
 /// Opens folder `name` inside `parent` (trusted) without following a symbolic link there;
@@ -514,7 +532,7 @@ fn refuse(rel: &[u8], e: rustix::io::Errno, what: &str) -> anyhow::Error {
     }
 }
 
-/// One thing for the writer thread to do.
+/// One thing for a writer to do.
 #[derive(Debug)]
 pub enum WriteOp {
     Open {
@@ -545,8 +563,9 @@ pub enum WriteOp {
         bytes: Bytes,
     },
     Dir(RelPath),
-    /// Signals the sender once every op before it is done (the stop-and-wait arm acknowledges
-    /// each file this way).
+    /// Signals the sender once the op before it in its batch, and every earlier op of that
+    /// op's writer, is done (the stop-and-wait arm acknowledges each file this way, after its
+    /// `Close`; it has one file in flight).
     Signal(mpsc::UnboundedSender<()>),
 }
 
@@ -557,182 +576,22 @@ pub struct WriteBatch {
     pub permit: Option<OwnedSemaphorePermit>,
 }
 
-/// What the writer thread reports when it ends.
-#[derive(Debug)]
-pub struct WriterReport {
-    pub files_ready: u64,
-    pub bytes_written: u64,
-    pub last_close: Option<Instant>,
-    /// With `--fsync`: the sync that starts once this report is out (so the run's completion
-    /// can go to the sender first and the sync is timed on its own).
-    pub sync: Option<PendingSync>,
-    /// Partial files removed after a failure.
-    pub removed_partials: Vec<RelPath>,
-    pub latency: LatencyHistogram,
-    pub error: Option<anyhow::Error>,
-}
-
-/// The writer thread's sync of the destination, under way: how long it took, or why it failed.
-#[derive(Debug)]
-pub struct PendingSync(oneshot::Receiver<Result<Duration, String>>);
-
-impl PendingSync {
-    pub async fn wait(self) -> Result<Duration, String> {
-        self.0
-            .await
-            .unwrap_or_else(|_| Err("the writer thread ended before the sync".into()))
-    }
-}
-
-impl WriterReport {
-    fn failed(error: anyhow::Error) -> Self {
-        WriterReport {
-            files_ready: 0,
-            bytes_written: 0,
-            last_close: None,
-            sync: None,
-            removed_partials: Vec::new(),
-            latency: LatencyHistogram::default(),
-            error: Some(error),
-        }
-    }
-}
-
-/// A writer running on its own thread, fed by batches from the network tasks.
-#[derive(Debug)]
-pub struct WriterThread {
-    pub batches: BatchSender,
-    report: oneshot::Receiver<WriterReport>,
-}
-
-/// Where a run's writer writes.
-#[derive(Debug, Clone)]
-pub enum WriterDest {
-    /// The destination root (created if missing).
-    Root(PathBuf),
-    /// A folder prepared for the run, `name` inside `parent`: it must still exist and be a
-    /// folder (not a symbolic link) when the run starts.
-    Prepared { parent: PathBuf, name: String },
-}
-
-/// How a run's writer is started.
-pub struct WriterOptions {
-    pub dest: WriterDest,
-    /// Sync the file system once the channel closes without error.
-    pub fsync: bool,
-    /// Names the run in temporary file names (hex digits).
-    pub tag: String,
-    /// Called (on the writer thread) as soon as a write fails, so the network side can stop
-    /// at once rather than when it next hands over a batch.
-    pub on_fail: Option<Box<dyn FnOnce() + Send>>,
-}
-
-impl WriterThread {
-    /// Starts a writer. With `fsync`, the file system is synced once the channel closes
-    /// without error, after the report is out (`WriterReport::sync`).
-    pub fn spawn(options: WriterOptions) -> Result<Self> {
-        let (tx, mut rx) = mpsc::channel::<WriteBatch>(256);
-        let recycle = Arc::new(Recycle::default());
-        let writer_recycle = recycle.clone();
-        let (report_tx, report) = oneshot::channel();
-        let WriterOptions {
-            dest,
-            fsync,
-            tag,
-            mut on_fail,
-        } = options;
-        std::thread::Builder::new()
-            .name("shoal-writer".into())
-            .spawn(move || {
-                let opened = match &dest {
-                    WriterDest::Root(root) => DestWriter::open(root, &tag),
-                    WriterDest::Prepared { parent, name } => {
-                        DestWriter::open_existing(parent, name, &tag)
-                    }
-                };
-                let mut writer = match opened {
-                    Ok(w) => w,
-                    Err(e) => {
-                        if let Some(f) = on_fail.take() {
-                            f();
-                        }
-                        let _ = report_tx.send(WriterReport::failed(e));
-                        return;
-                    }
-                };
-                let mut error = None;
-                let mut group = Vec::with_capacity(INTAKE_GROUP);
-                let mut room = HeldRoom::default();
-                'outer: while rx.blocking_recv_many(&mut group, INTAKE_GROUP) > 0 {
-                    for WriteBatch { ops, permit } in group.drain(..) {
-                        let mut bytes = 0;
-                        for op in &ops {
-                            if let Err(e) = apply(&mut writer, op) {
-                                error = Some(e);
-                                if let Some(f) = on_fail.take() {
-                                    f();
-                                }
-                                break 'outer;
-                            }
-                            bytes += op.data_len();
-                        }
-                        // The room goes back once the bytes are written (in steps: `HeldRoom`);
-                        // the ops go back to be freed where they were allocated. A signal's
-                        // sender is dropped here: the stop-and-wait arm's acknowledger ends
-                        // when the last one is gone.
-                        room.hold(permit);
-                        let mut ops = ops;
-                        ops.retain(|op| !matches!(op, WriteOp::Signal(_)));
-                        drop(writer_recycle.put(ops, bytes));
-                    }
-                    // Before waiting for more: the network side may be waiting for this room.
-                    room.release();
-                }
-                // Partial files are those still open: at a clean end there are none.
-                let removed_partials = writer.abort();
-                if error.is_none() && !removed_partials.is_empty() {
-                    error = Some(anyhow!(
-                        "{} file(s) were left incomplete and removed",
-                        removed_partials.len()
-                    ));
-                }
-                let (sync_tx, sync) = match fsync && error.is_none() {
-                    true => {
-                        let (tx, rx) = oneshot::channel();
-                        (Some(tx), Some(PendingSync(rx)))
-                    }
-                    false => (None, None),
-                };
-                let _ = report_tx.send(WriterReport {
-                    files_ready: writer.files_ready(),
-                    bytes_written: writer.bytes_written(),
-                    last_close: writer.last_close(),
-                    sync,
-                    removed_partials,
-                    latency: writer.latency().clone(),
-                    error,
-                });
-                if let Some(tx) = sync_tx {
-                    let _ = tx.send(writer.sync().map_err(|e| format!("{e:#}")));
-                }
-            })
-            .context("cannot start the writer thread")?;
-        Ok(Self {
-            batches: BatchSender { tx, recycle },
-            report,
-        })
-    }
-
-    /// Closes the input and waits for the report. Drop every other clone of `batches` first.
-    pub async fn finish(self) -> WriterReport {
-        drop(self.batches);
-        self.report
-            .await
-            .unwrap_or_else(|_| WriterReport::failed(anyhow!("writer thread panicked")))
-    }
-}
-
 impl WriteOp {
+    /// Which of `writers` writers takes the op (`None`: a signal, which follows the op before
+    /// it). Every op of one file, and every file of one folder, goes to the same writer.
+    fn writer_index(&self, writers: usize) -> Option<usize> {
+        let key = match self {
+            WriteOp::Open { id, .. }
+            | WriteOp::Data { id, .. }
+            | WriteOp::Close { id }
+            | WriteOp::Block { id, .. }
+            | WriteOp::DataAt { id, .. } => id & ((1 << FOLDER_BITS) - 1),
+            WriteOp::Dir(path) => folder_key(path.as_bytes()),
+            WriteOp::Signal(_) => return None,
+        };
+        Some(key as usize % writers)
+    }
+
     /// Data bytes the op holds.
     fn data_len(&self) -> usize {
         match self {

@@ -46,6 +46,9 @@ pub struct Completion {
     /// receiver sizes it for the path; equal to `conn_window` when that is the whole window).
     /// After `threads`, so an older receiver's report reads as `None`.
     pub conn_window_min: Option<u64>,
+    /// Writer threads the run had (`recv --writers`); after `conn_window_min`, so an older
+    /// receiver's report reads as `None`.
+    pub writers: Option<u64>,
 }
 
 /// One decoded message from the receiver.
@@ -126,6 +129,7 @@ fn decode_completion(body: &[u8]) -> Result<Completion, DecodeError> {
         udp_gro_segments: None,
         threads: None,
         conn_window_min: None,
+        writers: None,
     };
     let latency_len = read_u32(body, 80).ok_or(short.clone())? as usize;
     c.latency = body
@@ -157,6 +161,9 @@ fn decode_completion(body: &[u8]) -> Result<Completion, DecodeError> {
     }
     if read_u64(body, at + 32).is_some() {
         c.conn_window_min = trailer(4);
+    }
+    if read_u64(body, at + 40).is_some() {
+        c.writers = trailer(5);
     }
     Ok(c)
 }
@@ -224,6 +231,7 @@ pub fn encode_completion(c: &Completion, out: &mut BytesMut) {
     body.put_u64(c.udp_gro_segments.unwrap_or(0));
     body.put_u64(c.threads.unwrap_or(0));
     body.put_u64(c.conn_window_min.unwrap_or(0));
+    body.put_u64(c.writers.unwrap_or(0));
     out.put_u8(TAG_COMPLETION);
     out.put_u32(body.len() as u32);
     out.put_slice(&body);

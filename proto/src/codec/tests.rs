@@ -430,6 +430,7 @@ fn replies_round_trip() {
         udp_gro_segments: None,
         threads: Some(1),
         conn_window_min: Some(2 << 20),
+        writers: Some(2),
     };
     let mut s = BytesMut::new();
     encode_ack(1, &mut s);
@@ -527,9 +528,10 @@ fn block_records_round_trip_and_stay_inside_their_file() {
 
 #[test]
 fn a_completion_without_the_cpu_trailer_reads_as_not_reported() {
-    // A receiver that predates the trailer (CPU, GSO, GRO, threads, then the smallest window)
-    // ends its report after the errors; one that predates the threads ends it after GRO, and
-    // one that predates only the window after the threads.
+    // A receiver that predates the trailer (CPU, GSO, GRO, threads, the smallest window, then
+    // the writers) ends its report after the errors; one that predates the threads ends it
+    // after GRO, one that predates the window after the threads, and one that predates only
+    // the writers after the window.
     let c = Completion {
         files: 1,
         errors: vec!["e".into()],
@@ -537,6 +539,7 @@ fn a_completion_without_the_cpu_trailer_reads_as_not_reported() {
         udp_gro_segments: Some(64),
         threads: Some(2),
         conn_window_min: Some(3 << 20),
+        writers: Some(3),
         ..Default::default()
     };
     let mut s = BytesMut::new();
@@ -551,17 +554,20 @@ fn a_completion_without_the_cpu_trailer_reads_as_not_reported() {
         assert_eq!(used, old.len());
         got
     };
-    let before_trailer = cut(40);
+    let before_trailer = cut(48);
     assert_eq!(before_trailer.cpu_micros, None);
     assert_eq!(before_trailer.threads, None);
     assert_eq!(before_trailer.errors, c.errors);
-    let before_threads = cut(16);
+    let before_threads = cut(24);
     assert_eq!(before_threads.cpu_micros, Some(7));
     assert_eq!(before_threads.udp_gro_segments, Some(64));
     assert_eq!(before_threads.threads, None);
-    let before_window = cut(8);
+    let before_window = cut(16);
     assert_eq!(before_window.threads, Some(2));
     assert_eq!(before_window.conn_window_min, None);
+    let before_writers = cut(8);
+    assert_eq!(before_writers.conn_window_min, Some(3 << 20));
+    assert_eq!(before_writers.writers, None);
     let Some((Reply::Completion(got), _)) = ReplyDecoder.decode(&s).unwrap() else {
         panic!("no completion");
     };
@@ -572,4 +578,5 @@ fn a_completion_without_the_cpu_trailer_reads_as_not_reported() {
     );
     assert_eq!(got.threads, Some(2));
     assert_eq!(got.conn_window_min, Some(3 << 20));
+    assert_eq!(got.writers, Some(3));
 }

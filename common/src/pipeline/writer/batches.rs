@@ -88,20 +88,65 @@ impl Recycle {
     }
 }
 
-/// The network side's handle on a writer: sends batches, and frees the ops the writer is done
-/// with on the way ([`Recycle`]).
+/// The network side's handle on a run's writers: sends each batch's ops to the writers of
+/// their folders, and frees the ops the writers are done with on the way ([`Recycle`]).
 #[derive(Debug, Clone)]
 pub struct BatchSender {
-    pub(super) tx: mpsc::Sender<WriteBatch>,
-    pub(super) recycle: Arc<Recycle>,
+    txs: Vec<mpsc::Sender<WriteBatch>>,
+    recycle: Arc<Recycle>,
 }
 
 impl BatchSender {
-    /// Sends `batch` (waiting while the writer's queue is full); an error once the writer is
-    /// gone.
+    pub(super) fn new(txs: Vec<mpsc::Sender<WriteBatch>>, recycle: Arc<Recycle>) -> Self {
+        assert!(!txs.is_empty(), "a run has at least one writer");
+        Self { txs, recycle }
+    }
+
+    /// Sends `batch` (waiting while a writer's queue is full); an error once a writer is
+    /// gone. With several writers, each gets the batch's ops for its folders, in order, with
+    /// their share of the batch's room.
     pub async fn send(&self, batch: WriteBatch) -> Result<(), mpsc::error::SendError<WriteBatch>> {
         self.recycle.empty();
-        self.tx.send(batch).await
+        let n = self.txs.len();
+        // The usual batch (one small file, or one file's next bytes) goes to one writer whole.
+        let first = batch
+            .ops
+            .iter()
+            .find_map(|op| op.writer_index(n))
+            .unwrap_or(0);
+        if n == 1
+            || batch
+                .ops
+                .iter()
+                .all(|op| op.writer_index(n).is_none_or(|w| w == first))
+        {
+            return self.txs[first].send(batch).await;
+        }
+        let mut parts: Vec<(Vec<WriteOp>, usize)> = (0..n).map(|_| (Vec::new(), 0)).collect();
+        let mut last = first;
+        for op in batch.ops {
+            // A signal goes with the op before it (the file it acknowledges).
+            let w = op.writer_index(n).unwrap_or(last);
+            parts[w].1 += op.data_len();
+            parts[w].0.push(op);
+            last = w;
+        }
+        let mut permit = batch.permit;
+        let final_part = parts.iter().rposition(|(ops, _)| !ops.is_empty());
+        for (w, (ops, bytes)) in parts.into_iter().enumerate() {
+            if ops.is_empty() {
+                continue;
+            }
+            let share = match Some(w) == final_part {
+                true => permit.take(),
+                false => permit.as_mut().and_then(|p| {
+                    let n = bytes.min(p.num_permits().saturating_sub(1));
+                    p.split(n)
+                }),
+            };
+            self.txs[w].send(WriteBatch { ops, permit: share }).await?;
+        }
+        Ok(())
     }
 }
 

@@ -43,6 +43,9 @@ pub(super) struct Temps {
     /// `.shoal-tmp.<pid>.<run>.`: each temporary name is this and a counter.
     prefix: Vec<u8>,
     next: u64,
+    /// What the counter grows by: a run's writers count `index, index + writers, …`, so no
+    /// two of them make the same name.
+    step: u64,
     /// Whether unnamed inodes are used: the kernel can name them and the file system has not
     /// refused `O_TMPFILE` yet.
     unnamed: bool,
@@ -54,11 +57,13 @@ pub(super) struct Temps {
 }
 
 impl Temps {
-    pub(super) fn new(tag: &str) -> Self {
+    /// Names counted from `first` by `step` (a pool's writer `first` of `step`).
+    pub(super) fn new(tag: &str, first: u64, step: u64) -> Self {
         let proc = std::path::Path::new("/proc/self/fd").is_dir();
         Self {
             prefix: format!("{TEMP_PREFIX}{}.{tag}.", std::process::id()).into_bytes(),
-            next: 0,
+            next: first,
+            step: step.max(1),
             // /proc is the way to name an unnamed inode that always works; without it, named
             // temporary files (the kernel's answer to AT_EMPTY_PATH is only known per file).
             unnamed: proc,
@@ -78,7 +83,7 @@ impl Temps {
         let mut name = Vec::with_capacity(self.prefix.len() + 20);
         name.extend_from_slice(&self.prefix);
         name.extend_from_slice(self.next.to_string().as_bytes());
-        self.next += 1;
+        self.next += self.step;
         name.into_boxed_slice()
     }
 

@@ -1,6 +1,7 @@
 //! The writer's unit tests.
 use super::*;
 use crate::relpath::PathLimits;
+use std::sync::Arc;
 
 /// A writer over `root`: unnamed inodes (`O_TMPFILE`, where the file system has them) or
 /// named temporary files only (the fallback), so both are tested.
@@ -196,4 +197,195 @@ fn blocks_are_written_at_their_offsets_and_complete_with_the_last_with(named: bo
     w.write_at(10, 3, b"def").unwrap();
     assert_eq!(w.abort(), vec![rel("part")]);
     assert_eq!(names(&t), vec!["big"]);
+}
+
+/// Ops of `files` (path, content) as the network side makes them: one batch per file.
+fn file_batches(files: &[(&str, &[u8])], first_seq: u64) -> Vec<WriteBatch> {
+    files
+        .iter()
+        .enumerate()
+        .map(|(i, (path, content))| {
+            let path = rel(path);
+            let id = file_id(first_seq + i as u64, &path);
+            WriteBatch {
+                ops: vec![
+                    WriteOp::Open {
+                        id,
+                        path,
+                        size: content.len() as u64,
+                        sent_at_us: 0,
+                    },
+                    WriteOp::Data {
+                        id,
+                        bytes: Bytes::copy_from_slice(content),
+                    },
+                    WriteOp::Close { id },
+                ],
+                permit: None,
+            }
+        })
+        .collect()
+}
+
+fn pool(root: &std::path::Path, writers: usize) -> WriterPool {
+    WriterPool::spawn(WriterOptions {
+        dest: WriterDest::Root(root.to_path_buf()),
+        fsync: false,
+        tag: "t".into(),
+        on_fail: None,
+        writers,
+    })
+    .unwrap()
+}
+
+#[test]
+fn a_file_s_id_carries_its_folder_s_key() {
+    let (a, b) = (rel("d1/x"), rel("d1/y"));
+    assert_eq!(
+        file_id(1, &a) & 0xff,
+        file_id(900, &b) & 0xff,
+        "same folder"
+    );
+    assert_ne!(file_id(1, &a), file_id(2, &b), "different files");
+    let keys: HashSet<u64> = (0..64)
+        .map(|i| file_id(0, &rel(&format!("d{i}/f"))) & 0xff)
+        .collect();
+    assert!(
+        keys.len() > 32,
+        "folders spread over the keys: {}",
+        keys.len()
+    );
+}
+
+/// Several writers: every file is written once under its final name, a folder's files by one
+/// writer (so a path sent twice is refused, in one batch or two), and the report adds up.
+#[tokio::test]
+async fn a_pool_of_writers_writes_a_tree_and_reports_it_whole() {
+    let t = tempfile::tempdir().unwrap();
+    let p = pool(t.path(), 3);
+    let names: Vec<String> = (0..40).map(|i| format!("d{}/f{i}", i % 8)).collect();
+    let files: Vec<(&str, &[u8])> = names.iter().map(|n| (n.as_str(), n.as_bytes())).collect();
+    // Two files per batch, so some batches are split between writers.
+    let mut batches = file_batches(&files, 0).into_iter();
+    while let Some(mut a) = batches.next() {
+        if let Some(b) = batches.next() {
+            a.ops.extend(b.ops);
+        }
+        p.batches.send(a).await.unwrap();
+    }
+    p.batches
+        .send(WriteBatch {
+            ops: vec![WriteOp::Dir(rel("empty/folder"))],
+            permit: None,
+        })
+        .await
+        .unwrap();
+    let report = p.finish().await;
+    assert!(report.error.is_none(), "{:?}", report.error);
+    assert_eq!(report.writers, 3);
+    assert_eq!(report.files_ready, 40);
+    let bytes: usize = names.iter().map(String::len).sum();
+    assert_eq!(report.bytes_written, bytes as u64);
+    for n in &names {
+        assert_eq!(std::fs::read(t.path().join(n)).unwrap(), n.as_bytes());
+    }
+    assert!(t.path().join("empty/folder").is_dir());
+
+    // The same path twice in one run, in different batches: refused, and nothing partial stays.
+    let t = tempfile::tempdir().unwrap();
+    let p = pool(t.path(), 3);
+    for b in file_batches(&[("a/x", b"1"), ("b/y", b"2")], 0) {
+        p.batches.send(b).await.unwrap();
+    }
+    for b in file_batches(&[("a/x", b"3")], 2) {
+        let _ = p.batches.send(b).await;
+    }
+    let report = p.finish().await;
+    let err = format!("{:#}", report.error.expect("a duplicate fails the run"));
+    assert!(err.contains("sent twice"), "{err}");
+    assert_eq!(std::fs::read(t.path().join("a/x")).unwrap(), b"1");
+}
+
+/// A batch split between writers: each gets its folders' ops in order, a signal goes with
+/// the op before it, and the batch's room is shared out, none lost.
+#[tokio::test]
+async fn a_split_batch_keeps_order_signals_and_room() {
+    let budget = Arc::new(tokio::sync::Semaphore::new(1000));
+    let (txs, mut rxs): (Vec<_>, Vec<_>) = (0..4).map(|_| mpsc::channel(8)).unzip();
+    let sender = BatchSender::new(txs, Arc::new(batches::Recycle::default()));
+    // Two folders on different writers.
+    let folder = |i: usize| format!("d{i}/f");
+    let (a, b) = (0..)
+        .map(|i| (rel(&folder(0)), rel(&folder(i))))
+        .find(|(a, b)| (file_id(0, a) & 0xff) % 4 != (file_id(0, b) & 0xff) % 4)
+        .unwrap();
+    let (ia, ib) = (file_id(0, &a), file_id(1, &b));
+    let (signal, mut signalled) = mpsc::unbounded_channel();
+    let data = |id, n: usize| WriteOp::Data {
+        id,
+        bytes: Bytes::from(vec![0u8; n]),
+    };
+    let open = |id, path: &RelPath| WriteOp::Open {
+        id,
+        path: path.clone(),
+        size: 0,
+        sent_at_us: 0,
+    };
+    let ops = vec![
+        open(ia, &a),
+        open(ib, &b),
+        data(ia, 300),
+        data(ib, 200),
+        WriteOp::Close { id: ia },
+        WriteOp::Signal(signal),
+        WriteOp::Close { id: ib },
+    ];
+    let permit = budget.clone().try_acquire_many_owned(600).unwrap();
+    sender
+        .send(WriteBatch {
+            ops,
+            permit: Some(permit),
+        })
+        .await
+        .unwrap();
+    drop(sender);
+    let (wa, wb) = (((ia & 0xff) % 4) as usize, ((ib & 0xff) % 4) as usize);
+    let mut got = vec![None; 4];
+    let mut held = Vec::new();
+    for (w, rx) in rxs.iter_mut().enumerate() {
+        if let Some(batch) = rx.recv().await {
+            let kinds: Vec<&str> = batch
+                .ops
+                .iter()
+                .map(|op| match op {
+                    WriteOp::Open { .. } => "open",
+                    WriteOp::Data { .. } => "data",
+                    WriteOp::Close { .. } => "close",
+                    WriteOp::Signal(_) => "signal",
+                    _ => "other",
+                })
+                .collect();
+            got[w] = Some(kinds.join(" "));
+            held.push(batch.permit);
+            for op in batch.ops {
+                if let WriteOp::Signal(tx) = op {
+                    tx.send(()).unwrap();
+                }
+            }
+        }
+    }
+    assert_eq!(got[wa].as_deref(), Some("open data close signal"));
+    assert_eq!(got[wb].as_deref(), Some("open data close"));
+    assert_eq!(got.iter().flatten().count(), 2, "{got:?}");
+    let shares: Vec<usize> = held.iter().flatten().map(|p| p.num_permits()).collect();
+    assert_eq!(
+        shares.iter().sum::<usize>(),
+        600,
+        "the room, shared: {shares:?}"
+    );
+    assert_eq!(shares.len(), 2, "each part holds its share: {shares:?}");
+    assert_eq!(budget.available_permits(), 400);
+    drop(held);
+    assert_eq!(budget.available_permits(), 1000, "and it all comes back");
+    assert!(signalled.recv().await.is_some());
 }
