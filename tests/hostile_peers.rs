@@ -111,7 +111,11 @@ async fn absurd_announcements_and_hostile_names() {
     raw_file(&mut s, b"a/b", 1, b"2");
     codec::encode_end(&EndMarker { files: 2, bytes: 2 }, &mut s);
     let got = session(&rx.addr, &id, &s).await;
-    expect_error("file then folder", got, "exists and is not a folder");
+    expect_error(
+        "file then folder",
+        got,
+        "\"a/b\" needs \"a\" to be a folder, but the run sent \"a\" as a file earlier",
+    );
     assert!(dst.join("a").is_file() && !dst.join("a").is_dir());
     // …and the other way round: folder "c" (from "c/d"), then a file "c".
     let mut s = hello(&token, 2, 2);
@@ -119,7 +123,12 @@ async fn absurd_announcements_and_hostile_names() {
     raw_file(&mut s, b"c", 1, b"2");
     codec::encode_end(&EndMarker { files: 2, bytes: 2 }, &mut s);
     let got = session(&rx.addr, &id, &s).await;
-    expect_error("folder then file", got, "exists as a folder");
+    expect_error(
+        "folder then file",
+        got,
+        "\"c\" was sent as a file after the run had made it a folder",
+    );
+    assert!(dst.join("c").is_dir() && dst.join("c/d").is_file());
     good_transfer(&rx, t.path(), "after-collision");
 
     // Invalid UTF-8 in a name: accepted, kept byte-exact.

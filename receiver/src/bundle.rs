@@ -94,12 +94,14 @@ async fn pump<R: AsyncRead + Unpin>(
     let mut mine = Claims::default();
     let mut intake = Intake::new(StreamDecoder::bundle(decoder), signal);
     loop {
-        let batch = intake.take(run, &mut buf, &mut mine)?;
-        if let Some(end) = batch.end {
-            mine.check_own_end(end)?;
-        }
+        let mut batch = intake.take(run, &mut buf, &mut mine);
+        let failed = batch.result();
         if !batch.ops.is_empty() {
             send_batch(config, &run.budget, &member.batches, batch.ops, batch.bytes).await?;
+        }
+        failed?;
+        if let Some(end) = batch.end {
+            mine.check_own_end(end)?;
         }
         if batch.end.is_some() {
             return nothing_after_end(&buf);

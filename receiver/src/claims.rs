@@ -3,10 +3,13 @@
 //! run's totals, within those; and one connection's end marker against what that connection
 //! carried. The limits are enforced on these running counts, as records arrive, because a
 //! sender that walks its tree while it sends announces no totals (protocol 4) and a hostile
-//! one may announce anything. Pure.
+//! one may announce anything. A run's tally also holds its names (`names.rs`). Pure.
 
 use anyhow::anyhow;
 use shoal_common::codec::{self, Hello};
+use shoal_common::relpath::RelPath;
+
+use crate::names::RunNames;
 
 /// Files and bytes brought by records so far, and the ceilings they must stay within.
 #[derive(Debug, Default)]
@@ -14,6 +17,8 @@ pub(crate) struct Claims {
     pub files: u64,
     pub bytes: u64,
     ceiling: Ceiling,
+    /// The run's names (a connection's own tally has none).
+    names: Option<RunNames>,
 }
 
 /// The most files and bytes a run may bring. `Default` (a connection's own tally) has none.
@@ -36,13 +41,15 @@ impl Claims {
                 limits: Some((max_files, max_bytes)),
                 announced: hello.announced(),
             },
+            names: Some(RunNames::default()),
         }
     }
 
     /// Counts one file of `size` bytes (a whole file, or the first block of one), refused if
-    /// it takes the run past a ceiling. `path` is only formatted when the claim is refused (no
-    /// allocation per record).
-    pub(crate) fn claim(&mut self, path: impl std::fmt::Display, size: u64) -> anyhow::Result<()> {
+    /// it takes the run past a ceiling or its name clashes with one the run has
+    /// (`RunNames::file`). `path` is only formatted when the claim is refused (no allocation
+    /// per record).
+    pub(crate) fn claim(&mut self, path: &RelPath, size: u64) -> anyhow::Result<()> {
         let files = self.files + 1;
         let bytes = self.bytes.checked_add(size);
         if let Some((max_files, max_bytes)) = self.ceiling.limits {
@@ -71,9 +78,21 @@ impl Claims {
                 ));
             }
         }
+        if let Some(names) = &mut self.names {
+            names.file(path)?;
+        }
         self.files = files;
         self.bytes = bytes.unwrap_or(u64::MAX);
         Ok(())
+    }
+
+    /// Claims an empty folder the run creates: refused if the run sent its name, or a name on
+    /// its way, as a file (`RunNames::folder`).
+    pub(crate) fn claim_folder(&mut self, path: &RelPath) -> anyhow::Result<()> {
+        match &mut self.names {
+            Some(names) => names.folder(path),
+            None => Ok(()),
+        }
     }
 
     /// One connection's end marker against what that connection carried (file and block
@@ -97,6 +116,11 @@ mod tests {
     use super::*;
     use shoal_common::codec::TOTALS_UNKNOWN;
     use shoal_common::config::Mode;
+    use shoal_common::relpath::PathLimits;
+
+    fn rel(s: &str) -> RelPath {
+        RelPath::from_bytes(s.as_bytes(), &PathLimits::default()).unwrap()
+    }
 
     fn hello(files: u64, bytes: u64) -> Hello {
         Hello {
@@ -116,14 +140,14 @@ mod tests {
     fn limits_hold_on_running_counts_when_no_totals_were_announced() {
         let h = hello(TOTALS_UNKNOWN, TOTALS_UNKNOWN);
         let mut c = Claims::for_run(&h, 2, 100);
-        c.claim("a", 60).unwrap();
-        let e = c.claim("b", 41).unwrap_err().to_string();
+        c.claim(&rel("a"), 60).unwrap();
+        let e = c.claim(&rel("b"), 41).unwrap_err().to_string();
         assert!(
             e.contains("\"b\"") && e.contains("(recv --max-bytes)"),
             "{e}"
         );
-        c.claim("b", 40).unwrap();
-        let e = c.claim("c", 0).unwrap_err().to_string();
+        c.claim(&rel("b"), 40).unwrap();
+        let e = c.claim(&rel("c"), 0).unwrap_err().to_string();
         assert!(
             e.contains("file number 3") && e.contains("(recv --max-files)"),
             "{e}"
@@ -131,17 +155,17 @@ mod tests {
         assert_eq!((c.files, c.bytes), (2, 100), "refused claims count nothing");
         // A size that would overflow the count is refused, not wrapped.
         let mut c = Claims::for_run(&h, 10, u64::MAX);
-        c.claim("a", u64::MAX).unwrap();
-        assert!(c.claim("b", 1).is_err());
+        c.claim(&rel("a"), u64::MAX).unwrap();
+        assert!(c.claim(&rel("b"), 1).is_err());
     }
 
     #[test]
     fn announced_totals_are_ceilings_too() {
         let mut c = Claims::for_run(&hello(1, 10), 100, 1000);
-        let e = c.claim("a", 11).unwrap_err().to_string();
+        let e = c.claim(&rel("a"), 11).unwrap_err().to_string();
         assert!(e.contains("only 10 of the announced total remain"), "{e}");
-        c.claim("a", 10).unwrap();
-        let e = c.claim("b", 0).unwrap_err().to_string();
+        c.claim(&rel("a"), 10).unwrap();
+        let e = c.claim(&rel("b"), 0).unwrap_err().to_string();
         assert!(e.contains("the 1 the hello announced"), "{e}");
     }
 }

@@ -14,6 +14,7 @@ mod config;
 mod control;
 mod fileread;
 mod hub;
+mod names;
 mod prefixed;
 mod probe;
 mod quic;

@@ -53,6 +53,17 @@ pub(crate) struct Batch {
     pub bytes: usize,
     /// The end marker, if it arrived: decoding stops after it.
     pub end: Option<EndMarker>,
+    /// Why decoding stopped at a bad record. The ops before it are still to be written: a
+    /// file that arrived whole before the bad record is kept, as it would be had the two come
+    /// in different reads.
+    pub failed: Option<PumpError>,
+}
+
+impl Batch {
+    /// The failure, if decoding stopped at one (after the ops are handed on).
+    pub(crate) fn result(&mut self) -> Result<(), PumpError> {
+        self.failed.take().map_or(Ok(()), Err)
+    }
 }
 
 /// One stream's records → write ops.
@@ -86,20 +97,30 @@ impl Intake {
         self.decoder.finish(unconsumed)
     }
 
-    /// Decodes every whole record `buf` holds into write ops (stopping after an end marker),
-    /// claiming each file against the run's ceilings (`Claims`) and counting it in `mine`, the connection's
-    /// own tally for its end marker. Content is split off `buf`, not copied.
-    pub(crate) fn take(
-        &mut self,
-        run: &Run,
-        buf: &mut BytesMut,
-        mine: &mut Claims,
-    ) -> Result<Batch, PumpError> {
+    /// Decodes every whole record `buf` holds into write ops (stopping after an end marker, or
+    /// at a bad record: `Batch::failed`), claiming each file against the run's ceilings and
+    /// names (`Claims`) and counting it in `mine`, the connection's own tally for its end
+    /// marker. Content is split off `buf`, not copied.
+    pub(crate) fn take(&mut self, run: &Run, buf: &mut BytesMut, mine: &mut Claims) -> Batch {
         let mut batch = Batch {
             ops: Vec::new(),
             bytes: 0,
             end: None,
+            failed: None,
         };
+        if let Err(e) = self.decode_into(run, buf, mine, &mut batch) {
+            batch.failed = Some(e);
+        }
+        batch
+    }
+
+    fn decode_into(
+        &mut self,
+        run: &Run,
+        buf: &mut BytesMut,
+        mine: &mut Claims,
+        batch: &mut Batch,
+    ) -> Result<(), PumpError> {
         while let Some((record, n)) = self.decoder.decode(buf)? {
             match record {
                 Record::File(h) => {
@@ -166,6 +187,7 @@ impl Intake {
                     }
                 }
                 Record::Dir(path) => {
+                    run.claims.lock().expect("claims").claim_folder(&path)?;
                     buf.advance(n);
                     batch.ops.push(WriteOp::Dir(path));
                 }
@@ -178,7 +200,7 @@ impl Intake {
                 Record::Hello(_) => return Err(StreamError::SecondHello.into()),
             }
         }
-        Ok(batch)
+        Ok(())
     }
 }
 

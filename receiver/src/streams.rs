@@ -89,19 +89,18 @@ pub(crate) async fn receive<R: AsyncRead + Unpin>(
     loop {
         // Records on the control stream: empty folders, then the end marker. The control
         // stream carries no file, so its tally stays empty.
-        let batch = match control.take(run, &mut buf, &mut Claims::default()) {
-            Ok(batch) => batch,
-            Err(e) => {
-                (stopped, failure) = ended_by(e);
-                break;
-            }
-        };
+        let mut batch = control.take(run, &mut buf, &mut Claims::default());
+        let failed = batch.result();
         if !batch.ops.is_empty()
             && send_batch(config, &run.budget, &member.batches, batch.ops, 0)
                 .await
                 .is_err()
         {
             stopped = true;
+            break;
+        }
+        if let Err(e) = failed {
+            (stopped, failure) = ended_by(e);
             break;
         }
         if let Some(e) = batch.end {
@@ -266,11 +265,12 @@ async fn read_one_file(
     let mut intake = Intake::new(StreamDecoder::file_stream(shared.config.limits), None);
     let mut buf = BytesMut::new();
     loop {
-        let batch = intake.take(
+        let mut batch = intake.take(
             &shared.run,
             &mut buf,
             &mut shared.mine.lock().expect("tally"),
-        )?;
+        );
+        let failed = batch.result();
         if !batch.ops.is_empty() {
             send_batch(
                 &shared.config,
@@ -281,6 +281,7 @@ async fn read_one_file(
             )
             .await?;
         }
+        failed?;
         // Up to 4,096 of these buffers are alive at once, so each is sized to what is due:
         // `first_read` while the header is incomplete, then exactly the file's remaining bytes
         // (64 KiB steps for large files). A fixed "4 KiB + slack" for every read made

@@ -18,9 +18,8 @@
 //!
 //! A file is *ready* when all its announced bytes are written and it has its final name.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fs::File;
-use std::hash::{BuildHasher, RandomState};
 use std::io::{self, Write};
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::FileExt;
@@ -57,8 +56,9 @@ const FOLDER_BITS: u32 = 8;
 /// The id of a run's `seq`-th file (or block file), `path`. Its low bits are a hash of the
 /// file's folder, so a pool of writers ([`WriterPool`]) sends every op of the file, and every
 /// file of that folder, to one writer: each folder is created, opened and locked by one
-/// thread, and the writer's duplicate check (same path, same folder) stays whole. A peer
-/// choosing folders that share a key only loses parallelism.
+/// thread. A peer choosing folders that share a key only loses parallelism. (Which writer
+/// meets another's entry is a race, so a run's own names are checked before the writers, in
+/// the order they arrive: receiver/src/names.rs.)
 pub fn file_id(seq: u64, path: &RelPath) -> FileId {
     (seq << FOLDER_BITS) | folder_key(path.split_parent().0)
 }
@@ -89,9 +89,6 @@ pub struct DestWriter {
     /// Files before their final names.
     temps: Temps,
     open: HashMap<FileId, OpenFile>,
-    /// Hashes of the paths written in this run, to refuse a second record for the same path.
-    seen: HashSet<u64>,
-    seen_hasher: RandomState,
     files_ready: u64,
     bytes_written: u64,
     last_close: Option<Instant>,
@@ -132,8 +129,6 @@ impl DestWriter {
             dirs: HashMap::new(),
             temps,
             open: HashMap::new(),
-            seen: HashSet::new(),
-            seen_hasher: RandomState::new(),
             files_ready: 0,
             bytes_written: 0,
             last_close: None,
@@ -181,9 +176,6 @@ impl DestWriter {
     ) -> Result<()> {
         if self.open.contains_key(&id) {
             bail!("file id {id} is already open (\"{path}\")");
-        }
-        if !self.seen.insert(self.seen_hasher.hash_one(path.as_bytes())) {
-            bail!("\"{path}\" was sent twice in this run");
         }
         let (parent, name) = path.split_parent();
         if is_temp_name(name) {

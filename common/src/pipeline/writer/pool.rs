@@ -7,8 +7,10 @@
 //! tmpfs (results/bench-2026-12-02-s17/perf-tcp-streams-ack-count.txt), and one thread does it
 //! all. Writers on different folders share no folder lock and no state: a file's ops and a
 //! folder's files always go to the same writer ([`super::file_id`]), so each writer's folder
-//! handles and duplicate check stay its own, and the confinement rules are exactly those of
-//! one writer.
+//! handles stay its own, and the confinement rules are exactly those of one writer. Two of a
+//! run's own records that clash (a path twice; a file `a` and a file `a/b`) would race
+//! between writers: the receiver refuses the later one before it reaches them
+//! (receiver/src/names.rs).
 
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
