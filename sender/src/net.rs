@@ -186,3 +186,35 @@ pub async fn connect_quic_with(
         acked,
     })
 }
+
+/// Closes `conn` with `code` and `reason`, then waits (at most `limit`) until its
+/// CONNECTION_CLOSE has been handed to the socket: the first datagram after the close, as a
+/// closed connection sends nothing else.
+///
+/// This used to wait out the endpoint's whole closing period (`Endpoint::wait_idle`): three
+/// probe timeouts, at least 75 ms with quinn's 25 ms `max_ack_delay`, in which a closed
+/// connection only answers the peer's packets with its close again. That was most of a QUIC
+/// `send` process's fixed cost on loopback (results/bench-2026-12-02-s18/one-file-wall.log).
+/// The receiver needs only the close: it has sent its completion by then, and it ends its side
+/// when the close arrives or, should the close be lost, 5 s after its completion
+/// (receiver/src/quic.rs).
+pub(crate) async fn close_and_send(
+    conn: &quinn::Connection,
+    code: u32,
+    reason: &[u8],
+    limit: Duration,
+) {
+    // Closed already (by the peer, or lost): there is no close of ours to send.
+    let already = conn.close_reason().is_some();
+    let before = conn.stats().udp_tx.datagrams;
+    conn.close(code.into(), reason);
+    if already {
+        return;
+    }
+    let deadline = tokio::time::Instant::now() + limit;
+    // The connection's driver sends the close the next time it runs: usually at this yield.
+    tokio::task::yield_now().await;
+    while conn.stats().udp_tx.datagrams == before && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}

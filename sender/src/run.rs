@@ -543,14 +543,14 @@ async fn one_connection(
                 payload_bytes: udp_payload_bytes(&quic.conn),
             };
             // The receiver logs the reason: a failed run must not look like a finished one.
-            match &result {
-                Ok(_) => quic.conn.close(0u32.into(), b"done"),
-                Err(_) => quic.conn.close(1u32.into(), b"sender failed"),
-            }
-            // Let the close reach the receiver (the clock stopped at the completion report),
-            // failed runs too: one that fails at once (an unreadable source file) would
-            // otherwise exit before the close is sent and leave the receiver waiting.
-            let _ = tokio::time::timeout(Duration::from_secs(1), quic.endpoint.wait_idle()).await;
+            // The close is sent before this returns (the clock stopped at the completion
+            // report), failed runs too: one that fails at once (an unreadable source file)
+            // would otherwise exit before the close is sent and leave the receiver waiting.
+            let (code, reason) = match &result {
+                Ok(_) => (0, &b"done"[..]),
+                Err(_) => (1, &b"sender failed"[..]),
+            };
+            net::close_and_send(&quic.conn, code, reason, Duration::from_secs(1)).await;
             Ok(ConnOutcome {
                 sent: result?,
                 sndbuf: quic.udp_sndbuf,
