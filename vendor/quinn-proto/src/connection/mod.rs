@@ -602,8 +602,12 @@ impl Connection {
                 }
 
                 // Congestion control and pacing checks
-                // Tail loss probes must not be blocked by congestion, or a deadlock could arise
-                if ack_eliciting && self.spaces[space_id].loss_probes == 0 {
+                // Tail loss probes must not be blocked by congestion, or a deadlock could arise.
+                // Nor must a close: the packet is only ACKs and CONNECTION_CLOSE, whatever is
+                // still pending, and once closed nothing drains the window (incoming ACKs are
+                // ignored, loss timers stopped), so the peer never heard of the close
+                // (Shoal: quinn-rs/quinn#2785, fixed upstream by #2787 after 0.11.19).
+                if ack_eliciting && !close && self.spaces[space_id].loss_probes == 0 {
                     // Assume the current packet will get padded to fill the segment
                     let untracked_bytes = if let Some(builder) = &builder_storage {
                         buf_capacity - builder.partial_encode.start

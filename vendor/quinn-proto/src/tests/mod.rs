@@ -1634,6 +1634,42 @@ fn connection_close_sends_acks() {
     );
 }
 
+/// A close with the congestion window full of unacknowledged data still reaches the peer
+/// (Shoal: quinn-rs/quinn#2785; without the fix the server only ever learns of it by its idle
+/// timeout).
+#[test]
+fn close_is_sent_when_congestion_blocked() {
+    let _guard = subscribe();
+    let mut pair = Pair::default();
+    let (client_ch, server_ch) = pair.connect();
+    let s = pair.client_streams(client_ch).open(Dir::Uni).unwrap();
+    // More than the window: what is sent fills it (the server never sees it, so never
+    // acknowledges it), and the rest stays pending.
+    let written = pair.client_send(client_ch, s).write(&[7; 1 << 20]).unwrap();
+    pair.drive_client();
+    pair.server.inbound.clear();
+    let c = pair.client_conn_mut(client_ch);
+    assert!(
+        (written as u64) > c.stats().udp_tx.bytes,
+        "data left pending behind a full window"
+    );
+    let time = pair.time;
+    pair.client_conn_mut(client_ch)
+        .close(time, VarInt(42), Bytes::from_static(b"bye"));
+    pair.drive_client();
+    pair.drive_server();
+    let mut reason = None;
+    while let Some(event) = pair.server_conn_mut(server_ch).poll() {
+        if let Event::ConnectionLost { reason: r } = event {
+            reason = Some(r);
+        }
+    }
+    assert_matches!(
+        reason,
+        Some(ConnectionError::ApplicationClosed(ApplicationClose { error_code: VarInt(42), .. }))
+    );
+}
+
 #[test]
 fn server_hs_retransmit() {
     let _guard = subscribe();
