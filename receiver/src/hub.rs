@@ -1,5 +1,5 @@
 //! Runs that span several connections. The first connection of a run (by run id) creates it:
-//! one writer thread, one receive budget, one tally of claimed files for the whole run. Later
+//! one writer pool, one receive budget, one tally of claimed files for the whole run. Later
 //! connections join it. Each connection ends with its own end marker; when the last one has
 //! ended, whichever connection ended last finishes the writer and publishes one completion,
 //! which every connection sends to its sender. A failed connection cancels the others; a

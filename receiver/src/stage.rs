@@ -17,7 +17,7 @@ use crate::hub::Run;
 
 /// Why a stream's intake stopped early.
 pub(crate) enum PumpError {
-    /// The writer thread stopped; its report holds the cause.
+    /// A writer stopped; the writers' report holds the cause.
     WriterGone,
     Other(anyhow::Error),
 }

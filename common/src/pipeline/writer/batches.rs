@@ -1,5 +1,5 @@
-//! The network side's handle on a writer thread: batches go to the writer, written ones come
-//! back to be freed where they were allocated.
+//! The network side's handle on a run's writers: batches go to the writers of their folders,
+//! written ones come back to be freed where they were allocated.
 
 use std::sync::{Arc, Mutex};
 
