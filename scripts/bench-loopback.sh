@@ -18,7 +18,10 @@
 # tcp-bundle >= 1.0, quic-bundle >= 0.85, tcp-streams >= 0.75, quic-streams >= 0.6):
 #   FS=tmpfs PASSES=5 MODES="tcp-bundle quic-bundle tcp-streams quic-streams" scripts/bench-loopback.sh
 # Each ratio also comes pass by pass (min-max): a difference smaller than that spread is this
-# machine's noise, not a measurement. `SUMMARY_OF=LOG scripts/bench-loopback.sh` prints the
+# machine's noise, not a measurement. Every arm first runs once untimed ("pass warm-up", as
+# hyperfine's --warmup; WARMUP=0 skips it): the first timed pass was often the slowest
+# (tar|tar 1.363 s in pass 1 of results/bench-2026-12-02-s17/loopback-vs-tar-final17-vs-6ee73e3.log,
+# 1.076-1.214 s in the other four). `SUMMARY_OF=LOG scripts/bench-loopback.sh` prints the
 # summary of an earlier run's saved output. Each run writes to a
 # fresh destination; old destinations are removed only at the end (ext4 without a journal
 # slows inode allocation right after a large delete: see docs/benchmarks.md).
@@ -191,6 +194,12 @@ arms="tar $MODES"
 if [ -n "${BASE_BIN:-}" ]; then
   echo "base binary: $BASE_BIN ($("$BASE_BIN" --version)); this tree: $("$SHOAL" --version)"
   for m in $MODES; do arms="$arms $m@base"; done
+fi
+# The warm-up's lines say "pass warm-up", which the summary does not count.
+if [ "${WARMUP:-1}" != 0 ]; then
+  for arm in $arms; do
+    if [ "$arm" = tar ]; then run_tar warm-up; else run_shoal warm-up "$arm"; fi
+  done
 fi
 for pass in $(seq "$PASSES"); do
   # Reverse the order every other pass so drift does not always land on the same arm.
