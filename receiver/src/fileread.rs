@@ -68,7 +68,8 @@ pub(crate) struct AckWhenWaiting {
 
 impl AckWhenWaiting {
     /// One frame body (yamux's own allocation) per read: the bytes are already in memory,
-    /// counted against the stream's yamux window.
+    /// counted against the stream's yamux window. Into an empty buffer the body moves whole
+    /// (no copy); otherwise it is appended.
     fn poll_read_into(
         &mut self,
         cx: &mut Context<'_>,
@@ -77,12 +78,18 @@ impl AckWhenWaiting {
         loop {
             match Pin::new(&mut self.stream).poll_next(cx) {
                 Poll::Ready(Some(Ok(packet))) => {
-                    let bytes = packet.as_ref();
-                    if bytes.is_empty() {
+                    let n = packet.as_ref().len();
+                    if n == 0 {
                         continue; // an empty frame: nothing to hand on, not the end
                     }
-                    buf.extend_from_slice(bytes);
-                    return Poll::Ready(Ok(bytes.len()));
+                    if buf.is_empty() {
+                        // The frame's body becomes the buffer, uncopied: a small file's record
+                        // usually arrives whole in one frame.
+                        *buf = BytesMut::from(bytes::Bytes::from(packet.into_vec()));
+                    } else {
+                        buf.extend_from_slice(packet.as_ref());
+                    }
+                    return Poll::Ready(Ok(n));
                 }
                 Poll::Ready(Some(Err(e))) => return Poll::Ready(Err(e)),
                 Poll::Ready(None) => return Poll::Ready(Ok(0)),

@@ -253,6 +253,14 @@ impl AsRef<[u8]> for Packet {
     }
 }
 
+impl Packet {
+    /// The frame's body, without a copy (Shoal: a receiver that takes a small file's whole
+    /// record in one frame keeps this allocation as its buffer).
+    pub fn into_vec(self) -> Vec<u8> {
+        self.0
+    }
+}
+
 impl futures::stream::Stream for Stream {
     type Item = io::Result<Packet>;
 
