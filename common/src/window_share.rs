@@ -76,6 +76,11 @@ impl TunedReceive {
         self.apply(&mut st);
     }
 
+    /// The receive window in effect (0 until the connection is seated).
+    pub fn current(&self) -> u64 {
+        self.state.lock().expect("tuned window").current
+    }
+
     /// The smallest receive window this connection had (its share if never tuned down).
     pub fn lowest(&self) -> u64 {
         let st = self.state.lock().expect("tuned window");

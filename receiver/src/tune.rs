@@ -111,7 +111,7 @@ pub(crate) fn start(conn: quinn::Connection, tuned: Arc<TunedReceive>, fixed: bo
             let now = Instant::now();
             rtt = min_rtt(&conn);
             let total = read.read.load(Ordering::Relaxed);
-            tuned.set_demand(tuner.sample(total, now - last, rtt));
+            tuned.set_demand(tuner.sample(total, now - last, rtt, tuned.current()));
             last = now;
         }
     });
