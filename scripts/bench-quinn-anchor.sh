@@ -34,12 +34,7 @@ BYTES=${3:-268435456}
 
 # The single-stream anchor.
 SCRATCH=${QUINN_ANCHOR_DIR:-/work/bench/quinn-bench}
-mkdir -p "$SCRATCH/src"
-sed "s|@ROOT@|$ROOT|g" "$ROOT/scripts/quinn-anchor/Cargo.toml.in" >"$SCRATCH/Cargo.toml"
-cp "$ROOT/scripts/quinn-anchor/main.rs" "$SCRATCH/src/main.rs"
-cp "$ROOT/Cargo.lock" "$SCRATCH/Cargo.lock"
-(cd "$SCRATCH" && nice -n 10 cargo build --offline --release --quiet)
-ANCHOR=$SCRATCH/target/release/quinn-anchor
+ANCHOR=$("$ROOT/scripts/quinn-anchor/build.sh" "$SCRATCH")
 
 # quinn's own bench, from the registry's quinn crate.
 QV=$(awk '/^name = "quinn"$/{getline; gsub(/"/, "", $3); print $3; exit}' "$ROOT/Cargo.lock")

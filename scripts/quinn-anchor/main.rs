@@ -12,6 +12,19 @@
 //! CPU seconds (user + system, from /proc/thread-self/stat) of the client and server threads.
 //!
 //!   quinn-anchor [BYTES]
+//!
+//! The same client and server as two processes, for what the protocol itself holds in memory
+//! on a long path (scripts/bench-quic-link-memory.sh runs them on each side of `shoal link`):
+//!
+//!   quinn-anchor serve ADDR CERT_OUT WINDOW
+//!   quinn-anchor send ADDR CERT BYTES WINDOW
+//!
+//! `serve` listens on ADDR, writes its certificate (DER) to CERT_OUT, takes one connection
+//! and one stream; `send` trusts CERT and sends BYTES. WINDOW is Shoal's quic-bundle flow
+//! setting (20 MiB by default in Shoal): the server's stream and connection receive windows,
+//! the client's send window. Quinn's defaults (a 1.25 MB stream window) would hold one
+//! connection to ~9 MB/s at 141 ms, far from the link's rate. Each prints its bytes, seconds
+//! and its process's peak RSS (`VmHWM`), the figure Shoal's rows carry.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
 use std::sync::Arc;
@@ -23,10 +36,32 @@ use rustls::pki_types::{CertificateDer, PrivatePkcs8KeyDer};
 const SLICE: usize = 1 << 20;
 
 fn main() {
-    let total: u64 = std::env::args()
-        .nth(1)
-        .map(|a| a.parse().expect("BYTES: a whole number of bytes"))
-        .unwrap_or(256 << 20);
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("serve") if args.len() == 4 => serve(&args[1], &args[2], number(&args[3], "WINDOW")),
+        Some("send") if args.len() == 5 => send(
+            &args[1],
+            &args[2],
+            number(&args[3], "BYTES"),
+            number(&args[4], "WINDOW"),
+        ),
+        Some("serve" | "send") => {
+            eprintln!(
+                "usage: quinn-anchor serve ADDR CERT_OUT WINDOW | send ADDR CERT BYTES WINDOW"
+            );
+            std::process::exit(2);
+        }
+        _ => one_process(args.first().map_or(256 << 20, |a| number(a, "BYTES"))),
+    }
+}
+
+fn number(arg: &str, what: &str) -> u64 {
+    arg.parse()
+        .unwrap_or_else(|_| panic!("{what}: a whole number of bytes, not {arg:?}"))
+}
+
+/// Both ends in one process on loopback: the CPU anchor.
+fn one_process(total: u64) {
     let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
     let key = PrivatePkcs8KeyDer::from(cert.signing_key.serialize_der());
     let cert = CertificateDer::from(cert.cert);
@@ -45,45 +80,21 @@ fn main() {
         let rt = rt();
         let endpoint = {
             let _guard = rt.enter();
-            Endpoint::new(Default::default(), Some(server_config), sock, Arc::new(TokioRuntime))
-                .unwrap()
+            Endpoint::new(
+                Default::default(),
+                Some(server_config),
+                sock,
+                Arc::new(TokioRuntime),
+            )
+            .unwrap()
         };
-        let received = rt.block_on(async move {
-            let conn = endpoint.accept().await.expect("accept").await.expect("connect");
-            let mut stream = conn.accept_uni().await.expect("stream");
-            let mut n = 0u64;
-            while let Some(chunk) = stream.read_chunk(usize::MAX, false).await.unwrap() {
-                n += chunk.bytes.len() as u64;
-            }
-            // Let the client see the stream end before the connection goes.
-            conn.closed().await;
-            n
-        });
+        let (received, _) = rt.block_on(receive_one_stream(endpoint));
         (received, thread_cpu_seconds())
     });
 
     let rt = rt();
-    let data = vec![0xABu8; SLICE];
-    let (seconds, client_cpu) = rt.block_on(async move {
-        let mut endpoint =
-            Endpoint::new(Default::default(), None, udp_socket(), Arc::new(TokioRuntime)).unwrap();
-        endpoint.set_default_client_config(client_config);
-        let conn = endpoint.connect(addr, "localhost").unwrap().await.unwrap();
-        let start = Instant::now();
-        let mut stream = conn.open_uni().await.unwrap();
-        let mut left = total;
-        while left > 0 {
-            let n = left.min(SLICE as u64) as usize;
-            stream.write_all(&data[..n]).await.unwrap();
-            left -= n as u64;
-        }
-        stream.finish().unwrap();
-        let _ = stream.stopped().await;
-        let seconds = start.elapsed().as_secs_f64();
-        conn.close(0u32.into(), b"done");
-        endpoint.wait_idle().await;
-        (seconds, thread_cpu_seconds())
-    });
+    let seconds = rt.block_on(send_one_stream(udp_socket(), client_config, addr, total));
+    let client_cpu = thread_cpu_seconds();
     let (received, server_cpu) = server.join().unwrap();
     assert_eq!(received, total, "the server received every byte");
     println!(
@@ -95,12 +106,141 @@ fn main() {
 /// with the kernel's default (~208 KiB) the receiving socket overflows on loopback, quinn
 /// retransmits, and the anchor's CPU varies by a factor of three from run to run.
 fn udp_socket() -> UdpSocket {
+    udp_socket_on(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0))
+}
+
+fn udp_socket_on(addr: SocketAddr) -> UdpSocket {
     let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::DGRAM, None).unwrap();
     let _ = s.set_recv_buffer_size(8 << 20);
     let _ = s.set_send_buffer_size(8 << 20);
-    s.bind(&SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0).into())
-        .unwrap();
+    s.bind(&addr.into()).unwrap();
     s.into()
+}
+
+fn varint(v: u64) -> quinn::VarInt {
+    quinn::VarInt::from_u64(v).expect("WINDOW fits a QUIC varint")
+}
+
+/// The server of `serve`: one connection, one stream read to its end.
+fn serve(addr: &str, cert_out: &str, window: u64) {
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+    let key = PrivatePkcs8KeyDer::from(cert.signing_key.serialize_der());
+    let cert = CertificateDer::from(cert.cert);
+    let mut config = quinn::ServerConfig::with_single_cert(vec![cert.clone()], key.into()).unwrap();
+    let transport = Arc::get_mut(&mut config.transport).unwrap();
+    transport
+        .stream_receive_window(varint(window))
+        .receive_window(varint(window));
+    let sock = udp_socket_on(addr.parse().expect("ADDR: ip:port"));
+    let rt = rt();
+    let endpoint = {
+        let _guard = rt.enter();
+        Endpoint::new(
+            Default::default(),
+            Some(config),
+            sock,
+            Arc::new(TokioRuntime),
+        )
+        .unwrap()
+    };
+    // Written after the socket is bound: the client starts when it sees the file.
+    let tmp = format!("{cert_out}.tmp");
+    std::fs::write(&tmp, cert.as_ref()).unwrap();
+    std::fs::rename(&tmp, cert_out).unwrap();
+    let (received, seconds) = rt.block_on(receive_one_stream(endpoint));
+    println!(
+        "quinn-anchor serve bytes {received} seconds {seconds:.3} peak_rss_kb {}",
+        peak_rss_kb()
+    );
+}
+
+/// The client of `send`: one stream of BYTES, written as quinn's bench writes it.
+fn send(addr: &str, cert: &str, total: u64, window: u64) {
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(CertificateDer::from(std::fs::read(cert).expect("CERT")))
+        .unwrap();
+    let mut client_config = quinn::ClientConfig::with_root_certificates(Arc::new(roots)).unwrap();
+    let mut transport = quinn::TransportConfig::default();
+    transport.send_window(window);
+    client_config.transport_config(Arc::new(transport));
+    let server: SocketAddr = addr.parse().expect("ADDR: ip:port");
+    let bind = SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0);
+    let seconds = rt().block_on(send_one_stream(
+        udp_socket_on(bind),
+        client_config,
+        server,
+        total,
+    ));
+    println!(
+        "quinn-anchor send bytes {total} seconds {seconds:.3} peak_rss_kb {}",
+        peak_rss_kb()
+    );
+}
+
+/// The server's side: accepts one connection and reads its one stream to the end, dropping
+/// the bytes; returns the bytes and the seconds from the stream's start to its end.
+async fn receive_one_stream(endpoint: Endpoint) -> (u64, f64) {
+    let conn = endpoint
+        .accept()
+        .await
+        .expect("accept")
+        .await
+        .expect("connect");
+    let mut stream = conn.accept_uni().await.expect("stream");
+    let start = Instant::now();
+    let mut n = 0u64;
+    while let Some(chunk) = stream.read_chunk(usize::MAX, false).await.unwrap() {
+        n += chunk.bytes.len() as u64;
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    // Let the client see the stream end before the connection goes.
+    conn.closed().await;
+    (n, seconds)
+}
+
+/// The client's side: connects, writes `total` bytes on one stream in 1 MiB slices (as quinn's
+/// bench does), waits for the server to have read it all, closes; returns the seconds from
+/// opening the stream to that.
+async fn send_one_stream(
+    sock: UdpSocket,
+    config: quinn::ClientConfig,
+    server: SocketAddr,
+    total: u64,
+) -> f64 {
+    let mut endpoint =
+        Endpoint::new(Default::default(), None, sock, Arc::new(TokioRuntime)).unwrap();
+    endpoint.set_default_client_config(config);
+    let conn = endpoint
+        .connect(server, "localhost")
+        .unwrap()
+        .await
+        .unwrap();
+    let start = Instant::now();
+    let data = vec![0xABu8; SLICE];
+    let mut stream = conn.open_uni().await.unwrap();
+    let mut left = total;
+    while left > 0 {
+        let n = left.min(SLICE as u64) as usize;
+        stream.write_all(&data[..n]).await.unwrap();
+        left -= n as u64;
+    }
+    stream.finish().unwrap();
+    let _ = stream.stopped().await;
+    let seconds = start.elapsed().as_secs_f64();
+    conn.close(0u32.into(), b"done");
+    endpoint.wait_idle().await;
+    seconds
+}
+
+/// This process's peak resident set size (`VmHWM`), KiB.
+fn peak_rss_kb() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
 }
 
 fn rt() -> tokio::runtime::Runtime {
