@@ -18,9 +18,11 @@
 //! the start. After that it may fall to what the delivery needs, at least [`FLOOR`]: where the
 //! writer, not the path, sets the rate (65,536 small files into Btrfs at ~35 MB/s on the
 //! 141 ms link), the data quinn holds for it is then ~2 × 35 MB/s × 141 ms ≈ 10 MB instead of
-//! the whole window (20 MiB), which had been most of a quic-bundle receiver's 37–41 MB there.
-//! Where the path sets the rate, twice its rate times the round trip is past the window, and
-//! nothing changes.
+//! the whole window (20 MiB), which had been most of a quic-bundle receiver's 37–41 MB there:
+//! with one connection the receiver's median fell from 38.6 to 32.0 MB, at ~4% of throughput
+//! (a bursty writer now and then waits for data; results/bench-2026-12-03-s19/drs-combined.txt,
+//! one-connection-rates.txt). Where the path sets the rate, twice its rate times the round trip
+//! is past the window, and nothing changes.
 //!
 //! The round trip is quinn's minimum (RFC 9002's `min_rtt`, which leaves out the peer's
 //! acknowledgement delay), not the smoothed one: a receiver short of CPU delays its
@@ -29,10 +31,10 @@
 //! on loopback includes both ends' TLS work, it kept windows of up to 15.5 MB (a start for
 //! 6.2 ms) and gave a quic-bundle receiver up to 37.1 MB of RSS; following the minimum, every
 //! loopback run's window fell to the 2 MiB floor, which any round trip under 0.84 ms gives
-//! (results/bench-2026-12-02-s15/ab-quic-bundle-mtu-vs-start.log). Cutting the window further
-//! while a slow writer fell behind was tried and cost throughput on a Btrfs destination without
-//! lowering the peak (docs/benchmarks.md, "Thirteenth session": the logs of both trials were
-//! lost, so no figure is kept here).
+//! (results/bench-2026-12-02-s15/ab-quic-bundle-mtu-vs-start.log). The thirteenth session
+//! tried cutting the window while a slow writer fell behind; by its account that cost
+//! throughput on a Btrfs destination and did not lower the peak, which the start set
+//! (docs/benchmarks.md, "Thirteenth session": its logs were lost, so no figure is kept here).
 //!
 //! The rule is pure ([`ReceiveTuner`]); the receiver's QUIC connection task feeds it once a
 //! period.
