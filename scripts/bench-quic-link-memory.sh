@@ -85,13 +85,17 @@ run_shoal() {
   for _ in $(seq 100); do addr=$(sed -n 's/^listening on \([0-9.]*:[0-9][0-9]*\)$/\1/p' $log); [ -n "$addr" ] && break; sleep 0.1; done
   at snd -- "$BIN" send --to "$addr" --src "$SRC" --mode quic-bundle --cc "$CC" --identity $W/id --json ${SHOAL_SEND_ARGS:-} >$W/row.json 2>$W/send.err || true
   wait "$rp" || true
-  python3 - $W/row.json "$1" >>$OUT <<'PY' || echo "run $1 shoal: no row ($(tail -1 $W/send.err))"
+  python3 - $W/row.json "$1" >>$OUT <<'PY' || echo "run $1 shoal: not counted ($(tail -1 $W/send.err))"
 import json, sys
 r = json.load(open(sys.argv[1]))
 if r["status"] != "ok":
     print(f"run {sys.argv[2]} shoal: {r['status']}", file=sys.stderr)
     sys.exit(1)
-print("shoal", sys.argv[2], r["mb_per_s"], r["sender_peak_rss_bytes"], r["receiver_peak_rss_bytes"] or 0)
+if not r.get("receiver_peak_rss_bytes"):
+    # A figure the receiver did not report is no figure: the run counts in neither median.
+    print(f"run {sys.argv[2]} shoal: the receiver reported no peak RSS", file=sys.stderr)
+    sys.exit(1)
+print("shoal", sys.argv[2], r["mb_per_s"], r["sender_peak_rss_bytes"], r["receiver_peak_rss_bytes"])
 PY
   tail -1 $OUT | awk '$1=="shoal"{printf "run %s shoal quic-bundle: %.1f MB/s (verified) peak RSS sender %.1f MB receiver %.1f MB\n", $2, $3, $4/1e6, $5/1e6}'
 }

@@ -20,8 +20,7 @@
 //! 141 ms link), the data quinn holds for it is then ~2 × 35 MB/s × 141 ms ≈ 10 MB instead of
 //! the whole window (20 MiB), which had been most of a quic-bundle receiver's 37–41 MB there:
 //! with one connection the receiver's median fell from 38.6 to 32.0 MB, at ~4% of throughput
-//! (a bursty writer now and then waits for data; results/bench-2026-12-03-s19/drs-combined.txt,
-//! one-connection-rates.txt). Where the path sets the rate, twice its rate times the round trip
+//! (results/bench-2026-12-03-s19/drs-combined.txt, one-connection-rates.txt). Where the path sets the rate, twice its rate times the round trip
 //! is past the window, and nothing changes.
 //!
 //! The round trip is quinn's minimum (RFC 9002's `min_rtt`, which leaves out the peer's
@@ -75,9 +74,8 @@ pub struct ReceiveTuner {
     last_read: u64,
     /// Recent delivery rates, bytes per second.
     rates: VecDeque<f64>,
-    /// The largest window in effect before the start's credit was used.
-    start_credit: u64,
-    /// The application has read the start's credit: the start no longer bounds the window.
+    /// The application has read a whole window in effect (the start's credit): the start no
+    /// longer bounds the window.
     started: bool,
 }
 
@@ -93,10 +91,7 @@ impl ReceiveTuner {
         rtt: Duration,
         in_effect: u64,
     ) -> u64 {
-        if !self.started {
-            self.start_credit = self.start_credit.max(in_effect);
-            self.started = self.start_credit > 0 && read_total >= self.start_credit;
-        }
+        self.started |= in_effect > 0 && read_total >= in_effect;
         let read = read_total.saturating_sub(self.last_read);
         self.last_read = read_total;
         if !elapsed.is_zero() {

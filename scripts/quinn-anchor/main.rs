@@ -39,12 +39,9 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("serve") if args.len() == 4 => serve(&args[1], &args[2], number(&args[3], "WINDOW")),
-        Some("send") if args.len() == 5 => send(
-            &args[1],
-            &args[2],
-            number(&args[3], "BYTES"),
-            number(&args[4], "WINDOW"),
-        ),
+        Some("send") if args.len() == 5 => {
+            send(&args[1], &args[2], number(&args[3], "BYTES"), number(&args[4], "WINDOW"))
+        }
         Some("serve" | "send") => {
             eprintln!(
                 "usage: quinn-anchor serve ADDR CERT_OUT WINDOW | send ADDR CERT BYTES WINDOW"
@@ -80,13 +77,8 @@ fn one_process(total: u64) {
         let rt = rt();
         let endpoint = {
             let _guard = rt.enter();
-            Endpoint::new(
-                Default::default(),
-                Some(server_config),
-                sock,
-                Arc::new(TokioRuntime),
-            )
-            .unwrap()
+            Endpoint::new(Default::default(), Some(server_config), sock, Arc::new(TokioRuntime))
+                .unwrap()
         };
         let (received, _) = rt.block_on(receive_one_stream(endpoint));
         (received, thread_cpu_seconds())
@@ -135,13 +127,7 @@ fn serve(addr: &str, cert_out: &str, window: u64) {
     let rt = rt();
     let endpoint = {
         let _guard = rt.enter();
-        Endpoint::new(
-            Default::default(),
-            Some(config),
-            sock,
-            Arc::new(TokioRuntime),
-        )
-        .unwrap()
+        Endpoint::new(Default::default(), Some(config), sock, Arc::new(TokioRuntime)).unwrap()
     };
     // Written after the socket is bound: the client starts when it sees the file.
     let tmp = format!("{cert_out}.tmp");
@@ -166,27 +152,14 @@ fn send(addr: &str, cert: &str, total: u64, window: u64) {
     client_config.transport_config(Arc::new(transport));
     let server: SocketAddr = addr.parse().expect("ADDR: ip:port");
     let bind = SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0);
-    let seconds = rt().block_on(send_one_stream(
-        udp_socket_on(bind),
-        client_config,
-        server,
-        total,
-    ));
-    println!(
-        "quinn-anchor send bytes {total} seconds {seconds:.3} peak_rss_kb {}",
-        peak_rss_kb()
-    );
+    let seconds = rt().block_on(send_one_stream(udp_socket_on(bind), client_config, server, total));
+    println!("quinn-anchor send bytes {total} seconds {seconds:.3} peak_rss_kb {}", peak_rss_kb());
 }
 
 /// The server's side: accepts one connection and reads its one stream to the end, dropping
 /// the bytes; returns the bytes and the seconds from the stream's start to its end.
 async fn receive_one_stream(endpoint: Endpoint) -> (u64, f64) {
-    let conn = endpoint
-        .accept()
-        .await
-        .expect("accept")
-        .await
-        .expect("connect");
+    let conn = endpoint.accept().await.expect("accept").await.expect("connect");
     let mut stream = conn.accept_uni().await.expect("stream");
     let start = Instant::now();
     let mut n = 0u64;
@@ -211,13 +184,9 @@ async fn send_one_stream(
     let mut endpoint =
         Endpoint::new(Default::default(), None, sock, Arc::new(TokioRuntime)).unwrap();
     endpoint.set_default_client_config(config);
-    let conn = endpoint
-        .connect(server, "localhost")
-        .unwrap()
-        .await
-        .unwrap();
-    let start = Instant::now();
+    let conn = endpoint.connect(server, "localhost").unwrap().await.unwrap();
     let data = vec![0xABu8; SLICE];
+    let start = Instant::now();
     let mut stream = conn.open_uni().await.unwrap();
     let mut left = total;
     while left > 0 {
@@ -233,14 +202,15 @@ async fn send_one_stream(
     seconds
 }
 
-/// This process's peak resident set size (`VmHWM`), KiB.
+/// This process's peak resident set size (`VmHWM`), KiB. Panics rather than print a figure
+/// that was not read.
 fn peak_rss_kb() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
     status
         .lines()
         .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
+        .expect("VmHWM in /proc/self/status")
 }
 
 fn rt() -> tokio::runtime::Runtime {
