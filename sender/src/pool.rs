@@ -49,7 +49,7 @@ impl BufPool {
 
     /// Idle buffers now.
     #[cfg(test)]
-    fn idle(&self) -> usize {
+    pub(crate) fn idle(&self) -> usize {
         self.idle.lock().expect("buffer pool").len()
     }
 }
