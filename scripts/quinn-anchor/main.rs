@@ -59,17 +59,11 @@ fn number(arg: &str, what: &str) -> u64 {
 
 /// Both ends in one process on loopback: the CPU anchor.
 fn one_process(total: u64) {
-    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
-    let key = PrivatePkcs8KeyDer::from(cert.signing_key.serialize_der());
-    let cert = CertificateDer::from(cert.cert);
-    let mut server_config =
-        quinn::ServerConfig::with_single_cert(vec![cert.clone()], key.into()).unwrap();
+    let (mut server_config, cert) = server_config();
     Arc::get_mut(&mut server_config.transport)
         .unwrap()
         .max_concurrent_uni_streams(1024_u16.into());
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add(cert).unwrap();
-    let client_config = quinn::ClientConfig::with_root_certificates(Arc::new(roots)).unwrap();
+    let client_config = trusting(cert);
 
     let sock = udp_socket();
     let addr = sock.local_addr().unwrap();
@@ -109,16 +103,30 @@ fn udp_socket_on(addr: SocketAddr) -> UdpSocket {
     s.into()
 }
 
+/// A server configuration with a fresh self-signed certificate for "localhost", and the
+/// certificate (for the client to trust).
+fn server_config() -> (quinn::ServerConfig, CertificateDer<'static>) {
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+    let key = PrivatePkcs8KeyDer::from(cert.signing_key.serialize_der());
+    let cert = CertificateDer::from(cert.cert);
+    let config = quinn::ServerConfig::with_single_cert(vec![cert.clone()], key.into()).unwrap();
+    (config, cert)
+}
+
+/// A client configuration that trusts `cert` alone.
+fn trusting(cert: CertificateDer<'static>) -> quinn::ClientConfig {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(cert).unwrap();
+    quinn::ClientConfig::with_root_certificates(Arc::new(roots)).unwrap()
+}
+
 fn varint(v: u64) -> quinn::VarInt {
     quinn::VarInt::from_u64(v).expect("WINDOW fits a QUIC varint")
 }
 
 /// The server of `serve`: one connection, one stream read to its end.
 fn serve(addr: &str, cert_out: &str, window: u64) {
-    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
-    let key = PrivatePkcs8KeyDer::from(cert.signing_key.serialize_der());
-    let cert = CertificateDer::from(cert.cert);
-    let mut config = quinn::ServerConfig::with_single_cert(vec![cert.clone()], key.into()).unwrap();
+    let (mut config, cert) = server_config();
     let transport = Arc::get_mut(&mut config.transport).unwrap();
     transport
         .stream_receive_window(varint(window))
@@ -142,11 +150,7 @@ fn serve(addr: &str, cert_out: &str, window: u64) {
 
 /// The client of `send`: one stream of BYTES, written as quinn's bench writes it.
 fn send(addr: &str, cert: &str, total: u64, window: u64) {
-    let mut roots = rustls::RootCertStore::empty();
-    roots
-        .add(CertificateDer::from(std::fs::read(cert).expect("CERT")))
-        .unwrap();
-    let mut client_config = quinn::ClientConfig::with_root_certificates(Arc::new(roots)).unwrap();
+    let mut client_config = trusting(CertificateDer::from(std::fs::read(cert).expect("CERT")));
     let mut transport = quinn::TransportConfig::default();
     transport.send_window(window);
     client_config.transport_config(Arc::new(transport));
