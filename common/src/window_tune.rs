@@ -20,8 +20,8 @@
 //! 141 ms link), the data quinn holds for it is then ~2 × 35 MB/s × 141 ms ≈ 10 MB instead of
 //! the whole window (20 MiB), which had been most of a quic-bundle receiver's 37–41 MB there:
 //! with one connection the receiver's median fell from 38.6 to 32.0 MB, at ~4% of throughput
-//! (results/bench-2026-12-03-s19/drs-combined.txt, one-connection-rates.txt). Where the path sets the rate, twice its rate times the round trip
-//! is past the window, and nothing changes.
+//! (results/bench-2026-12-03-s19/drs-combined.txt, one-connection-rates.txt). Where the path
+//! sets the rate, twice its rate times the round trip is past the window, and nothing changes.
 //!
 //! The round trip is quinn's minimum (RFC 9002's `min_rtt`, which leaves out the peer's
 //! acknowledgement delay), not the smoothed one: a receiver short of CPU delays its
