@@ -4,7 +4,7 @@
     scripts/check-cited.py
 
 The docs name their evidence in backticks: a path under a folder of this repository
-(`results/X/runs.csv`, `scripts/bench-rss.sh`) or, inside a paragraph that has named its
+(`results/X/runs.csv`, `scripts/bench/rss.sh`) or, inside a paragraph that has named its
 folder, a bare file name (`tried-and-counts.txt`). results/*/ is ignored by .gitignore so
 that a sweep's output is not committed by accident; evidence is added with `git add -f`, and a
 file that was cited but never added is lost with the working tree that held it (it happened:

@@ -3,11 +3,11 @@
 # ends), per mode: one SIZE file over 1 connection, the same over N, and FILES × 4 KiB over N,
 # alternated run by run (order reversed every other pass), every run verified by SHA-256.
 #
-#   MODES="tcp-bundle quic-bundle" PASSES=3 scripts/bench-blocks-link.sh
+#   MODES="tcp-bundle quic-bundle" PASSES=3 scripts/bench/blocks-link.sh
 #
 # Prints one line per run and each arm's median; the link is taken down at exit.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 NAME=${NAME:-blk}
 RTT=${RTT:-141ms}
 RATE=${RATE:-1gbit}

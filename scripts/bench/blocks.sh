@@ -3,12 +3,12 @@
 # SIZE on tmpfs (/dev/shm), each ARM a `shoal send` argument set, arms alternated pass by pass
 # (order reversed every other pass), every destination verified by SHA-256 and then freed.
 #
-#   ARMS="--connections 1|--connections 4" SIZE=1GiB PASSES=5 scripts/bench-blocks.sh
-#   ARMS="--connections 4 --block-size 16MiB|--connections 4 --block-size 64MiB" scripts/bench-blocks.sh
+#   ARMS="--connections 1|--connections 4" SIZE=1GiB PASSES=5 scripts/bench/blocks.sh
+#   ARMS="--connections 4 --block-size 16MiB|--connections 4 --block-size 64MiB" scripts/bench/blocks.sh
 #
 # Prints one line per run (MB/s, load, connection_bytes) and each arm's median.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 SIZE=${SIZE:-1GiB}
 PASSES=${PASSES:-5}
 MODE=${MODE:-tcp-bundle}

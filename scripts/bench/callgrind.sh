@@ -5,7 +5,7 @@
 #   SHA-256 for the row> per_file_without_selfhash status=<row status>
 # and keeps each callgrind output in OUT for callgrind_annotate.
 #
-#   scripts/bench-callgrind.sh BIN OUT [MODES] [SIDES] [FILES]
+#   scripts/bench/callgrind.sh BIN OUT [MODES] [SIDES] [FILES]
 #     BIN    the shoal binary to measure (e.g. target/release/shoal)
 #     OUT    folder for cg.MODE.SIDE files (created)
 #     MODES  default "tcp-bundle tcp-streams quic-bundle quic-streams"

@@ -2,12 +2,12 @@
 # Loopback benchmark: Shoal modes against `tar -C src -cf - . | tar -C dst -xf -` on the same
 # machine, in the same run, order reversed every pass, every destination verified by SHA-256.
 #
-#   scripts/bench-loopback.sh                      # 65,536 × 4 KiB, tcp-bundle, 3 passes
-#   MODES="tcp-bundle tcp-streams quic-bundle quic-streams" PASSES=3 scripts/bench-loopback.sh
-#   FILES=2000 SIZE=4KiB PASSES=5 MODES=tcp-wait scripts/bench-loopback.sh
-#   FS=ext4 scripts/bench-loopback.sh              # on a fresh loop-mounted ext4 (root)
-#   RECV_ARGS="--write-budget 8MiB" SEND_ARGS="--connections 2" scripts/bench-loopback.sh
-#   BASE_BIN=/path/to/older/shoal FS=tmpfs PASSES=5 MODES="tcp-bundle quic-bundle" scripts/bench-loopback.sh
+#   scripts/bench/loopback.sh                      # 65,536 × 4 KiB, tcp-bundle, 3 passes
+#   MODES="tcp-bundle tcp-streams quic-bundle quic-streams" PASSES=3 scripts/bench/loopback.sh
+#   FILES=2000 SIZE=4KiB PASSES=5 MODES=tcp-wait scripts/bench/loopback.sh
+#   FS=ext4 scripts/bench/loopback.sh              # on a fresh loop-mounted ext4 (root)
+#   RECV_ARGS="--write-budget 8MiB" SEND_ARGS="--connections 2" scripts/bench/loopback.sh
+#   BASE_BIN=/path/to/older/shoal FS=tmpfs PASSES=5 MODES="tcp-bundle quic-bundle" scripts/bench/loopback.sh
 #                                                  # A/B: every mode also as MODE@base with that
 #                                                  # binary (sender and receiver), interleaved
 #
@@ -16,17 +16,17 @@
 # connect, transfer, completion, exit: what the user waits for), and the summary gives
 # tar|tar's wall time / that, as issue 19's targets state them (tmpfs loopback, 65,536 × 4 KiB:
 # tcp-bundle >= 1.0, quic-bundle >= 0.85, tcp-streams >= 0.75, quic-streams >= 0.6):
-#   FS=tmpfs PASSES=5 MODES="tcp-bundle quic-bundle tcp-streams quic-streams" scripts/bench-loopback.sh
+#   FS=tmpfs PASSES=5 MODES="tcp-bundle quic-bundle tcp-streams quic-streams" scripts/bench/loopback.sh
 # Each ratio also comes pass by pass (min-max): a difference smaller than that spread is this
 # machine's noise, not a measurement. Every arm first runs once untimed ("pass warm-up", as
 # hyperfine's --warmup; WARMUP=0 skips it): the first timed pass was often the slowest
 # (tar|tar 1.363 s in pass 1 of results/bench-2026-12-02-s17/loopback-vs-tar-final17-vs-6ee73e3.log,
-# 1.076-1.214 s in the other four). `SUMMARY_OF=LOG scripts/bench-loopback.sh` prints the
+# 1.076-1.214 s in the other four). `SUMMARY_OF=LOG scripts/bench/loopback.sh` prints the
 # summary of an earlier run's saved output. Each run writes to a
 # fresh destination; old destinations are removed only at the end (ext4 without a journal
 # slows inode allocation right after a large delete: see docs/benchmarks.md).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 # The summary of a run's lines (the arms' medians, and each ratio pass by pass).
 summarize() {

@@ -3,7 +3,7 @@
 # file beside quinn alone moving the same bytes on one stream (the anchor), on Shoal's emulated
 # link (needs root). Issue 19's ceiling for bundle modes is 32 MB peak RSS at each end.
 #
-#   scripts/bench-quic-link-memory.sh [SHOAL_BIN] [RUNS] [BYTES]
+#   scripts/bench/quic-link-memory.sh [SHOAL_BIN] [RUNS] [BYTES]
 #     SHOAL_BIN  default target/release/shoal
 #     RUNS       default 3 passes; each runs both arms, the order reversed every other pass
 #     BYTES      default 268435456 (256 MiB: the study's large payload)
@@ -23,7 +23,7 @@
 # Both anchor processes are smaller binaries than Shoal's: the script prints each binary's
 # resident pages when idle beside the figures (the part of every RSS that is not data).
 set -euo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$(readlink -f "${1:-$ROOT/target/release/shoal}")
 RUNS=${2:-3}
 BYTES=${3:-268435456}
@@ -50,7 +50,7 @@ cleanup() {
 }
 trap cleanup EXIT
 at() { "$BIN" link exec --name $LINK "$@"; }
-echo "# bench-quic-link-memory.sh $(date -u +%FT%TZ): link $RTT $RATE, $BYTES bytes, window $WINDOW, cc $CC, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# scripts/bench/quic-link-memory.sh $(date -u +%FT%TZ): link $RTT $RATE, $BYTES bytes, window $WINDOW, cc $CC, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# shoal $BIN ($("$BIN" --version | head -1), sha256 $(sha256sum "$BIN" | cut -c1-12)); anchor $ANCHOR"
 idle_rss() { # resident KiB of a process that has started and is waiting
   "$@" >/dev/null 2>&1 & local p=$!

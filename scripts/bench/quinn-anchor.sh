@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # quic-bundle's CPU per GB beside quinn's own bulk benchmark (the anchor), on loopback, tmpfs.
 #
-#   scripts/bench-quinn-anchor.sh [SHOAL_BIN] [RUNS] [BYTES]
+#   scripts/bench/quinn-anchor.sh [SHOAL_BIN] [RUNS] [BYTES]
 #     SHOAL_BIN  default target/release/shoal
 #     RUNS       default 5 (each pass: quinn's bench, the single-stream anchor, Shoal; the order
 #                reversed every other pass)
@@ -27,7 +27,7 @@
 # (dd of the same file from and into the same tmpfs) is printed as the floor a file copier adds.
 # Medians over RUNS.
 set -euo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$(readlink -f "${1:-$ROOT/target/release/shoal}")
 RUNS=${2:-5}
 BYTES=${3:-268435456}

@@ -4,14 +4,14 @@
 #   MODE run N: status, sender/receiver peak RSS (MB), sender/receiver CPU s per GB,
 #   peak streams at the receiver, QUIC UDP payload and GSO/GRO segments
 #
-#   scripts/bench-rss.sh [SHOAL_BIN] [FILES] [SIZE] [RUNS] [MODES]
+#   scripts/bench/rss.sh [SHOAL_BIN] [FILES] [SIZE] [RUNS] [MODES]
 #     defaults: target/release/shoal, 65536, 4KiB, 1, "tcp-bundle tcp-streams quic-bundle quic-streams"
 #   SEND_ARGS / RECV_ARGS (environment): extra flags for `shoal send` / `shoal recv`, e.g.
 #     SEND_ARGS="--connections 8" or RECV_ARGS="--conn-window 8MiB" (experiments)
 # Targets (issue 19): bundle modes <= 32 MB at each end, per-file modes <= 48 MB with 4,096
 # streams outstanding (the default --max-streams).
 set -euo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$(readlink -f "${1:-$ROOT/target/release/shoal}")
 FILES=${2:-65536}; SIZE=${3:-4KiB}; RUNS=${4:-1}
 MODES=${5:-"tcp-bundle tcp-streams quic-bundle quic-streams"}

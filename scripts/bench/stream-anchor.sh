@@ -4,7 +4,7 @@
 # bytes, no files, no hashing) beside `tar | tar` and Shoal's per-file and bundle modes on the
 # same tree, loopback, tmpfs, alternating, the order reversed every pass, medians over PASSES.
 #
-#   scripts/bench-stream-anchor.sh [SHOAL_BIN] [PASSES] [FILES]
+#   scripts/bench/stream-anchor.sh [SHOAL_BIN] [PASSES] [FILES]
 #     SHOAL_BIN  default target/release/shoal (built if absent)
 #     PASSES     default 5
 #     FILES      default 65536 (× 4 KiB, shoal gen --seed 1)
@@ -23,7 +23,7 @@
 # `ok` (the receiver verified every file's SHA-256); tar's destination is checked with
 # `shoal verify`. Needs root for the tmpfs (mounted and unmounted here).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 ROOT=$PWD
 PASSES=${2:-5}
 FILES=${3:-65536}
