@@ -1,0 +1,273 @@
+#!/usr/bin/env python3
+"""Tables for docs/benchmarks.md from the committed output of its benchmark commands.
+
+    scripts/bench-tables.py --page docs/benchmarks.md [--check]
+
+--page rewrites every `<!-- generated: KIND PATH [PATH ...] -->` … `<!-- end -->` region of the
+page from the committed files it names; with --check it only compares and exits 1, showing the
+difference (tests/study_page.rs). KIND is one of:
+
+- loopback LOG…: scripts/bench/loopback.sh logs; per log, tar|tar's wall range and each mode's
+  tar|tar wall / whole `send` wall (ratio of medians, then the min–max of the same ratio pass by
+  pass), for the tree's binary (not `@base`).
+- stream-anchor LOG: scripts/bench/stream-anchor.sh; each arm's median wall, CPU of both ends
+  and tar|tar wall / wall.
+- quinn-anchor LOG: scripts/bench/quinn-anchor.sh; CPU per GB of each arm and the ratios.
+- quic-link-memory LOG…: scripts/bench/quic-link-memory.sh; per log and arm, MB/s and each
+  end's peak RSS (range over the runs), and the idle processes' resident size.
+- memory RUNS.CSV: a sweep of scripts/matrices/memory-1gbit.toml; per mode and payload, the
+  rows, each end's peak RSS range, the ceiling and the rows over it (scripts/check-memory.py's
+  ceilings).
+- blocks-link LOG, blocks-loopback LOG: scripts/bench/blocks-link.sh, scripts/bench/blocks.sh.
+- callgrind FILE: scripts/bench/callgrind.sh's lines (`LABEL: MODE SIDE … per_file_without_selfhash=N`).
+"""
+import csv
+import difflib
+import re
+import statistics
+import sys
+
+MB = 1_000_000
+MODES = ["tcp-bundle", "quic-bundle", "tcp-streams", "quic-streams"]
+CEILINGS = {"tcp-bundle": 32, "quic-bundle": 32, "tcp-streams": 48, "quic-streams": 48}
+
+
+def med(xs):
+    return statistics.median(xs)
+
+
+def rng(xs, digits=1):
+    lo, hi = min(xs), max(xs)
+    return f"{lo:.{digits}f}" if f"{lo:.{digits}f}" == f"{hi:.{digits}f}" else f"{lo:.{digits}f}–{hi:.{digits}f}"
+
+
+def table(header, rows):
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return out
+
+
+PASS = re.compile(r"^(\S+)\s+pass (\d+):\s+([\d.]+) s\b.*?(?:process wall ([\d.]+) s)?$")
+
+
+def loopback(paths):
+    rows = []
+    for path in paths:
+        tar, wall = {}, {m: {} for m in MODES}
+        for line in open(path, encoding="utf-8"):
+            m = PASS.match(line.strip())
+            if not m:
+                continue
+            arm, n = m.group(1), int(m.group(2))
+            if arm == "tar|tar":
+                tar[n] = float(m.group(3))
+            elif arm in wall and m.group(4):
+                wall[arm][n] = float(m.group(4))
+        cells = [f"`{path}`", f"{min(tar.values()):.3f}–{max(tar.values()):.3f} s"]
+        for mode in MODES:
+            w = wall[mode]
+            if not w:
+                cells.append("–")
+                continue
+            ratio = med(tar.values()) / med(w.values())
+            per = [tar[n] / w[n] for n in w if n in tar]
+            cells.append(f"{ratio:.2f} ({min(per):.2f}–{max(per):.2f})")
+        rows.append(cells)
+    header = ["log", "tar\\|tar wall"] + MODES
+    return table(header, rows) + ["| target | | ≥ 1.0 | ≥ 0.85 | ≥ 0.75 | ≥ 0.6 |"]
+
+
+def stream_anchor(paths):
+    (path,) = paths
+    arms = {}
+    for line in open(path, encoding="utf-8"):
+        f = line.split()
+        if len(f) == 4 and not line.startswith(("#", "stream-anchor")):
+            try:
+                wall, cpu = float(f[1]), float(f[2]) + float(f[3])
+            except ValueError:
+                continue
+            arms.setdefault(f[0], []).append((wall, cpu))
+    names = {"tar": "tar \\| tar", "anchor-yamux": "yamux streams alone (anchor)",
+             "anchor-quic": "QUIC streams alone (anchor)"}
+    tar = med([w for w, _ in arms["tar"]])
+    rows = []
+    for arm in ["tar", "tcp-bundle", "anchor-yamux", "tcp-streams", "quic-bundle", "anchor-quic", "quic-streams"]:
+        w = med([w for w, _ in arms[arm]])
+        c = med([c for _, c in arms[arm]])
+        rows.append([names.get(arm, arm), f"{w:.3f} s", "" if arm == "tar" else f"{c:.3f} s", f"{tar / w:.2f}"])
+    return [f"`{path}`, medians of {len(arms['tar'])}:", ""] + table(
+        ["arm", "wall", "CPU, both ends", "tar\\|tar / wall"], rows)
+
+
+def quinn_anchor(paths):
+    (path,) = paths
+    text = open(path, encoding="utf-8").read()
+    get = lambda pat: re.search(pat, text, re.M).group(1)
+    anchor = get(r"^median CPU s/GB anchor\s*: ([\d.]+)")
+    bench = get(r"^median CPU s/GB quinn-bench\s*: ([\d.]+)")
+    shoal = get(r"^median CPU s/GB shoal\s*: ([\d.]+)")
+    split = get(r"^median CPU s/GB shoal\s*: [\d.]+ \(send \+ recv: ([\d.]+ \+ [\d.]+)\)")
+    runs = get(r"^median CPU s/GB shoal\s*: .* over (\d+) runs")
+    payload = sorted({int(x) for x in re.findall(r"ok [\d.]+ (\d+) \d+ \d+ \d+", text)})
+    rows = [["quinn's `benches/bench.rs` (`large_data_1_stream`)", bench, ""],
+            ["single-stream anchor (`scripts/quinn-anchor`)", anchor, ""],
+            [f"Shoal quic-bundle (`send` + `recv --once`), UDP payload {'/'.join(map(str, payload))}",
+             f"{shoal} ({split})", ""],
+            ["Shoal / quinn's bench", "", f"**{float(shoal) / float(bench):.2f}**"],
+            ["Shoal / single-stream anchor", "", f"{float(shoal) / float(anchor):.2f}"]]
+    return [f"`{path}`, medians of {runs} runs:", ""] + table(["arm", "CPU s/GB", "ratio (target ≤ 1.2)"], rows)
+
+
+RUN = re.compile(r"^run \d+ (anchor|shoal quic-bundle): ([\d.]+) MB/s .*peak RSS sender ([\d.]+) MB receiver ([\d.]+) MB")
+
+
+def quic_link_memory(paths):
+    rows = []
+    for path in paths:
+        runs, idle = {}, ""
+        for line in open(path, encoding="utf-8"):
+            m = RUN.match(line)
+            if m:
+                runs.setdefault(m.group(1), []).append([float(x) for x in m.group(2, 3, 4)])
+            i = re.match(r"^# idle resident KiB.*: shoal recv (\d+), anchor serve (\d+)", line)
+            if i:
+                idle = f"{int(i.group(1)):,} / {int(i.group(2)):,} KiB"
+        for arm in ["anchor", "shoal quic-bundle"]:
+            r = runs[arm]
+            rows.append([f"`{path}`" if arm == "anchor" else "", "quinn alone" if arm == "anchor" else "quic-bundle",
+                         rng([x[0] for x in r]), rng([x[1] for x in r]) + " MB", rng([x[2] for x in r]) + " MB",
+                         idle if arm == "anchor" else ""])
+    return table(["log", "arm", "MB/s", "sender peak RSS", "receiver peak RSS", "idle: shoal recv / anchor"], rows)
+
+
+def memory(paths):
+    (path,) = paths
+    groups = {}
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            mode = row.get("mode") or row.get("param_mode", "")
+            if mode not in CEILINGS or not row.get("sender_peak_rss_bytes"):
+                continue
+            files = int(row["payload_files"])
+            key = (mode, files)
+            groups.setdefault(key, []).append(row)
+    rows, over_all, total = [], 0, 0
+    for mode in MODES:
+        for files in sorted({f for m, f in groups if m == mode}, reverse=True):
+            rs = groups[(mode, files)]
+            s = [int(r["sender_peak_rss_bytes"]) / MB for r in rs]
+            v = [int(r["receiver_peak_rss_bytes"]) / MB for r in rs]
+            c = CEILINGS[mode]
+            over_s = sum(x > c for x in s)
+            over_r = sum(x > c for x in v)
+            over = sum(a > c or b > c for a, b in zip(s, v))
+            ok = sum(r["status"] == "ok" for r in rs)
+            over_all += over
+            total += len(rs)
+            payload = "65,536 × 4 KiB" if files == 65536 else ("one 256 MiB file" if files == 1 else f"{files:,} files")
+            bold = lambda txt, n: f"**{txt}**" if n else txt
+            rows.append([mode, payload, str(c), f"{ok}/{len(rs)}", bold(rng(s), over_s), bold(rng(v), over_r),
+                         f"{over_s} / {over_r}"])
+    foot = f"{over_all} of {total} rows over their ceiling (bold: over)."
+    busy = [float(r["data_all_cores_busy_share"]) for rs in groups.values() for r in rs
+            if r["payload_files"] == "65536" and r.get("data_all_cores_busy_share")]
+    if busy:
+        foot += (f" Largest `data_all_cores_busy_share` of the {len(busy)} small-file rows: {max(busy):.2f}"
+                 " (the core-busy target: at most 0.5).")
+    return table(["mode", "payload", "ceiling MB", "verified", "sender MB", "receiver MB", "rows over (sender / receiver)"],
+                 rows) + ["", foot]
+
+
+def blocks_link(paths):
+    (path,) = paths
+    meds = {}
+    for line in open(path, encoding="utf-8"):
+        m = re.match(r"^median (\S+)\s+(big|small) x(\d+)\s+([\d.]+) MB/s \(([\d. ]+)\)", line)
+        if m:
+            meds[(m.group(1), m.group(2), int(m.group(3)))] = (float(m.group(4)), m.group(5))
+    rows = []
+    for mode in ["tcp-bundle", "quic-bundle"]:
+        b1, b8, s8 = meds[(mode, "big", 1)], meds[(mode, "big", 8)], meds[(mode, "small", 8)]
+        r1, r2 = b8[0] / b1[0], b8[0] / s8[0]
+        rows.append([mode, f"{b1[0]:.2f} ({b1[1]})", f"{b8[0]:.2f} ({b8[1]})", f"{s8[0]:.2f} ({s8[1]})",
+                     f"**{r1:.3f}** ({'met' if r1 >= 1.15 else 'not met'})",
+                     f"**{r2:.3f}** ({'met' if 0.95 <= r2 <= 1.05 else 'not met'})"])
+    return [f"`{path}`, MB/s, medians (runs in order):", ""] + table(
+        ["mode", "256 MiB ×1", "256 MiB ×8", "65,536 × 4 KiB ×8", "×8 / ×1 (target ≥ 1.15)",
+         "large ×8 / small ×8 (target 0.95–1.05)"], rows)
+
+
+def blocks_loopback(paths):
+    (path,) = paths
+    rows = []
+    first = None
+    for line in open(path, encoding="utf-8"):
+        m = re.match(r"^median (--connections \d+)\s+([\d.]+) MB/s over (\d+) runs \(([\d. ]+)\)", line)
+        if m:
+            v = float(m.group(2))
+            first = first or v
+            rows.append([f"`{m.group(1)}`", f"{v:.2f} ({m.group(4)})", f"{v / first:.3f}"])
+    return [f"`{path}`, one 1 GiB file, tcp-bundle, MB/s, medians (runs in order):", ""] + table(
+        ["arm", "MB/s", "against one connection"], rows)
+
+
+def callgrind(paths):
+    (path,) = paths
+    per = {}
+    labels = []
+    for line in open(path, encoding="utf-8"):
+        m = re.match(r"^\s+(\S+): (\S+) (send|recv) Ir=\d+ files=(\d+) .*per_file_without_selfhash=(\d+)", line)
+        if m:
+            if m.group(1) not in labels:
+                labels.append(m.group(1))
+            per[(m.group(1), m.group(2), m.group(3))] = int(m.group(5))
+    base, new = labels[0], labels[-1]
+    rows = []
+    for mode in MODES:
+        cells = [mode]
+        for side in ["recv", "send"]:
+            a, b = per[(base, mode, side)], per[(new, mode, side)]
+            cells.append(f"{a:,} → {b:,} ({(b - a) / a * 100:+.1f}%)")
+        rows.append(cells)
+    return [f"`{path}`, instructions per file, `{base}` → `{new}`:", ""] + table(["mode", "receiver", "sender"], rows)
+
+
+KINDS = {"loopback": loopback, "stream-anchor": stream_anchor, "quinn-anchor": quinn_anchor,
+         "quic-link-memory": quic_link_memory, "memory": memory, "blocks-link": blocks_link,
+         "blocks-loopback": blocks_loopback, "callgrind": callgrind}
+REGION = re.compile(r"^<!-- generated: (\S+) (.*?) -->$")
+
+
+def render(text):
+    out, lines, i = [], text.split("\n"), 0
+    while i < len(lines):
+        out.append(lines[i])
+        m = REGION.match(lines[i])
+        if m:
+            end = lines.index("<!-- end -->", i)
+            out += KINDS[m.group(1)](m.group(2).split())
+            out.append("<!-- end -->")
+            i = end
+        i += 1
+    return "\n".join(out)
+
+
+def main(argv):
+    if len(argv) < 2 or argv[0] != "--page":
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    page, check = argv[1], "--check" in argv[2:]
+    text = open(page, encoding="utf-8").read()
+    new = render(text)
+    if check:
+        if new != text:
+            sys.stdout.writelines(difflib.unified_diff(text.splitlines(True), new.splitlines(True), page, "generated"))
+            return 1
+        return 0
+    open(page, "w", encoding="utf-8").write(new)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
