@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Markdown tables for docs/results.md from a sweep's runs.csv (the study's).
 
-    scripts/study-tables.py results/study-2026-11-30/runs.csv
+    scripts/study-tables.py results/study-300mbit/runs.csv
     scripts/study-tables.py --ratios results/X/runs.csv [PAYLOAD]
     scripts/study-tables.py --ratio-table results/X/runs.csv PAYLOAD NUM/DEN [NUM/DEN ...]
     scripts/study-tables.py --regimes results/X/runs.csv[:PAYLOAD] [results/Y/runs.csv ...]

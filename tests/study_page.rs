@@ -1,6 +1,7 @@
 //! docs/results.md's (and docs/resume-results.md's) generated regions (`<!-- generated: KIND
 //! PATH -->` … `<!-- end -->`) and inline values (`<!--= EXPR -->` … `<!--/-->`) are exactly what
-//! `scripts/study-tables.py` makes of the committed runs.csv files they name, and every chart
+//! `scripts/study-tables.py` makes of the committed runs.csv files they name, docs/benchmarks.md's
+//! are what `scripts/bench-tables.py` makes of the committed logs they name, and every chart
 //! docs/results.md shows is what `shoal report` draws from its committed folder: every number
 //! and figure comes from the data. No root needed.
 
@@ -41,7 +42,24 @@ fn results_pages_are_generated_from_committed_runs() {
     }
 }
 
-/// The charts docs/results.md shows (`](../results/DIR/CHART.png)`), as (DIR, CHART) with
+#[test]
+fn benchmarks_page_is_generated_from_committed_logs() {
+    let root = workspace_root();
+    let o = Command::new("python3")
+        .arg(root.join("scripts/bench-tables.py"))
+        .args(["--page", "docs/benchmarks.md", "--check"])
+        .current_dir(&root)
+        .output()
+        .expect("python3 (scripts/setup.sh installs it)");
+    assert!(
+        o.status.success(),
+        "docs/benchmarks.md differs from its data; run scripts/bench-tables.py --page docs/benchmarks.md\n{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// The charts docs/results.md shows (`](../results/DIR/CHART.svg)`), as (DIR, CHART) with
 /// CHART without its extension.
 fn charts_shown(text: &str) -> Vec<(String, String)> {
     let mut charts: Vec<(String, String)> = text
@@ -50,7 +68,7 @@ fn charts_shown(text: &str) -> Vec<(String, String)> {
             let rest = &text[i + m.len()..];
             let link = &rest[..rest.find(')')?];
             let (dir, file) = link.rsplit_once('/')?;
-            let chart = file.strip_suffix(".png")?;
+            let chart = file.strip_suffix(".svg")?;
             Some((dir.to_string(), chart.to_string()))
         })
         .collect();
@@ -85,14 +103,23 @@ fn results_page_charts_are_what_shoal_report_draws() {
                 assert!(st.success(), "copying {}", from.display());
             }
         }
+        // Traces are committed compressed (`.csv.gz`).
+        if copy.join("traces").exists() {
+            let st = Command::new("gunzip")
+                .args(["-r", "-q"])
+                .arg(copy.join("traces"))
+                .status()
+                .unwrap();
+            assert!(st.success(), "gunzip {}", copy.display());
+        }
         let o = shoal().arg("report").arg(&copy).output().unwrap();
         assert!(
             o.status.success(),
             "shoal report {dir}: {}",
             String::from_utf8_lossy(&o.stderr)
         );
-        // Every chart the page shows from this folder: its SVG (the PNG is rasterised from the
-        // same drawing) must be committed and be what `shoal report` draws now.
+        // Every chart the page shows from this folder must be committed and be what `shoal
+        // report` draws now.
         for (_, chart) in charts.iter().filter(|(d, _)| d == dir) {
             let svg = format!("{chart}.svg");
             let want = std::fs::read(committed.join(&svg))

@@ -20,9 +20,9 @@
 # Each ratio also comes pass by pass (min-max): a difference smaller than that spread is this
 # machine's noise, not a measurement. Every arm first runs once untimed ("pass warm-up", as
 # hyperfine's --warmup; WARMUP=0 skips it): the first timed pass was often the slowest
-# (tar|tar 1.363 s in pass 1 of results/bench-2026-12-02-s17/loopback-vs-tar-final17-vs-6ee73e3.log,
-# 1.076-1.214 s in the other four). `SUMMARY_OF=LOG scripts/bench/loopback.sh` prints the
-# summary of an earlier run's saved output. Each run writes to a
+# (tar|tar 1.363 s in pass 1 of a five-pass log of 2026-12-02, 1.076-1.214 s in the other
+# four). `SUMMARY_OF=LOG scripts/bench/loopback.sh` prints the summary of an earlier run's
+# saved output. Each run writes to a
 # fresh destination; old destinations are removed only at the end (ext4 without a journal
 # slows inode allocation right after a large delete: see docs/benchmarks.md).
 set -euo pipefail
@@ -144,7 +144,7 @@ run_tar() {
     echo "tar|tar       pass $1: FAILED verification" | tee -a "$WORK/results.txt"
   fi
   # As for Shoal's runs below: free the tmpfs now (a suspect, not shown to be the cause, in
-  # slow passes of results/bench-2026-12-01-s10/loopback-ab-7fd39cd-vs-tmpfile.log).
+  # slow passes of results/ab-loopback/loopback-ab-7fd39cd-vs-tmpfile.log).
   [ "${FS:-}" = tmpfs ] && rm -rf "$dst"
   return 0
 }
