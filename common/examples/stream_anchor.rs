@@ -19,7 +19,7 @@
 //!
 //!   cargo run --release -p shoal-common --example stream_anchor -- yamux|quic [FILES] [SIZE] [OUTSTANDING]
 //!
-//! scripts/bench-stream-anchor.sh runs it beside `tar | tar` and Shoal's per-file modes.
+//! scripts/bench/stream-anchor.sh runs it beside `tar | tar` and Shoal's per-file modes.
 
 use std::future::poll_fn;
 use std::net::SocketAddr;

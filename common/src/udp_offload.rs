@@ -31,7 +31,7 @@ impl UdpOffload {
 /// fit. Larger datagrams make every batched send fail with `EMSGSIZE`, which quinn-udp takes
 /// for a lost MTU probe; black-hole detection then drops the connection to 1,200 bytes
 /// (measured on loopback with bounds of 8,972 and 65,527: both ended at 1,200;
-/// results/bench-2026-12-02-s15/mtu-bounds-256MiB.log).
+/// results/ab-loopback/mtu-bounds-256MiB.log).
 pub const QUIC_MAX_UDP_PAYLOAD: u16 = 6_500;
 
 /// UDP payload that fits an Ethernet frame (1,500 − 28 bytes of IPv4 and UDP headers).

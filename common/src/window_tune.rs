@@ -20,7 +20,7 @@
 //! 141 ms link), the data quinn holds for it is then ~2 × 35 MB/s × 141 ms ≈ 10 MB instead of
 //! the whole window (20 MiB), which had been most of a quic-bundle receiver's 37–41 MB there:
 //! with one connection the receiver's median fell from 38.6 to 32.0 MB, at ~4% of throughput
-//! (results/bench-2026-12-03-s19/drs-combined.txt, one-connection-rates.txt). Where the path
+//! (results/ab-link/drs-combined.txt, one-connection-rates.txt). Where the path
 //! sets the rate, twice its rate times the round trip is past the window, and nothing changes.
 //!
 //! The round trip is quinn's minimum (RFC 9002's `min_rtt`, which leaves out the peer's
@@ -30,7 +30,7 @@
 //! on loopback includes both ends' TLS work, it kept windows of up to 15.5 MB (a start for
 //! 6.2 ms) and gave a quic-bundle receiver up to 37.1 MB of RSS; following the minimum, every
 //! loopback run's window fell to the 2 MiB floor, which any round trip under 0.84 ms gives
-//! (results/bench-2026-12-02-s15/ab-quic-bundle-mtu-vs-start.log). The thirteenth session
+//! (results/ab-loopback/ab-quic-bundle-mtu-vs-start.log). The thirteenth session
 //! tried cutting the window while a slow writer fell behind; by its account that cost
 //! throughput on a Btrfs destination and did not lower the peak, which the start set
 //! (docs/benchmarks.md, "Thirteenth session": its logs were lost, so no figure is kept here).

@@ -247,13 +247,13 @@ async fn read_control<R: AsyncRead + Unpin>(
 /// 62.6 against 43.5 MB, and 48.8–54.4 MB even when reading whole only while the write budget
 /// had room. With the window sized for the path, whole reads are no faster on loopback (2.418
 /// against 2.387 s):
-/// results/bench-2026-12-02-s14/ab-quic-streams-firstread4608-tried.log,
-/// results/bench-2026-12-02-s14/ab-quic-streams-path-window-vs-3dfd6b7.log,
-/// results/bench-2026-12-02-s14/ab-quic-streams-window-only-vs-adaptive-vs-3dfd6b7.log.
+/// results/ab-loopback/ab-quic-streams-firstread4608-tried.log,
+/// results/ab-loopback/ab-quic-streams-path-window-vs-3dfd6b7.log,
+/// results/ab-loopback/ab-quic-streams-window-only-vs-adaptive-vs-3dfd6b7.log.
 /// The sixteenth session read a whole 4 KiB file first whenever the write budget had room for
 /// it, taken before the read (receiver CPU −10% on loopback), and the link's small-file
 /// receivers still reached 52.5–53.9 MB against 39.6–42.9 without it, for a cause not found:
-/// results/bench-2026-12-02-s16/link-memory-quic-streams-small/, whole-first-read-tried.diff.
+/// results/ab-link/link-memory-quic-streams-small/, whole-first-read-tried.diff.
 const QUIC_FIRST_READ: usize = 512;
 
 /// Reads exactly one file record from a stream and writes it.

@@ -1,5 +1,5 @@
 //! The single-stream anchor for Shoal's quic-bundle CPU cost: quinn 0.11's own bulk benchmark
-//! (`benches/bench.rs`, `large_data_1_stream`, which scripts/bench-quinn-anchor.sh also builds
+//! (`benches/bench.rs`, `large_data_1_stream`, which scripts/bench/quinn-anchor.sh also builds
 //! and runs) reduced to one long stream, so no per-iteration stream set-up and wait is in its
 //! figure: the stricter reference. As there: a server thread and a client thread, each with a
 //! current-thread tokio runtime, on loopback, default `TransportConfig` (quinn's bench only
@@ -14,7 +14,7 @@
 //!   quinn-anchor [BYTES]
 //!
 //! The same client and server as two processes, for what the protocol itself holds in memory
-//! on a long path (scripts/bench-quic-link-memory.sh runs them on each side of `shoal link`):
+//! on a long path (scripts/bench/quic-link-memory.sh runs them on each side of `shoal link`):
 //!
 //!   quinn-anchor serve ADDR CERT_OUT WINDOW
 //!   quinn-anchor send ADDR CERT BYTES WINDOW

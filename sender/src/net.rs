@@ -194,7 +194,7 @@ pub async fn connect_quic_with(
 /// This used to wait out the endpoint's whole closing period (`Endpoint::wait_idle`): three
 /// probe timeouts, at least 75 ms with quinn's 25 ms `max_ack_delay`, in which a closed
 /// connection only answers the peer's packets with its close again. That was most of a QUIC
-/// `send` process's fixed cost on loopback (results/bench-2026-12-02-s18/one-file-wall.log).
+/// `send` process's fixed cost on loopback (results/ab-loopback/one-file-wall.log).
 /// The receiver needs only the close: it has sent its completion by then, and it ends its side
 /// when the close arrives or, should the close be lost, 5 s after its completion
 /// (receiver/src/quic.rs). A close made behind a full congestion window was never sent at all

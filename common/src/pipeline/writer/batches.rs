@@ -17,13 +17,13 @@ pub(super) const RECYCLE_BYTES: usize = 1 << 20;
 /// bottleneck on tmpfs), the network task slept and woke once per small file, and every wake
 /// from the writer thread cost that thread an `eventfd` write (129,096 of them in a run of
 /// 65,536 × 4 KiB over quic-streams, 2 a file with the room below; 2,634 now:
-/// results/bench-2026-12-02-s16/strace-writes-by-fd-quic-streams.txt). Taken in groups, the
+/// results/ab-loopback/strace-writes-by-fd-quic-streams.txt). Taken in groups, the
 /// places come back a group at a time: the quic-streams receiver's `write` calls fell 256,086 →
 /// 151,987 and its `epoll_wait`s 127,576 → 25,487 (`strace -c`), its wall time 1.574 → 1.404 s
 /// and its CPU 1.733 → 1.553 s (medians of 5; tcp-streams 1.332 → 1.292 s and 1.441 → 1.358 s):
-/// results/bench-2026-12-02-s16/ab-*-grouped-intake.log, strace-quic-streams-s16*.txt. The
+/// results/ab-loopback/ab-*-grouped-intake.log, strace-quic-streams-*.txt. The
 /// fourteenth session tried the same and measured no gain (ab-quic-streams-room-inbox-tried.log
-/// in results/bench-2026-12-02-s14), when other costs of the network thread bound the run.
+/// in results/ab-loopback), when other costs of the network thread bound the run.
 pub(super) const INTAKE_GROUP: usize = 64;
 
 /// Receive-budget room the writer has written out but not yet handed back: given back in steps
@@ -61,7 +61,7 @@ impl HeldRoom {
 /// one of them took the allocating thread's malloc arena lock, against that thread's own
 /// allocations. Freed here instead, quic-streams' wall time fell 2.714 → 2.432 s and its
 /// receiver's CPU 2.837 → 2.665 s (medians of 5,
-/// results/bench-2026-12-02-s14/ab-quic-streams-7a36cd4-vs-7f75ceb.log). The bin holds at most
+/// results/ab-loopback/ab-quic-streams-7a36cd4-vs-7f75ceb.log). The bin holds at most
 /// [`RECYCLE_BYTES`] of data, so it adds no more than that to the write budget's memory.
 #[derive(Debug, Default)]
 pub(super) struct Recycle {
