@@ -5,7 +5,7 @@
 //! here varies by ±40% while others build) finish no slower than cold runs plus one RTT
 //! (issue 21, "Safety"). The times are printed either way.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::{Output, Stdio};

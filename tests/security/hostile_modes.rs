@@ -5,7 +5,7 @@
 //! the destination, no partial file of that run, and then a good transfer in the same mode
 //! through the same receiver.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::Output;

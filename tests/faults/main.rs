@@ -3,6 +3,7 @@
 //! no partial file, and the receiver (where it survives) serves the next run. (A link that goes
 //! dark mid-run is in `link.rs`: it needs the emulated link.)
 
+#[path = "../support/mod.rs"]
 mod support;
 
 use std::os::unix::fs::PermissionsExt;

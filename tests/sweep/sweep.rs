@@ -5,7 +5,7 @@
 //! (a lock), each with its own link name, work folder and output folder; the sweep tears its
 //! link down itself, and the test runs `shoal link down` afterwards as a backstop.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -3,7 +3,7 @@
 //! running counts as files arrive (the sender announces no totals, protocol 4): what a refused
 //! run leaves is complete files within the limits, never one over them.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -4,7 +4,7 @@
 //! destination never both report ok; `tcp-wait` fails as soon as the writer does.
 //! Memory: 200,000 empty files within 64 MB, and the peak-RSS ceilings of issue 19 per mode.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::{Child, Stdio};

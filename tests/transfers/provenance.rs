@@ -1,7 +1,7 @@
 //! Every result says which build produced it: `shoal --version` names the commit and whether
 //! the tree was dirty, and every row carries them with the SHA-256 of the binary that ran.
 
-mod support;
+use crate::support;
 
 use support::*;
 

@@ -5,7 +5,7 @@
 //! docs/results.md shows is what `shoal report` draws from its committed folder: every number
 //! and figure comes from the data. No root needed.
 
-mod support;
+use crate::support;
 
 use std::process::Command;
 

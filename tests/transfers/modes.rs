@@ -1,7 +1,7 @@
 //! Every transport mode over loopback with real processes: the same tree arrives intact,
 //! per-file streams really run thousands deep, and bad streams fail cleanly.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;

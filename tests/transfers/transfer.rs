@@ -1,6 +1,6 @@
 //! Real sender and receiver processes over loopback TLS/TCP.
 
-mod support;
+use crate::support;
 
 use std::io::Write;
 

@@ -3,7 +3,7 @@
 //! row's account of the connections, and hostile block records refused with no
 //! complete-looking file left.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 

@@ -2,7 +2,7 @@
 //! carries a real transfer that verifies, its delay is real and per packet, and a link that
 //! goes dark mid-run (`shoal link blackhole`) fails that run cleanly on both sides.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

@@ -1,7 +1,7 @@
 //! Congestion controllers, several connections per run, and transport statistics, with real
 //! sender and receiver processes over loopback.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -2,7 +2,7 @@
 //! two network namespaces stand in for hosts A and B (root), and on loopback (no root) the
 //! receiving end of `tar-tcp` is driven through the control channel directly.
 
-mod support;
+use crate::support;
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};

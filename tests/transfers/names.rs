@@ -2,7 +2,7 @@
 //! leading dashes, 255-byte names, invalid UTF-8, empty folders, symbolic links in the source.
 //! Every mode must deliver them byte-exact.
 
-mod support;
+use crate::support;
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;

@@ -4,7 +4,7 @@
 //! `routes` log holds both tables; the sweep fails if they differ). `saved` takes the window
 //! from the configuration's own TCP path state, left by the sweep's unrecorded warm-up run.
 
-mod support;
+use crate::support;
 
 use support::sweep::{sweep, sweep_any};
 use support::{root_only, rows, serial, unique};

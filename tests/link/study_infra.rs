@@ -3,7 +3,7 @@
 //! `recv-cpu-quota` with the receiver in a CPU-capped cgroup, and `[sweep] dest_fs` volumes
 //! (tmpfs, ext4/xfs/btrfs loop images) with verified runs; and the matrix checks (no root).
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::Stdio;

@@ -1,7 +1,7 @@
 //! Crafted streams against a live receiver: each is refused with an error that names the
 //! cause, nothing is created outside the destination, and the receiver serves the next run.
 
-mod support;
+use crate::support;
 
 use bytes::BufMut;
 use shoal_common::codec::{self, EndMarker, Reply};

@@ -1,7 +1,7 @@
 //! End-to-end tests: real namespaces, TUN devices and forwarder. Root only; each test uses a
 //! unique link name and tears it down even when an assertion fails (LinkGuard's Drop).
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::time::Duration;

@@ -6,7 +6,7 @@
 //!
 //! Root only: without root the test prints "skipped: needs root" and passes.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! Per-run traces: `shoal send`'s series on loopback (QUIC goodput from acknowledged data), and
 //! a sweep that keeps one trace folder per run for `shoal report`'s charts (root, emulated link).
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 

@@ -2,7 +2,7 @@
 //! link, two namespaces standing in for two hosts: only the receiver's TLS port is used, and
 //! what it reads matches the link's settings and `shoal link check`. Root only.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Output, Stdio};

@@ -2,7 +2,7 @@
 //! wrong versions, silent and trickling clients. Every case ends with an error that names its
 //! cause, nothing outside the destination, and the same receiver then serves a good transfer.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

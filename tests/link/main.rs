@@ -1,0 +1,12 @@
+//! The emulated long link and two hosts (network namespaces; most tests need root): the link
+//! itself, its check, the path probe, two-host sweeps with baselines, and the study's link tools.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod link;
+mod link_check;
+mod probe;
+mod study_infra;
+mod two_hosts;
+mod two_hosts_baselines;
