@@ -47,10 +47,9 @@ fn transfer_across(name: &str, files: u64, seed: u64, mode: &str) -> serde_json:
 }
 
 #[test]
+#[ignore = "needs root"]
 fn transfer_across_a_checked_100ms_link_then_nothing_is_left() {
-    if !root_only() {
-        return;
-    }
+    needs_root();
     let _serial = serial();
     let name = unique("xa");
     let cfg = UpConfig::new(&name, Duration::from_millis(100), 200_000_000);
@@ -86,10 +85,9 @@ fn transfer_across_a_checked_100ms_link_then_nothing_is_left() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn stop_and_wait_pays_one_round_trip_per_file() {
-    if !root_only() {
-        return;
-    }
+    needs_root();
     let _serial = serial();
     let name = unique("xb");
     let rtt = Duration::from_millis(50);
@@ -145,10 +143,9 @@ fn status(name: &str) -> serde_json::Value {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn a_link_blackhole_mid_run_fails_the_run_and_the_receiver_serves_the_next() {
-    if !root_only() {
-        return;
-    }
+    needs_root();
     let _serial = serial();
     let name = unique("xc");
     let cfg = UpConfig::new(&name, Duration::from_millis(20), 50_000_000);
@@ -274,10 +271,9 @@ fn protocol_round_trips(mode: &str) -> f64 {
 /// before its first byte and the report's way back, + 50 ms. The QUIC modes used to stop the
 /// clock only after draining the endpoint, ~1 s later; `--fsync` used to be inside `seconds`.
 #[test]
+#[ignore = "needs root"]
 fn the_clock_stops_at_the_completion_report_in_every_mode() {
-    if !root_only() {
-        return;
-    }
+    needs_root();
     let _serial = serial();
     let name = unique("ck");
     let rtt = 0.1;
@@ -359,10 +355,9 @@ fn the_clock_stops_at_the_completion_report_in_every_mode() {
 /// runs: at least two before the end of a ~3-second transfer (30 files stop-and-wait over a
 /// 100 ms RTT), each showing the files the receiver confirmed so far.
 #[test]
+#[ignore = "needs root"]
 fn interval_lines_arrive_during_a_transfer_across_the_link() {
-    if !root_only() {
-        return;
-    }
+    needs_root();
     let _serial = serial();
     let name = unique("xp");
     let cfg = UpConfig::new(&name, Duration::from_millis(100), 50_000_000);

@@ -11,10 +11,9 @@ use shoal_link::{CheckOptions, LinkGuard, UpConfig};
 use support::*;
 
 #[test]
+#[ignore = "needs root"]
 fn up_check_down_leaves_nothing_behind() {
-    if !root_only() {
-        return;
-    }
+    needs_root();
     let _serial = serial();
     let name = unique("e2a");
     let cfg = UpConfig::new(&name, Duration::from_millis(100), 200_000_000);
@@ -48,10 +47,9 @@ fn up_check_down_leaves_nothing_behind() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn loss_is_measured_within_bounds() {
-    if !root_only() {
-        return;
-    }
+    needs_root();
     let _serial = serial();
     let name = unique("e2b");
     let mut cfg = UpConfig::new(&name, Duration::from_millis(20), 100_000_000);
@@ -83,10 +81,9 @@ fn loss_is_measured_within_bounds() {
 /// super-packet was dropped whole with 1 − (1 − p)^n and the flow lost ≈ n·p of its segments
 /// (17 % at 1 %, 14 % at 5 %, 3.3 % at 0.1 %, measured).
 #[test]
+#[ignore = "needs root"]
 fn bulk_tcp_loss_per_wire_segment_with_offload() {
-    if !root_only() {
-        return;
-    }
+    needs_root();
     let _serial = serial();
     for (i, p) in [0.01, 0.05].into_iter().enumerate() {
         let name = unique(&format!("e2l{i}"));

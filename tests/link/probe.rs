@@ -104,10 +104,9 @@ fn probe_matches_the_link(p: &serde_json::Value, what: &str, check_idle_ms: f64)
 }
 
 #[test]
+#[ignore = "needs root"]
 fn probe_and_two_host_sweep_measure_the_emulated_link() {
-    if !root_only() {
-        return;
-    }
+    needs_root();
     let _serial = serial();
     let name = unique("pb");
     let cfg = UpConfig::new(&name, Duration::from_millis(RTT_MS as u64), RATE_BPS);

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::Stdio;
 
 use support::sweep::sweep;
-use support::{root_only, rows, serial, shoal, unique};
+use support::{needs_root, rows, serial, shoal, unique};
 
 fn matrix(link: &str, sweep_extra: &str, payload: &str, axes: &str) -> String {
     format!(
@@ -59,10 +59,9 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn stock_profile_is_applied_read_back_and_restored() {
-    if !root_only() {
-        return;
-    }
+    needs_root();
     let _l = serial();
     let link = unique("sp");
     let t = tempfile::tempdir().unwrap();
@@ -114,10 +113,9 @@ fn stock_profile_is_applied_read_back_and_restored() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn receiver_cpu_quota_caps_the_receiver_in_a_cgroup() {
-    if !root_only() {
-        return;
-    }
+    needs_root();
     let _l = serial();
     let link = unique("sq");
     let t = tempfile::tempdir().unwrap();
@@ -148,10 +146,9 @@ fn receiver_cpu_quota_caps_the_receiver_in_a_cgroup() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn dest_fs_volumes_give_verified_runs_and_are_removed() {
-    if !root_only() {
-        return;
-    }
+    needs_root();
     let _l = serial();
     let have =
         |p: &str| Path::new("/usr/sbin").join(p).exists() || Path::new("/sbin").join(p).exists();
@@ -199,10 +196,9 @@ fn dest_fs_volumes_give_verified_runs_and_are_removed() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn loss_axis_changes_the_running_links_loss_per_run() {
-    if !root_only() {
-        return;
-    }
+    needs_root();
     let _l = serial();
     let link = unique("sl");
     let t = tempfile::tempdir().unwrap();

@@ -36,24 +36,11 @@ fn matrix(rx: &ReceiverProc, link_extra: &str, axes: &str) -> String {
     )
 }
 
-fn have(tools: &[&str]) -> bool {
-    for tool in tools {
-        let found = ["/usr/sbin", "/usr/bin", "/sbin", "/bin"]
-            .iter()
-            .any(|d| Path::new(d).join(tool).exists());
-        if !found {
-            eprintln!("skipped: {tool} not installed (scripts/setup.sh installs it)");
-            return false;
-        }
-    }
-    true
-}
-
 #[test]
+#[ignore = "needs root"]
 fn two_namespaces_as_two_hosts_run_every_baseline_verified_on_b() {
-    if !root_only() || !have(&["sshd", "rsync", "sftp", "socat", "tar"]) {
-        return;
-    }
+    needs_root();
+    needs_tools(&["sshd", "rsync", "sftp", "socat", "tar"]);
     let _serial = serial();
     let name = unique("tb");
     let _link = link_up(&shoal_link::UpConfig::new(

@@ -8,7 +8,7 @@ pub mod sweep;
 pub mod sys;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::{mpsc, Mutex, MutexGuard};
@@ -33,42 +33,24 @@ pub fn workspace_root() -> PathBuf {
         .to_path_buf()
 }
 
-/// Root-only tests begin with `if !root_only() { return; }`: without root the test prints
-/// "skipped: needs root" and passes. Either way it is noted (see [`note_root_only`]) so
-/// scripts/test.sh can say how many root-only tests ran.
-pub fn root_only() -> bool {
-    let ran = is_root();
-    if !ran {
-        println!("skipped: needs root");
-    }
-    note_root_only(ran);
-    ran
+/// Root-only tests (network namespaces, the emulated link, mounts) are marked
+/// `#[ignore = "needs root"]`, so cargo reports them as ignored; scripts/test.sh runs them as
+/// root with `--include-ignored`. Each begins with this, so a run without root fails saying why.
+pub fn needs_root() {
+    assert!(
+        is_root(),
+        "needs root (network namespaces, the emulated link): run as root"
+    );
 }
 
-/// Appends `ran NAME` or `skipped NAME` to the file `$SHOAL_ROOT_ONLY_LOG`, when it is set
-/// (scripts/test.sh sets it and counts the lines). For root-only tests that decide to skip by
-/// themselves (e.g. when a tmpfs cannot be mounted).
-pub fn note_root_only(ran: bool) {
-    let Some(log) = std::env::var_os("SHOAL_ROOT_ONLY_LOG") else {
-        return;
-    };
-    let exe = std::env::current_exe().ok();
-    let binary = exe
-        .as_deref()
-        .and_then(Path::file_stem)
-        .and_then(|s| s.to_str())
-        .and_then(|s| s.rsplit_once('-').map(|(name, _hash)| name.to_string()))
-        .unwrap_or_else(|| "?".into());
-    let thread = std::thread::current();
-    let test = thread.name().unwrap_or("?");
-    let line = format!("{} {binary}::{test}\n", if ran { "ran" } else { "skipped" });
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&log)
-        .expect("open $SHOAL_ROOT_ONLY_LOG");
-    f.write_all(line.as_bytes())
-        .expect("write $SHOAL_ROOT_ONLY_LOG");
+/// Panics unless every tool is installed (scripts/setup.sh installs them all).
+pub fn needs_tools(tools: &[&str]) {
+    for tool in tools {
+        let found = ["/usr/sbin", "/usr/bin", "/sbin", "/bin"]
+            .iter()
+            .any(|d| Path::new(d).join(tool).exists());
+        assert!(found, "{tool} not installed (scripts/setup.sh installs it)");
+    }
 }
 
 /// Tests that measure timing or throughput, or run sweeps, on a 2-core machine: one at a time

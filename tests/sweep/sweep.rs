@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use support::sweep::{sweep, sweep_any};
-use support::{root_only, rows, serial, shoal, shoal_bin, workspace_root};
+use support::{needs_root, needs_tools, rows, serial, shoal, shoal_bin, workspace_root};
 
 /// `sha256sum FILE`, hex.
 fn sha256sum(p: &Path) -> String {
@@ -32,10 +32,9 @@ fn matrix(link: &str, rtt: &str, rate: &str, payload: &str, axes: &str) -> Strin
 }
 
 #[test]
+#[ignore = "needs root"]
 fn two_configs_three_runs_verified_with_seeded_order() {
-    if !root_only() {
-        return;
-    }
+    needs_root();
     let _l = serial();
     let t = tempfile::tempdir().unwrap();
     let m = matrix(
@@ -175,10 +174,9 @@ fn two_configs_three_runs_verified_with_seeded_order() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn tampered_destination_and_killed_run_are_failures() {
-    if !root_only() {
-        return;
-    }
+    needs_root();
     let _l = serial();
     let t = tempfile::tempdir().unwrap();
     // Tampered: the transfer succeeds, a file is changed before hashing.
@@ -268,19 +266,10 @@ fn tampered_destination_and_killed_run_are_failures() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn baseline_arms_run_and_verify() {
-    if !root_only() {
-        return;
-    }
-    for tool in ["sshd", "rsync", "sftp", "socat"] {
-        let found = ["/usr/sbin", "/usr/bin", "/sbin", "/bin"]
-            .iter()
-            .any(|d| Path::new(d).join(tool).exists());
-        if !found {
-            eprintln!("skipped: {tool} not installed (scripts/setup.sh installs it)");
-            return;
-        }
-    }
+    needs_root();
+    needs_tools(&["sshd", "rsync", "sftp", "socat"]);
     let _l = serial();
     let t = tempfile::tempdir().unwrap();
     let m = matrix(

@@ -55,10 +55,9 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn state_saved_at_1gbit_is_safe_at_100mbit() {
-    if !root_only() {
-        return;
-    }
+    needs_root();
     let _serial = serial();
     let name = unique("cr");
     let t = tempfile::tempdir().unwrap();

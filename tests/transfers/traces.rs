@@ -6,7 +6,7 @@ use crate::support;
 use std::path::Path;
 
 use support::sweep::sweep;
-use support::{gen, json, root_only, rows, serial, shoal, text, ReceiverProc};
+use support::{gen, json, needs_root, rows, serial, shoal, text, ReceiverProc};
 
 fn number(row: &std::collections::BTreeMap<String, String>, col: &str) -> f64 {
     row[col]
@@ -133,10 +133,9 @@ fn check_trace_dir(dir: &Path, run_id: &str) {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn a_sweep_keeps_one_trace_folder_per_run_and_report_charts_them() {
-    if !root_only() {
-        return;
-    }
+    needs_root();
     let _l = serial();
     let t = tempfile::tempdir().unwrap();
     let m = "[sweep]\ntimeout = \"1m\"\n\
