@@ -21,7 +21,7 @@ command -v ethtool >/dev/null 2>&1 || need+=(ethtool)
 # Sweep option [sweep] dest_fs: fresh loop volumes per run (ext4 comes with e2fsprogs).
 command -v mkfs.btrfs >/dev/null 2>&1 || [ -x /usr/sbin/mkfs.btrfs ] || need+=(btrfs-progs)
 command -v mkfs.xfs >/dev/null 2>&1 || [ -x /usr/sbin/mkfs.xfs ] || need+=(xfsprogs)
-# scripts/check-vendor.sh applies vendor/yamux/shoal.patch to upstream yamux.
+# scripts/check/check-vendor.sh applies vendor/yamux/shoal.patch to upstream yamux.
 command -v patch >/dev/null 2>&1 || need+=(patch)
 command -v bash >/dev/null 2>&1 || need+=(bash)
 

@@ -9,9 +9,9 @@ scripts/setup.sh
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --release -- -D warnings
 # The code's shape: sizes, no import cycles, clap, unsafe and the protocol crate fenced.
-python3 scripts/check-shape.py
+python3 scripts/check/check-shape.py
 # Every file the docs cite as evidence is committed (results/*/ is git-ignored).
-python3 scripts/check-cited.py
+python3 scripts/check/check-cited.py
 root=false
 [ "$(id -u)" -eq 0 ] && root=true
 args=("$@")
@@ -23,7 +23,7 @@ log=target/test-output.log
 mkdir -p target
 cargo test --workspace --release --no-fail-fast "${args[@]}" | tee "$log"
 # The vendored yamux: exactly upstream + our patch, and upstream's own tests pass on it.
-scripts/check-vendor.sh
+scripts/check/check-vendor.sh
 cargo test --release --manifest-path vendor/yamux/Cargo.toml --target-dir target/vendor-yamux
 ignored=$(grep -oE '[0-9]+ ignored' "$log" | awk '{n += $1} END {print n + 0}')
 if $root && [ "$ignored" -eq 0 ]; then

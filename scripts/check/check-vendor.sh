@@ -4,7 +4,7 @@
 # Run by scripts/test.sh. After changing vendored code, regenerate its patch (see
 # vendor/CRATE/README.shoal.md).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 check() {

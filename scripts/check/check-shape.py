@@ -14,7 +14,7 @@ import re
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CRATES = ["proto", "common", "sender", "receiver", "cli", "link", "sweep"]
 MAX_LINES = 800
 FORBIDDEN_PROTO_DEPS = ["tokio", "quinn", "rustls", "yamux", "clap", "socket2"]

@@ -5,12 +5,12 @@ end, tcp-streams and quic-streams <= 48 MB. Prints one line per row (mode, cc, c
 files, MB/s, both ends' peak RSS, peak streams, verdict) and exits 1 when any row is over its
 ceiling or has no figure, 0 otherwise. Baseline rows (no Shoal mode) are skipped.
 
-    scripts/check-memory.py RUNS.CSV [RUNS.CSV ...]
+    scripts/check/check-memory.py RUNS.CSV [RUNS.CSV ...]
 
 The sweeps to run it on (the study's arms on the emulated link; docs/benchmarks.md, Memory):
     shoal sweep --matrix scripts/matrices/memory-1gbit.toml --out results/memory-1gbit
     shoal sweep --matrix scripts/matrices/memory-300mbit.toml --out results/memory-300mbit
-    scripts/check-memory.py results/memory-1gbit/runs.csv results/memory-300mbit/runs.csv
+    scripts/check/check-memory.py results/memory-1gbit/runs.csv results/memory-300mbit/runs.csv
 """
 import csv
 import sys

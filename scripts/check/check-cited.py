@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Every file the docs cite as evidence is committed.
 
-    scripts/check-cited.py
+    scripts/check/check-cited.py
 
 The docs name their evidence in backticks: a path under a folder of this repository
 (`results/X/runs.csv`, `scripts/bench/rss.sh`) or, inside a paragraph that has named its
@@ -67,7 +67,7 @@ def missing(files):
 
 
 def main():
-    os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
     lost = list(missing(tracked_files()))
     for doc, number, path in lost:
         print(f"{doc}:{number}: cites `{path}`, which git does not track", file=sys.stderr)
