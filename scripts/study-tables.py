@@ -17,7 +17,7 @@ cap), with a 95% bootstrap interval of each ratio of medians, whether it is with
 study's, and the rows' own evidence (UDP receive-buffer drops, receiver throttled time, lost /
 sent, RTT). --page rewrites every `<!-- generated: tables|ratios|ratio-table PATH [ARGS] -->` …
 `<!-- end -->` region of the page from the committed runs.csv it names; with --check it only
-compares and exits 1, showing the difference (tests/study_page.rs).
+compares and exits 1, showing the difference (tests/sweep/study_page.rs).
 
 One table per payload: every configuration with runs ok/total, median MB/s with min–max over
 the verified runs, median seconds, the largest peak RSS of each side over all its runs, median

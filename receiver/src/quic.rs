@@ -89,7 +89,7 @@ pub(crate) async fn handle(
         Ok(Ok(Ok(s))) => s,
         // The close reason is all a QUIC peer that never opened its control stream can be
         // told, so it names the limit it hit, as a TCP peer's error reply does (it used to be
-        // a bare "no control stream", found by cli/tests/hostile_modes.rs).
+        // a bare "no control stream", found by tests/security/hostile_modes.rs).
         Ok(Ok(Err(e))) => {
             eprintln!("{peer}: QUIC connection ended before its control stream: {e}");
             return;

@@ -92,7 +92,8 @@ impl PathRecord {
     ///
     /// Why not the cwnd alone: a cwnd can grow well past what the path carried (a queue, an
     /// application-limited tail; 11 MB at the end of a run on a 1 Gbit/s × 40 ms = 5 MB path
-    /// in tests/resume.rs), and the jump is half of it, so an inflated cwnd is sent as loss.
+    /// in tests/transfers/resume.rs), and the jump is half of it, so an inflated cwnd is sent
+    /// as loss.
     /// Why the peak and not the goodput: goodput averages in the run's own slow start and
     /// tail, so on the 141 ms / 1 Gbit/s link (17.6 MB) it saved 1.9–5.1 MB (docs/resume.md).
     /// A rate measured over at least one RTT, times the min RTT, is a bandwidth-delay product
