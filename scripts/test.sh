@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --release -- -D warnings
-# The code's shape: sizes, no import cycles, clap, unsafe and the protocol crate fenced.
+# The code's shape: no import cycle, crate and file sizes, clap, unsafe and the protocol crate
+# fenced, no working session named (scripts/check/check-shape.py says how).
 python3 scripts/check/check-shape.py
 # Every file the docs cite as evidence is committed (results/*/ is git-ignored).
 python3 scripts/check/check-cited.py

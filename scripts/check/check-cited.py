@@ -7,9 +7,8 @@ The docs name their evidence in backticks: a path under a folder of this reposit
 (`results/X/runs.csv`, `scripts/bench/rss.sh`) or, inside a paragraph that has named its
 folder, a bare file name (`tried-and-counts.txt`). results/*/ is ignored by .gitignore so
 that a sweep's output is not committed by accident; evidence is added with `git add -f`, and a
-file that was cited but never added is lost with the working tree that held it (it happened:
-a whole folder of cited logs). This check fails on any cited path git does not track, and on
-any bare file name no tracked file carries. Paths outside the repository (`/run/shoal/…`,
+file that was cited but never added is lost with the working tree that held it. This check
+fails on any cited path git does not track, and on any bare file name no tracked file carries. Paths outside the repository (`/run/shoal/…`,
 `../shared/…`) and placeholders (`DIR/runs.csv`, `logs/<order>-routes.log`) are not evidence
 and are skipped: a path is checked when its first component is one of the repository's own
 top-level folders. Rust sources are read too, for the evidence their comments cite by its
