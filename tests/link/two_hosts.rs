@@ -4,7 +4,7 @@
 //! Issue #17: each run's receiver settings reach B and apply there to that run; B's facts
 //! and its TCP-metrics guard are recorded; what B cannot set per run is refused up front.
 //!
-//! Root only: without root the test prints "skipped: needs root" and passes.
+//! Root only (`#[ignore = "needs root"]`).
 
 use crate::support;
 

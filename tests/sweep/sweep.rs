@@ -1,7 +1,7 @@
 //! End-to-end sweeps through the `shoal` binary on emulated links (root) and `shoal report` on
 //! the committed sample (no root).
 //!
-//! Tests that need root print "skipped: needs root" and return. Root tests run one at a time
+//! Tests that need root are `#[ignore = "needs root"]`. Root tests run one at a time
 //! (a lock), each with its own link name, work folder and output folder; the sweep tears its
 //! link down itself, and the test runs `shoal link down` afterwards as a backstop.
 
