@@ -5,7 +5,7 @@
 
 --page rewrites every `<!-- generated: KIND PATH [PATH ...] -->` … `<!-- end -->` region of the
 page from the committed files it names; with --check it only compares and exits 1, showing the
-difference (tests/study_page.rs). KIND is one of:
+difference (tests/sweep/study_page.rs). KIND is one of:
 
 - loopback LOG…: scripts/bench/loopback.sh logs; per log, tar|tar's wall range and each mode's
   tar|tar wall / whole `send` wall (ratio of medians, then the min–max of the same ratio pass by
@@ -16,7 +16,7 @@ difference (tests/study_page.rs). KIND is one of:
 - quic-link-memory LOG…: scripts/bench/quic-link-memory.sh; per log and arm, MB/s and each
   end's peak RSS (range over the runs), and the idle processes' resident size.
 - memory RUNS.CSV: a sweep of scripts/matrices/memory-1gbit.toml; per mode and payload, the
-  rows, each end's peak RSS range, the ceiling and the rows over it (scripts/check-memory.py's
+  rows, each end's peak RSS range, the ceiling and the rows over it (scripts/check/check-memory.py's
   ceilings).
 - blocks-link LOG, blocks-loopback LOG: scripts/bench/blocks-link.sh, scripts/bench/blocks.sh.
 - callgrind FILE: scripts/bench/callgrind.sh's lines (`LABEL: MODE SIDE … per_file_without_selfhash=N`).
