@@ -3,7 +3,10 @@
 #![deny(unsafe_code)]
 
 mod demo;
+mod probe;
+mod report;
 mod start;
+mod sweep;
 mod sys;
 
 use std::net::SocketAddr;
@@ -46,15 +49,15 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Run a parameter matrix: every configuration N times, shuffled, each run verified;
     /// writes runs.csv, medians.csv and charts (see docs/sweep.md).
-    Sweep(shoal_sweep::cli::SweepArgs),
+    Sweep(sweep::SweepArgs),
     /// Regenerate medians.csv and the charts of a sweep folder from its runs.csv.
-    Report(shoal_sweep::cli::ReportArgs),
+    Report(report::ReportArgs),
     /// Compare two sweeps: per shared configuration, the ratio of median MB/s with its
     /// interval and a rank test.
-    Compare(shoal_sweep::cli::CompareArgs),
+    Compare(report::CompareArgs),
     /// Measure the path to a remote `shoal recv --control`: idle RTT, bulk TCP goodput each
     /// way, RTT under load, loss (what a two-host sweep records before and after its runs).
-    Probe(shoal_sweep::probe_cli::ProbeArgs),
+    Probe(probe::ProbeArgs),
     /// The path state `send` keeps per receiver for --resume and --initial-window saved.
     Path {
         #[command(subcommand)]
@@ -446,10 +449,10 @@ fn run(command: Command) -> Result<ExitCode> {
         Command::Verify(a) => verify_trees(a),
         // One process runs both ends: a thread each.
         Command::Demo(a) => runtime(2)?.block_on(demo::run(a)),
-        Command::Sweep(a) => shoal_sweep::cli::run_sweep(a, &parses),
-        Command::Report(a) => shoal_sweep::cli::run_report(a),
-        Command::Compare(a) => shoal_sweep::cli::run_compare(a),
-        Command::Probe(a) => shoal_sweep::probe_cli::run_probe(a),
+        Command::Sweep(a) => shoal_sweep::request::run_sweep(a.into(), &parses),
+        Command::Report(a) => shoal_report::request::run_report(a.into()),
+        Command::Compare(a) => shoal_report::request::run_compare(a.into()),
+        Command::Probe(a) => shoal_sweep::probe_request::run_probe(a.into()),
         Command::HostFacts { peer, dest } => {
             let facts = shoal_common::hostfacts::HostFacts::collect(peer, dest.as_deref());
             println!("{}", serde_json::to_string(&facts)?);

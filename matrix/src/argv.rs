@@ -50,7 +50,7 @@ pub fn flags(cfg: &Config, receiver_flags: &[String]) -> (Vec<String>, Vec<Strin
             continue;
         };
         // TCP's initial window is the routes' (`initcwnd`), set by the sweep, not a flag.
-        if k == "initial-window" && crate::startwin::on_routes(cfg) {
+        if k == "initial-window" && crate::start_window::on_routes(cfg) {
             continue;
         }
         let args: Vec<String> = match v {
@@ -70,7 +70,7 @@ pub fn flags(cfg: &Config, receiver_flags: &[String]) -> (Vec<String>, Vec<Strin
         }
     }
     // The stock host profile runs quinn's default windows at both ends.
-    if let Ok(Some(w)) = crate::profile::HostProfile::of(&cfg.params).map(|p| p?.quic_windows()) {
+    if let Some(w) = cfg.conditions.profile.and_then(|p| p.quic_windows()) {
         let connections = cfg
             .params
             .iter()

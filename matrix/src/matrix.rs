@@ -51,6 +51,8 @@ use serde::Serialize;
 
 use crate::arm::Arm;
 use crate::axis::{self, AxisValue};
+use crate::conditions::dest_fs::{self, DestFs};
+use crate::conditions::Conditions;
 use crate::linkspec::LinkSpec;
 use crate::product;
 use crate::quantity::Size;
@@ -100,6 +102,9 @@ pub struct Config {
     pub arm: Arm,
     /// The `timeout` axis, when there is one.
     pub timeout: Option<Duration>,
+    /// The host conditions its axes ask for, typed (the axes stay in `params` too).
+    #[serde(skip)]
+    pub conditions: Conditions,
     /// Settings in effect that are not axes but differ between configurations (the
     /// congestion controller when `cc` is not an axis: TCP's host default against quinn's
     /// CUBIC), name → value; shown in the label as `[cc=quinn-cubic]`. See
@@ -181,7 +186,7 @@ pub struct Matrix {
     /// `[sweep] probe`: two hosts, probe the path before and after (`None`: yes).
     pub probe: Option<bool>,
     /// `[sweep] dest_fs`: the receiver's destination file system.
-    pub dest_fs: crate::destfs::DestFs,
+    pub dest_fs: DestFs,
     /// `[sweep] dest_fs_size`: bytes per run's volume (`None`: from the payload).
     pub dest_fs_size: Option<u64>,
     pub reference: Vec<(String, AxisValue)>,
@@ -252,11 +257,11 @@ impl Matrix {
         let reference = sweep.reference.map(|r| r.0).unwrap_or_default();
         let link = LinkSpec::try_from(link.context("missing [link] section")?)?;
         let dest_fs = match &sweep.dest_fs {
-            None => crate::destfs::DestFs::default(),
-            Some(n) => crate::destfs::DestFs::from_name(n).with_context(|| {
+            None => DestFs::default(),
+            Some(n) => DestFs::from_name(n).with_context(|| {
                 format!(
                     "[sweep] dest_fs = {n:?}: unknown (known: {})",
-                    crate::destfs::NAMES
+                    dest_fs::NAMES
                 )
             })?,
         };
@@ -305,6 +310,7 @@ impl Matrix {
                     params: point.params,
                     arm: point.arm,
                     timeout: point.timeout,
+                    conditions: point.conditions,
                     implied: Vec::new(),
                 };
                 if excludes.iter().any(|ex| config.matches(ex)) {

@@ -1,5 +1,7 @@
 //! The plan: every run of every configuration, in one order shuffled with a recorded seed.
 
+use std::time::Duration;
+
 /// One run of the plan.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Planned {
@@ -9,8 +11,20 @@ pub struct Planned {
     pub run: u32,
 }
 
+/// A duration as people read it in a plan or a progress line: `45s`, `3m05s`, `2h10m`.
+pub fn fmt_duration(d: Duration) -> String {
+    let s = d.as_secs();
+    if s >= 3600 {
+        format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
+    } else if s >= 60 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
 /// SplitMix64: a tiny, fixed generator, so a seed reproduces the order in every version.
-pub struct SplitMix(u64);
+struct SplitMix(u64);
 
 impl SplitMix {
     pub fn next(&mut self) -> u64 {

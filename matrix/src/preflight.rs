@@ -14,7 +14,7 @@ use crate::argv;
 use crate::arm::Arm;
 use crate::linkspec::{LinkSpec, RemoteReceiver};
 use crate::matrix::{Matrix, PayloadSource};
-use crate::progress::fmt_duration;
+use crate::plan::fmt_duration;
 
 /// Parses a complete `shoal` command line (without the program name, e.g. `["send", "--to",
 /// …]`) with the binary's own parsers; `Err` holds the parser's message.
@@ -94,7 +94,7 @@ pub fn check(
                          settings: {e}"
                     ));
                 }
-                if crate::startwin::on_routes(cfg) {
+                if crate::start_window::on_routes(cfg) {
                     problems.push(format!(
                         "{name}: initial-window in a TCP mode needs the emulated link (the sweep \
                          sets initcwnd on routes it owns); across two hosts set it by hand as \
@@ -156,7 +156,7 @@ pub fn plan_text(matrix: &Matrix, runs: u32, seed: u64, timeout: Duration, check
     ));
     for c in &matrix.configs {
         let t = c.time_limit(timeout);
-        let warm = if crate::startwin::wants_state(c) {
+        let warm = if crate::start_window::wants_state(c) {
             " + 1 unrecorded warm-up run"
         } else {
             ""

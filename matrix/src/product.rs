@@ -8,6 +8,7 @@ use anyhow::{bail, Result};
 
 use crate::arm::Arm;
 use crate::axis::{self, AxisValue};
+use crate::conditions::Conditions;
 use crate::schema::{AxisValues, Ordered};
 
 /// One axes table: axis name → its values, in matrix order.
@@ -18,6 +19,8 @@ pub struct Point {
     pub arm: Arm,
     /// The `timeout` axis, when there is one.
     pub timeout: Option<Duration>,
+    /// The host conditions its axes ask for.
+    pub conditions: Conditions,
     /// Axis name → value: payload and kind first, then the rest in matrix order.
     pub params: Vec<(String, AxisValue)>,
 }
@@ -97,9 +100,7 @@ pub fn normalise(params: Vec<(String, AxisValue)>, payloads: &[&str], what: &str
         None => None,
     };
     // The sweep's own typed axes: a bad value is an error naming the axes table.
-    crate::profile::check(&params).map_err(|e| anyhow::anyhow!("{what}: {e}"))?;
-    crate::cpuquota::of(&params).map_err(|e| anyhow::anyhow!("{what}: {e}"))?;
-    crate::lossaxis::of(&params).map_err(|e| anyhow::anyhow!("{what}: {e}"))?;
+    Conditions::of(&params).map_err(|e| anyhow::anyhow!("{what}: {e}"))?;
     let mut out = vec![
         (axis::PAYLOAD.to_string(), payload),
         (axis::KIND.to_string(), kind),
@@ -113,9 +114,12 @@ pub fn normalise(params: Vec<(String, AxisValue)>, payloads: &[&str], what: &str
         }
         out.push((k, v));
     }
+    // Those that apply to this arm (a baseline's receiver is not capped).
+    let conditions = Conditions::of(&out)?;
     Ok(Point {
         arm,
         timeout,
+        conditions,
         params: out,
     })
 }

@@ -41,7 +41,7 @@ pub struct SweepSection {
     pub traces: Option<bool>,
     /// Two hosts: probe the path before the first run and after the last (default true).
     pub probe: Option<bool>,
-    /// The receiver's destination file system (`crate::destfs`; default `dir`).
+    /// The receiver's destination file system (`crate::conditions::dest_fs`; default `dir`).
     pub dest_fs: Option<String>,
     /// Size of each run's volume (default from the payload).
     pub dest_fs_size: Option<Size>,

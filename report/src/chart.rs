@@ -12,8 +12,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::arm::Arm;
 use crate::report::{ConfigSummary, Report};
+use shoal_matrix::arm::Arm;
 
 static FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
 static REGISTER: Once = Once::new();

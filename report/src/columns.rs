@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use shoal_common::row::RunRow;
 
-use crate::axis;
+use shoal_matrix::axis;
 
 /// A column of runs.csv. Every column the sweep writes is a constant of [`col`], defined there
 /// once; a row is set only through them (and [`Row::set_param`] for the axes, and

@@ -10,8 +10,12 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
-use crate::arm::Arm;
-use crate::axis;
+use shoal_matrix::arm::Arm;
+use shoal_matrix::axis;
+
+/// A configuration ran on a saturated machine when, in the median run, every core was busy in
+/// at least this share of the samples.
+pub const SATURATED_SHARE: f64 = 0.5;
 
 /// One run as the report sees it.
 #[derive(Clone, Debug)]
@@ -447,7 +451,7 @@ pub fn write_medians(rep: &Report, path: &Path) -> Result<()> {
             host_share.map(|x| format!("{x:.2}")).unwrap_or_default(),
             data_share.map(|x| format!("{x:.2}")).unwrap_or_default(),
             busy_share
-                .map(|x| (x >= crate::hostcpu::SATURATED_SHARE).to_string())
+                .map(|x| (x >= SATURATED_SHARE).to_string())
                 .unwrap_or_default(),
             refc.map(|r| r.id.clone()).unwrap_or_default(),
             f3(speedup),

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use crate::{chart, hostcpu, report, trace_chart};
+use crate::{chart, report, trace_chart};
 
 /// Writes `medians.csv`, `medians.json`, `throughput.svg` and `throughput.png` into `dir` from
 /// `dir/runs.csv`, and the trace charts when the sweep kept traces; returns the files written.
@@ -99,7 +99,7 @@ pub fn medians_table(dir: &Path) -> Result<String> {
              100 ms samples (sender, receiver and emulator share the cores): these speeds may \
              be CPU-bound (host_all_cores_busy_share in runs.csv)\n",
             saturated.join(", "),
-            hostcpu::SATURATED_SHARE * 100.0
+            report::SATURATED_SHARE * 100.0
         ));
     }
     Ok(out)

@@ -3,15 +3,15 @@
 
 use shoal_common::metrics;
 
-use crate::arm::Arm;
-use crate::axis::{self, AxisValue};
 use crate::baseline;
-use crate::columns::{col, f3, Row};
 use crate::linkctx::LinkCtx;
-use crate::matrix::Config;
 use crate::payload::{Payload, Verification};
-use crate::plan::run_id;
 use crate::transfer::Outcome;
+use shoal_matrix::arm::Arm;
+use shoal_matrix::axis::{self, AxisValue};
+use shoal_matrix::matrix::Config;
+use shoal_matrix::plan::run_id;
+use shoal_report::columns::{col, f3, Row};
 
 /// What a run that printed no row is described by.
 pub struct Unreported<'a> {

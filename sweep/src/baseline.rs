@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::arm::Arm;
 use crate::proc::Proc;
+use shoal_matrix::arm::Arm;
 
 /// Host alias the generated ssh_config defines.
 pub const HOST: &str = "shoal-rcv";
@@ -261,6 +261,16 @@ pub fn tool_versions() -> Vec<(String, String)> {
         ("tar".into(), line("tar", "--version", "")),
         ("socat".into(), line("socat", "-V", "version")),
     ]
+}
+
+/// A command as a shell would take it (program and arguments, each quoted), for rows and
+/// errors.
+pub fn command_line(cmd: &Command) -> String {
+    std::iter::once(cmd.get_program())
+        .chain(cmd.get_args())
+        .map(|s| shell_quote(&s.to_string_lossy()))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 #[cfg(test)]

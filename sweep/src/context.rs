@@ -11,11 +11,11 @@ use crate::baseline::Sshd;
 use crate::dest::RemoteCtx;
 use crate::hooks::Hooks;
 use crate::linkctx::LinkCtx;
-use crate::matrix::Matrix;
 use crate::options::Options;
 use crate::payload::Payload;
 use crate::proc;
 use crate::progress::{fmt_duration, Progress};
+use shoal_matrix::matrix::Matrix;
 
 pub struct Sweep<'a> {
     pub opts: &'a Options,

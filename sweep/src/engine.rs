@@ -9,28 +9,28 @@ use anyhow::{Context, Result};
 use shoal_common::metrics;
 
 use crate::baseline::{self, Sshd};
-use crate::columns::{self, col, RunsCsv};
 use crate::context::Sweep;
 use crate::dest::{bulk_delete, last_bulk_delete, RemoteCtx};
 use crate::hooks::Hooks;
 use crate::linkctx;
-use crate::linkspec::{LinkSpec, RemoteReceiver};
-use crate::matrix::Matrix;
 use crate::meta::{self, write_meta};
 use crate::options::{Options, Summary};
 use crate::payload;
-use crate::plan::plan;
 use crate::proc;
 use crate::progress::Progress;
 use crate::remote::Remote;
 use crate::run::result_line;
 use crate::tcpmetrics::guard_tcp_metrics;
+use shoal_matrix::linkspec::{LinkSpec, RemoteReceiver};
+use shoal_matrix::matrix::Matrix;
+use shoal_matrix::plan::plan;
+use shoal_report::columns::{self, col, RunsCsv};
 
 /// Runs a whole sweep; see docs/sweep.md.
 pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
     proc::install_interrupt_handler();
     // Before anything is created: the tools a destination volume needs.
-    matrix.dest_fs.check_tools()?;
+    crate::conditions::dest_fs::check_tools(matrix.dest_fs)?;
     std::fs::create_dir_all(&opts.out)
         .with_context(|| format!("cannot create {}", opts.out.display()))?;
     std::fs::copy(&opts.matrix_path, opts.out.join("matrix.toml")).context("copying the matrix")?;
@@ -42,13 +42,13 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
     let started_at = metrics::utc_timestamp();
     /// Clock probes per estimate of a remote receiver's clock offset.
     const CLOCK_PROBES: usize = 8;
-    let the_plan = crate::startwin::with_warmups(
+    let the_plan = shoal_matrix::start_window::with_warmups(
         plan(matrix.configs.len(), opts.runs, opts.seed),
         &matrix.configs,
     );
     let warmup_count = the_plan
         .iter()
-        .filter(|p| p.run == crate::startwin::WARMUP_RUN)
+        .filter(|p| p.run == shoal_matrix::start_window::WARMUP_RUN)
         .count();
     let total = the_plan.len() - warmup_count;
     println!(
@@ -71,13 +71,13 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
         LinkSpec::Remote(r) => {
             let control = Remote::new(&r.receiver, r.pin.as_deref(), r.token_file.as_deref())?;
             let info = crate::remote::first_contact(&control, r.token_file.as_deref())?;
-            crate::remote_arms::check_receiver(
+            shoal_matrix::remote_arms::check_receiver(
                 matrix.configs.iter().map(|c| c.arm),
                 &r.receiver,
                 &info.facts,
             )?;
             if matrix.configs.iter().any(|c| c.arm.over_ssh()) {
-                crate::remote_baseline::probe_ssh(r)?;
+                crate::remote::baseline::probe_ssh(r)?;
             }
             let clock = control.clock_offset(CLOCK_PROBES)?;
             println!(
@@ -264,7 +264,7 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
             progress.note("interrupted: the current run is not recorded");
             break;
         }
-        if p.run == crate::startwin::WARMUP_RUN {
+        if p.run == shoal_matrix::start_window::WARMUP_RUN {
             // Leaves path state for the configuration's recorded runs; never a row.
             let is_ok = row.get(col::STATUS) == Some("ok");
             warmups.push(serde_json::json!({

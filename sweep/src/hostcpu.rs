@@ -15,10 +15,6 @@ use shoal_common::metrics::wall_clock_us;
 /// nor iowait (with 100 ms samples and 10 ms jiffies: 9 of 10).
 pub const CORE_BUSY: f64 = 0.9;
 
-/// A configuration ran on a saturated machine when, in the median run, every core was busy in
-/// at least this share of the samples.
-pub const SATURATED_SHARE: f64 = 0.5;
-
 /// Busy and total jiffies of all cores together, the number of cores, and each core's own.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CpuTimes {

@@ -6,9 +6,9 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result};
 
-use crate::columns::{col, f3, Row};
-use crate::linkspec::EmulatedLink;
 use crate::options::Options;
+use shoal_matrix::linkspec::EmulatedLink;
+use shoal_report::columns::{col, f3, Row};
 
 /// The local emulated link, as the runs use it.
 pub struct LinkCtx {

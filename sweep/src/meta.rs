@@ -7,10 +7,10 @@ use std::process::Command;
 use anyhow::{Context, Result};
 use shoal_common::metrics;
 
-use crate::matrix::Matrix;
 use crate::options::Options;
 use crate::payload::Payload;
-use crate::plan::Planned;
+use shoal_matrix::matrix::Matrix;
+use shoal_matrix::plan::Planned;
 
 pub fn write_meta(out: &Path, meta: &serde_json::Value) -> Result<()> {
     std::fs::write(out.join("meta.json"), serde_json::to_vec_pretty(meta)?)

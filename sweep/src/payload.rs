@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use shoal_common::tree::{self, GenSpec};
 use shoal_common::verify::{Entry, Manifest};
 
-use crate::matrix::{PayloadSource, PayloadSpec};
+use shoal_matrix::matrix::{PayloadSource, PayloadSpec};
 
 /// A payload ready to send.
 pub struct Payload {

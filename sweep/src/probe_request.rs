@@ -1,49 +1,57 @@
 //! `shoal probe HOST:PORT`: the path measurements a two-host sweep takes before its first run
-//! and after its last, on their own.
+//! and after its last, on their own: the request, its defaults and its entry point.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{bail, Result};
-use clap::Args;
 
 use shoal_common::probe::MAX_PROBE_SECONDS;
+use shoal_common::units::parse_duration;
 
 use crate::probe::{probe, ProbeOptions};
 use crate::remote::{first_contact, Remote};
 
-/// Measure the path to a remote `shoal recv --control` through its control channel alone:
-/// idle RTT, bulk TCP goodput each way, RTT under load and loss (see docs/two-hosts.md).
-#[derive(Debug, Args)]
-pub struct ProbeArgs {
-    /// The receiver's address, as `shoal send --to` takes it; it must run `shoal recv
-    /// --control`.
+/// The bulk flows' length when `--duration` does not say.
+pub const DEFAULT_DURATION: &str = "4s";
+/// The bulk flows' slow-start part left out when `--warmup` does not say.
+pub const DEFAULT_WARMUP: &str = "1s";
+
+/// What `shoal probe` is asked to do.
+#[derive(Clone, Debug)]
+pub struct ProbeRequest {
+    /// The receiver's address; it must run `shoal recv --control`.
     pub receiver: String,
-    /// The receiver's certificate pin (`sha256:…`, printed by `shoal recv`) [default: the
-    /// default identity's, for a receiver on this host].
-    #[arg(long, requires = "token_file")]
+    /// `None`: the default identity's (a receiver on this host).
     pub pin: Option<String>,
-    /// File holding the receiver's token [default: the default identity's].
-    #[arg(long, requires = "pin")]
     pub token_file: Option<PathBuf>,
-    /// Length of each bulk flow (one each way), warm-up included; at most 30s (the receiver
-    /// ends longer flows).
-    #[arg(long, default_value = "4s", value_parser = shoal_common::units::parse_duration)]
+    /// Each bulk flow's length, warm-up included.
     pub duration: Duration,
-    /// Start of each bulk flow left out of its goodput and loaded RTT (slow start); reported
-    /// apart as the whole flow's goodput.
-    #[arg(long, default_value = "1s", value_parser = shoal_common::units::parse_duration)]
+    /// Start of each bulk flow left out of its goodput and loaded RTT.
     pub warmup: Duration,
-    /// Control round trips for the idle RTT (min, median and max are reported).
-    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    /// Control round trips for the idle RTT.
     pub rtt_probes: u32,
-    /// Print one JSON object instead of the summary.
-    #[arg(long)]
+    /// One JSON object instead of the summary.
     pub json: bool,
 }
 
-pub fn run_probe(a: ProbeArgs) -> Result<ExitCode> {
+impl Default for ProbeRequest {
+    fn default() -> ProbeRequest {
+        let duration = |s: &str| parse_duration(s).expect("a default duration parses");
+        ProbeRequest {
+            receiver: String::new(),
+            pin: None,
+            token_file: None,
+            duration: duration(DEFAULT_DURATION),
+            warmup: duration(DEFAULT_WARMUP),
+            rtt_probes: 20,
+            json: false,
+        }
+    }
+}
+
+pub fn run_probe(a: ProbeRequest) -> Result<ExitCode> {
     if a.duration.as_secs_f64() > MAX_PROBE_SECONDS {
         bail!(
             "--duration {:?} is over the receiver's limit of {MAX_PROBE_SECONDS} s per flow",

@@ -7,21 +7,21 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Result};
 use shoal_common::metrics;
 
-use crate::arm::Arm;
 use crate::assemble;
-use crate::axis;
-use crate::columns::{col, f3, Row};
 use crate::context::Sweep;
 use crate::dest;
 use crate::hooks::tamper;
 use crate::linkctx::{counters, udp_drops_in, ReceiverCounters};
-use crate::matrix::Config;
 use crate::payload;
-use crate::plan::{run_id, Planned};
 use crate::progress::Progress;
 use crate::tcpmetrics::flush_tcp_metrics;
-use crate::traces;
 use crate::transfer::Outcome;
+use shoal_matrix::arm::Arm;
+use shoal_matrix::axis;
+use shoal_matrix::matrix::Config;
+use shoal_matrix::plan::{run_id, Planned};
+use shoal_report::columns::{col, f3, Row};
+use shoal_report::traces;
 
 pub fn result_line(cfg: &Config, row: &Row) -> String {
     let g = |c| row.text(c);
@@ -112,7 +112,7 @@ impl Sweep<'_> {
                 let run_id = run_id();
                 // The configuration's receiver axes, for this run alone on the receiving
                 // host (checked before the first run); the row records what it has in effect.
-                let settings = crate::recvaxes::settings(cfg, &self.matrix.receiver_flags)
+                let settings = shoal_matrix::recvaxes::settings(cfg, &self.matrix.receiver_flags)
                     .map_err(|e| anyhow::anyhow!("{}: {e}", cfg.id))?;
                 let prepared = r.control.prepare_run(&run_id, settings)?;
                 let folder = prepared.dest;
@@ -174,12 +174,11 @@ impl Sweep<'_> {
         // A fresh volume for this run (dropped, so unmounted and deleted, when the run is
         // over or fails).
         let volume = if self.matrix.dest_fs.is_volume() && remote_run.is_none() {
-            let size = self
-                .matrix
-                .dest_fs_size
-                .unwrap_or_else(|| crate::destfs::default_size(payload.bytes, payload.files));
+            let size = self.matrix.dest_fs_size.unwrap_or_else(|| {
+                shoal_matrix::conditions::dest_fs::default_size(payload.bytes, payload.files)
+            });
             let images = self.dest_root.with_file_name("images");
-            let v = crate::destfs::Volume::create(
+            let v = crate::conditions::dest_fs::Volume::create(
                 self.matrix.dest_fs,
                 &images,
                 &dest,
@@ -194,22 +193,22 @@ impl Sweep<'_> {
             None
         };
         // The host profile, in both namespaces for this run (restored when dropped).
-        let profile = match (crate::profile::HostProfile::of(&cfg.params)?, &self.link) {
+        let profile = match (cfg.conditions.profile, &self.link) {
             (Some(prof), Some(l)) => {
-                let a = crate::profile::apply(prof, &l.snd_ns, &l.rcv_ns)?;
+                let a = crate::conditions::profile::apply(prof, &l.snd_ns, &l.rcv_ns)?;
                 a.in_effect.put(&mut row);
                 Some(a)
             }
             _ => None,
         };
         // The link's loss for this run (an axis: changed on the running link).
-        if let (Some(p), Some(l)) = (crate::lossaxis::of(&cfg.params)?, &self.link) {
-            crate::lossaxis::apply(&l.name, p, &mut row)?;
+        if let (Some(p), Some(l)) = (cfg.conditions.loss, &self.link) {
+            crate::conditions::loss::apply(&l.name, p, &mut row)?;
         }
         // The receiver's CPU cap: a cgroup of its own for this run (removed when dropped).
-        let cpu_group = match crate::cpuquota::of(&cfg.params)? {
+        let cpu_group = match cfg.conditions.recv_cpu_quota {
             Some(q) if cfg.arm == Arm::Shoal && self.link.is_some() => {
-                Some(crate::cpuquota::QuotaGroup::create(
+                Some(crate::conditions::cpu_quota::QuotaGroup::create(
                     &format!("shoal-{}-{order:05}", std::process::id()),
                     q,
                 )?)
@@ -239,7 +238,7 @@ impl Sweep<'_> {
         // TCP's initial window on the emulated link's routes, for this run alone.
         let mut window = None;
         let out = if cfg.arm == Arm::Shoal {
-            match crate::startwin::apply(self.link.as_ref(), &self.opts.out, cfg) {
+            match crate::conditions::start_window::apply(self.link.as_ref(), &self.opts.out, cfg) {
                 Ok(w) => window = w,
                 Err(e) => bail!("{e:#}"),
             }

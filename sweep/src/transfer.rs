@@ -7,15 +7,15 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::argv;
-use crate::arm::Arm;
 use crate::baseline;
 use crate::context::Sweep;
-use crate::linkspec::LinkSpec;
-use crate::matrix::Config;
 use crate::payload::Payload;
 use crate::proc::{self, Proc};
 use crate::progress::fmt_duration;
+use shoal_matrix::argv;
+use shoal_matrix::arm::Arm;
+use shoal_matrix::linkspec::LinkSpec;
+use shoal_matrix::matrix::Config;
 
 /// The per-run result before it becomes a row.
 #[derive(Default)]
@@ -35,7 +35,7 @@ pub struct Outcome {
     pub receiver_cpu_seconds: Option<f64>,
     pub command: String,
     /// Columns the transfer knows best (a remote baseline's receiver and controller).
-    pub cols: Vec<(crate::columns::Col, String)>,
+    pub cols: Vec<(shoal_report::columns::Col, String)>,
 }
 
 impl Sweep<'_> {
@@ -49,10 +49,10 @@ impl Sweep<'_> {
         run_id: Option<&str>,
         trace_dir: Option<&Path>,
         timeout: Duration,
-        cpu_group: Option<&crate::cpuquota::QuotaGroup>,
+        cpu_group: Option<&crate::conditions::cpu_quota::QuotaGroup>,
     ) -> Result<Outcome> {
         let (mut send_flags, recv_flags) = argv::flags(cfg, &self.matrix.receiver_flags);
-        send_flags.extend(crate::startwin::send_flags(&self.opts.out, cfg));
+        send_flags.extend(shoal_matrix::start_window::send_flags(&self.opts.out, cfg));
         let mut out = Outcome::default();
 
         // Receiver: one run, into this run's fresh destination, in the receiver namespace.
@@ -109,7 +109,7 @@ impl Sweep<'_> {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(self.log(order, "send"))?);
-        out.command = command_line(&cmd);
+        out.command = baseline::command_line(&cmd);
         let t0 = Instant::now();
         let mut sender = Proc::spawn(
             &mut cmd,
@@ -342,12 +342,4 @@ impl Sweep<'_> {
             }
         }
     }
-}
-
-pub fn command_line(cmd: &Command) -> String {
-    std::iter::once(cmd.get_program())
-        .chain(cmd.get_args())
-        .map(|s| baseline::shell_quote(&s.to_string_lossy()))
-        .collect::<Vec<_>>()
-        .join(" ")
 }

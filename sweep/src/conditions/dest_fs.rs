@@ -11,87 +11,28 @@ use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use serde::Serialize;
+use shoal_matrix::conditions::dest_fs::DestFs;
+use shoal_report::columns::{col, Row};
 
-use crate::columns::{col, Row};
-
-/// `[sweep] dest_fs`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum DestFs {
-    /// A new folder on the work file system per run (earlier ones deleted in bulk).
-    #[default]
-    Dir,
-    Tmpfs,
-    Ext4Loop,
-    XfsLoop,
-    BtrfsLoop,
-}
-
-pub const NAMES: &str = "dir, tmpfs, ext4-loop, xfs-loop, btrfs-loop";
-
-impl DestFs {
-    pub fn from_name(s: &str) -> Option<DestFs> {
-        Some(match s {
-            "dir" => DestFs::Dir,
-            "tmpfs" => DestFs::Tmpfs,
-            "ext4-loop" => DestFs::Ext4Loop,
-            "xfs-loop" => DestFs::XfsLoop,
-            "btrfs-loop" => DestFs::BtrfsLoop,
-            _ => return None,
-        })
+/// Checks the tools are there before anything is touched: the error names the package
+/// (`scripts/setup.sh` installs them).
+pub fn check_tools(fs: DestFs) -> Result<()> {
+    let mut need = vec![("mount", "mount"), ("umount", "mount")];
+    if let Some((prog, _, pkg)) = fs.mkfs() {
+        need.push((prog, pkg));
     }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            DestFs::Dir => "dir",
-            DestFs::Tmpfs => "tmpfs",
-            DestFs::Ext4Loop => "ext4-loop",
-            DestFs::XfsLoop => "xfs-loop",
-            DestFs::BtrfsLoop => "btrfs-loop",
+    if !fs.is_volume() {
+        return Ok(());
+    }
+    for (prog, pkg) in need {
+        if which(prog).is_none() {
+            bail!(
+                "[sweep] dest_fs = \"{}\" needs {prog}, which is not installed (package {pkg}; scripts/setup.sh installs it)",
+                fs.name()
+            );
         }
     }
-
-    /// The mkfs program and its options (before the image path), and the package that has it.
-    fn mkfs(self) -> Option<(&'static str, &'static [&'static str], &'static str)> {
-        match self {
-            // Inode tables and journal written now, not by ext4lazyinit during the runs.
-            DestFs::Ext4Loop => Some((
-                "mkfs.ext4",
-                &["-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0"],
-                "e2fsprogs",
-            )),
-            DestFs::XfsLoop => Some(("mkfs.xfs", &["-q", "-f"], "xfsprogs")),
-            DestFs::BtrfsLoop => Some(("mkfs.btrfs", &["-q", "-f"], "btrfs-progs")),
-            DestFs::Dir | DestFs::Tmpfs => None,
-        }
-    }
-
-    /// Whether every run gets a volume of its own.
-    pub fn is_volume(self) -> bool {
-        self != DestFs::Dir
-    }
-
-    /// Checks the tools are there before anything is touched: the error names the package
-    /// (`scripts/setup.sh` installs them).
-    pub fn check_tools(self) -> Result<()> {
-        let mut need = vec![("mount", "mount"), ("umount", "mount")];
-        if let Some((prog, _, pkg)) = self.mkfs() {
-            need.push((prog, pkg));
-        }
-        if !self.is_volume() {
-            return Ok(());
-        }
-        for (prog, pkg) in need {
-            if which(prog).is_none() {
-                bail!(
-                    "[sweep] dest_fs = \"{}\" needs {prog}, which is not installed (package {pkg}; scripts/setup.sh installs it)",
-                    self.name()
-                );
-            }
-        }
-        Ok(())
-    }
+    Ok(())
 }
 
 fn which(prog: &str) -> Option<PathBuf> {
@@ -100,16 +41,6 @@ fn which(prog: &str) -> Option<PathBuf> {
         .chain(["/usr/sbin".into(), "/sbin".into()])
         .map(|d| d.join(prog))
         .find(|p| p.is_file())
-}
-
-/// Size of a run's volume when `[sweep] dest_fs_size` does not say: twice the payload, 16 KiB
-/// per file (ext4's default bytes per inode, so it has inodes enough) and 512 MiB for metadata
-/// and the smallest XFS. The image is sparse: only what is written takes space.
-pub fn default_size(payload_bytes: u64, files: u64) -> u64 {
-    payload_bytes
-        .saturating_mul(2)
-        .saturating_add(files.saturating_mul(16 << 10))
-        .saturating_add(512 << 20)
 }
 
 /// One run's fresh volume, mounted; unmounted and deleted when dropped.
@@ -215,7 +146,7 @@ impl Drop for Volume {
 
 /// Runs a command, its stderr in the error.
 fn run(cmd: &mut Command) -> Result<()> {
-    let what = crate::transfer::command_line(cmd);
+    let what = crate::baseline::command_line(cmd);
     let out = cmd.output().with_context(|| format!("running {what}"))?;
     if !out.status.success() {
         bail!(
@@ -255,19 +186,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_round_trip() {
-        for n in NAMES.split(", ") {
-            assert_eq!(DestFs::from_name(n).unwrap().name(), n);
-        }
-        assert_eq!(DestFs::from_name("zfs"), None);
-        assert!(!DestFs::Dir.is_volume());
-        assert!(DestFs::Tmpfs.is_volume());
-    }
-
-    #[test]
-    fn sizes_and_mountinfo() {
-        // 65,536 × 4 KiB: 512 MiB + 1 GiB of inodes + 512 MiB.
-        assert_eq!(default_size(256 << 20, 65_536), 2 << 30);
+    fn mountinfo() {
         let mi = "36 25 7:0 / /var/tmp/v/a rw,relatime shared:1 - btrfs /dev/loop0 rw,ssd,space_cache=v2\n\
                   37 25 0:5 / /var/tmp/v/b rw - tmpfs tmpfs rw,size=1024k\n";
         assert_eq!(

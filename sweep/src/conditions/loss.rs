@@ -4,22 +4,9 @@
 //! order. The row's `link_loss` is the rate the forwarder confirmed. The link check before
 //! the first run measures `[link] loss` only.
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 
-use crate::axis::{self, AxisValue};
-use crate::columns::{col, Row};
-
-/// The loss a configuration's `loss` axis asks for (`None` without the axis), as a
-/// probability; written as a percentage (`"1%"`, `"0.01%"`, `"0"`).
-pub fn of(params: &[(String, AxisValue)]) -> Result<Option<f64>> {
-    let Some((_, v)) = params.iter().find(|(k, _)| k == axis::LOSS) else {
-        return Ok(None);
-    };
-    match shoal_link::parse::parse_loss(&v.text()) {
-        Ok(p) => Ok(Some(p)),
-        Err(e) => bail!("axis {}: {e:#}", axis::LOSS),
-    }
-}
+use shoal_report::columns::{col, Row};
 
 /// Sets link `name`'s loss to `p` for the next run and puts what the forwarder confirmed in
 /// `row`.
@@ -27,22 +14,4 @@ pub fn apply(name: &str, p: f64, row: &mut Row) -> Result<()> {
     let got = shoal_link::set_loss(name, p)?;
     row.set(col::LINK_LOSS, got.loss().to_string());
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn loss_values() {
-        let p = |s: &str| of(&[(axis::LOSS.to_string(), AxisValue::Str(s.into()))]);
-        assert_eq!(p("1%").unwrap(), Some(0.01));
-        assert_eq!(p("0").unwrap(), Some(0.0));
-        let e = p("1").unwrap_err().to_string();
-        assert!(
-            e.starts_with("axis loss:") && e.contains("percentage"),
-            "{e}"
-        );
-        assert_eq!(of(&[]).unwrap(), None);
-    }
 }

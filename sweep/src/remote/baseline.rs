@@ -12,17 +12,17 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use shoal_common::control::{Reply, Request};
 
-use crate::arm::Arm;
 use crate::baseline::{shell_quote, tar_tcp_sender};
-use crate::columns::col;
 use crate::context::Sweep;
-use crate::linkspec::{LinkSpec, RemoteReceiver};
-use crate::matrix::Config;
 use crate::payload::Payload;
 use crate::proc::{self, Exit, Proc};
 use crate::remote::Remote;
-use crate::remote_arms::host_of;
 use crate::transfer::Outcome;
+use shoal_matrix::arm::Arm;
+use shoal_matrix::linkspec::{LinkSpec, RemoteReceiver};
+use shoal_matrix::matrix::Config;
+use shoal_matrix::remote_arms::host_of;
+use shoal_report::columns::col;
 
 /// The ssh client and its options as one shell word list: `ssh -o BatchMode=yes OPTS…`
 /// (batch mode: a sweep must fail, not wait for a password).

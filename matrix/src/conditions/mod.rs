@@ -1,0 +1,37 @@
+//! The host conditions a configuration's axes ask for, typed: the host profile, the
+//! receiver's CPU quota, the link's loss and the destination file system. The sweep applies
+//! and restores them around each run (shoal-sweep's `conditions`).
+
+pub mod cpu_quota;
+pub mod dest_fs;
+pub mod loss;
+pub mod profile;
+
+use anyhow::Result;
+
+use crate::axis::AxisValue;
+use profile::HostProfile;
+
+/// The host conditions one configuration asks for, parsed once from its axes (`None`: the
+/// axis is not set, the host stays as it is).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Conditions {
+    /// The `profile` axis.
+    pub profile: Option<HostProfile>,
+    /// The `recv-cpu-quota` axis: a fraction of one core.
+    pub recv_cpu_quota: Option<f64>,
+    /// The `loss` axis: a probability per packet and direction.
+    pub loss: Option<f64>,
+}
+
+impl Conditions {
+    /// The conditions `params` ask for; a bad value is an error naming its axis.
+    pub fn of(params: &[(String, AxisValue)]) -> Result<Conditions> {
+        profile::check(params)?;
+        Ok(Conditions {
+            profile: HostProfile::of(params)?,
+            recv_cpu_quota: cpu_quota::of(params)?,
+            loss: loss::of(params)?,
+        })
+    }
+}
