@@ -7,10 +7,15 @@
 //! - `latency.csv`: the per-file latency distribution (`shoal send --latency-out`);
 //! - `receiver-series.csv`: files and bytes the receiver closed over time.
 //!
+//! Each file may also be stored gzip-compressed under its name with `.gz` appended (as committed
+//! results keep them); the report reads either, the plain file when both are there.
+//!
 //! Every file's rows carry the run id (`run_id`), so files copied out of their folder still
 //! say which run they belong to.
 
 use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -37,10 +42,27 @@ pub fn median_run(c: &ConfigSummary) -> Option<&str> {
     ok.get(ok.len().saturating_sub(1) / 2).map(|x| x.1)
 }
 
-/// Reads a CSV into rows of column → number (cells that are not numbers are skipped).
-fn numeric_rows(path: &Path) -> Result<Vec<BTreeMap<String, f64>>> {
-    let mut r =
-        csv::Reader::from_path(path).with_context(|| format!("cannot read {}", path.display()))?;
+/// The trace `name` in a run's folder `dir`: the file itself, else its gzip-compressed
+/// `NAME.gz`; `None` when neither is there.
+pub fn trace_file(dir: &Path, name: &str) -> Option<PathBuf> {
+    let plain = dir.join(name);
+    if plain.exists() {
+        return Some(plain);
+    }
+    let gz = dir.join(format!("{name}.gz"));
+    gz.exists().then_some(gz)
+}
+
+/// Reads the trace `name` of `dir` (plain or `.gz`, [`trace_file`]) into rows of column →
+/// number (cells that are not numbers are skipped).
+fn numeric_rows(dir: &Path, name: &str) -> Result<Vec<BTreeMap<String, f64>>> {
+    let path = trace_file(dir, name).unwrap_or_else(|| dir.join(name));
+    let file = File::open(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let input: Box<dyn Read> = match path.extension().is_some_and(|e| e == "gz") {
+        true => Box::new(flate2::read::MultiGzDecoder::new(file)),
+        false => Box::new(file),
+    };
+    let mut r = csv::Reader::from_reader(input);
     let h = r.headers()?.clone();
     let mut out = Vec::new();
     for rec in r.records() {
@@ -71,7 +93,7 @@ pub struct SeriesPoint {
 /// its completion, so its series is a single step at the end and the sender's goodput is
 /// drawn instead.
 pub fn read_series(dir: &Path) -> Result<Vec<SeriesPoint>> {
-    let rows = numeric_rows(&dir.join(SENDER_SERIES))?;
+    let rows = numeric_rows(dir, SENDER_SERIES)?;
     let mut by_t: BTreeMap<u64, (SeriesPoint, u32)> = BTreeMap::new();
     for r in rows {
         let g = |k: &str| r.get(k).copied().unwrap_or(0.0);
@@ -95,10 +117,9 @@ pub fn read_series(dir: &Path) -> Result<Vec<SeriesPoint>> {
             p
         })
         .collect();
-    let recv = dir.join(RECEIVER_SERIES);
-    let rrows = match recv.exists() {
-        true => numeric_rows(&recv)?,
-        false => Vec::new(),
+    let rrows = match trace_file(dir, RECEIVER_SERIES) {
+        Some(_) => numeric_rows(dir, RECEIVER_SERIES)?,
+        None => Vec::new(),
     };
     let files = |r: &BTreeMap<String, f64>| r.get("files_closed").copied().unwrap_or(0.0);
     let reports_progress = rrows.split_last().is_some_and(|(last, before)| {
@@ -125,7 +146,7 @@ pub fn read_series(dir: &Path) -> Result<Vec<SeriesPoint>> {
 
 /// The run's per-file latency distribution: (latency ms, percentile 0–100).
 pub fn read_latency(dir: &Path) -> Result<Vec<(f64, f64)>> {
-    Ok(numeric_rows(&dir.join(LATENCY))?
+    Ok(numeric_rows(dir, LATENCY)?
         .into_iter()
         .filter_map(|r| Some((*r.get("value_ms")?, *r.get("percentile")?)))
         .collect())
@@ -208,5 +229,41 @@ mod tests {
         .unwrap();
         let s = read_series(t.path()).unwrap();
         assert_eq!((s[0].goodput_mbit_s, s[1].goodput_mbit_s), (12.0, 9.0));
+    }
+
+    /// Writes `text` gzip-compressed to `path`.
+    fn write_gz(path: &Path, text: &str) {
+        use std::io::Write;
+        let f = File::create(path).unwrap();
+        let mut gz = flate2::write::GzEncoder::new(f, flate2::Compression::default());
+        gz.write_all(text.as_bytes()).unwrap();
+        gz.finish().unwrap();
+    }
+
+    #[test]
+    fn compressed_traces_are_read_and_the_plain_file_wins() {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path();
+        assert_eq!(trace_file(d, LATENCY), None);
+        assert!(read_latency(d).is_err());
+        write_gz(
+            &d.join(format!("{LATENCY}.gz")),
+            "run_id,value_ms,percentile\nab,1.5,50\nab,9,100\n",
+        );
+        assert_eq!(read_latency(d).unwrap(), [(1.5, 50.0), (9.0, 100.0)]);
+        write_gz(
+            &d.join(format!("{SENDER_SERIES}.gz")),
+            "run_id,t_s,conn,rtt_ms,cwnd_bytes,interval_goodput_mbit_s\nab,0.1,0,100,1000,5\n",
+        );
+        write_gz(
+            &d.join(format!("{RECEIVER_SERIES}.gz")),
+            "run_id,t_s,files_closed,bytes_closed,interval_goodput_mbit_s\nab,0.1,1,10,3\nab,0.2,2,20,4\n",
+        );
+        let s = read_series(d).unwrap();
+        assert_eq!((s[0].cwnd_bytes, s[0].goodput_mbit_s), (1000.0, 3.0));
+        // Both there: the plain file is read.
+        std::fs::write(d.join(LATENCY), "run_id,value_ms,percentile\nab,2,100\n").unwrap();
+        assert_eq!(trace_file(d, LATENCY), Some(d.join(LATENCY)));
+        assert_eq!(read_latency(d).unwrap(), [(2.0, 100.0)]);
     }
 }
