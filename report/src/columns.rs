@@ -353,9 +353,12 @@ pub fn runrow_columns() -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// What every parameter column's name starts with.
+pub const PARAM_PREFIX: &str = "param_";
+
 /// The CSV column of an axis: `param_` + the axis name with `-` and `.` as `_`.
 pub fn param_column(axis: &str) -> String {
-    format!("param_{}", axis.replace(['-', '.'], "_"))
+    format!("{PARAM_PREFIX}{}", axis.replace(['-', '.'], "_"))
 }
 
 /// The full header of runs.csv for a matrix with these axes.
@@ -430,6 +433,13 @@ mod tests {
                 runrow.iter().any(|r| r == c.name()),
                 "{c:?} is not RunRow's"
             );
+        }
+        for c in LATENCY_COLUMNS {
+            assert!(runrow.iter().any(|r| r == c), "{c} is not RunRow's");
+        }
+        // The sweep's own columns are not RunRow's: each name is defined once.
+        for c in LEAD.iter().chain(TAIL) {
+            assert!(!runrow.iter().any(|r| r == c.name()), "{c:?} is RunRow's");
         }
     }
 }

@@ -13,6 +13,8 @@ use anyhow::{bail, Context, Result};
 use shoal_matrix::arm::Arm;
 use shoal_matrix::axis;
 
+use crate::columns::col as column;
+
 /// A configuration ran on a saturated machine when, in the median run, every core was busy in
 /// at least this share of the samples.
 pub const SATURATED_SHARE: f64 = 0.5;
@@ -58,9 +60,9 @@ pub struct ConfigSummary {
 /// The emulated link's TCP goodput ceiling in MB/s, from a row's `link_rate_bps` and
 /// `link_mtu` (1448 of 1500 bytes per packet carry data: 300 Mbit/s → 36.2 MB/s).
 pub fn goodput_ceiling_mb_per_s(row: &BTreeMap<String, String>) -> Option<f64> {
-    let rate: f64 = row.get("link_rate_bps")?.parse().ok()?;
+    let rate: f64 = row.get(column::LINK_RATE_BPS.name())?.parse().ok()?;
     let mtu: f64 = row
-        .get("link_mtu")
+        .get(column::LINK_MTU.name())
         .and_then(|m| m.parse().ok())
         .unwrap_or(1500.0);
     (rate > 0.0 && mtu > 52.0).then(|| rate / 8.0 * (mtu - 52.0) / mtu / 1e6)
@@ -112,12 +114,12 @@ pub fn load(runs_csv: &Path, reference: Option<&[(String, String)]>) -> Result<R
         .with_context(|| format!("cannot read {}", runs_csv.display()))?;
     let headers = r.headers()?.clone();
     for need in [
-        "config_id",
-        "config",
-        "status",
-        "seconds",
-        "mb_per_s",
-        "payload",
+        column::CONFIG_ID.name(),
+        column::CONFIG.name(),
+        column::STATUS.name(),
+        column::SECONDS.name(),
+        column::MB_PER_S.name(),
+        column::PAYLOAD.name(),
     ] {
         if !headers.iter().any(|h| h == need) {
             bail!(
@@ -128,7 +130,7 @@ pub fn load(runs_csv: &Path, reference: Option<&[(String, String)]>) -> Result<R
     }
     let param_columns: Vec<String> = headers
         .iter()
-        .filter(|h| h.starts_with("param_"))
+        .filter(|h| h.starts_with(crate::columns::PARAM_PREFIX))
         .map(str::to_string)
         .collect();
     let mut by_id: BTreeMap<String, ConfigSummary> = BTreeMap::new();
@@ -143,37 +145,41 @@ pub fn load(runs_csv: &Path, reference: Option<&[(String, String)]>) -> Result<R
             .collect();
         let g = |k: &str| row.get(k).cloned().unwrap_or_default();
         let num = |k: &str| g(k).parse::<f64>().ok();
-        let id = g("config_id");
+        let id = g(column::CONFIG_ID.name());
         let entry = by_id.entry(id.clone()).or_insert_with(|| ConfigSummary {
             id: id.clone(),
-            config: g("config"),
-            kind: g("kind"),
-            payload: g("payload"),
-            payload_files: g("payload_files"),
-            payload_bytes: g("payload_bytes"),
+            config: g(column::CONFIG.name()),
+            kind: g(column::KIND.name()),
+            payload: g(column::PAYLOAD.name()),
+            payload_files: g(column::PAYLOAD_FILES.name()),
+            payload_bytes: g(column::PAYLOAD_BYTES.name()),
             params: param_columns.iter().map(|c| (c.clone(), g(c))).collect(),
             runs: Vec::new(),
             median_mb_per_s: None,
             cc: String::new(),
-            is_reference: g("reference") == "true",
+            is_reference: g(column::REFERENCE.name()) == "true",
             link: link_text(&row),
             goodput_ceiling_mb_per_s: goodput_ceiling_mb_per_s(&row),
         });
-        let cc = g("cc");
+        let cc = g(column::CC.name());
         if !cc.is_empty() && !entry.cc.split('/').any(|x| x == cc) {
             if !entry.cc.is_empty() {
                 entry.cc.push('/');
             }
             entry.cc.push_str(&cc);
         }
-        let ok = g("status") == "ok";
+        let ok = g(column::STATUS.name()) == "ok";
         entry.runs.push(RunPoint {
-            run: g("run"),
+            run: g(column::RUN.name()),
             ok,
-            mb_per_s: num("mb_per_s").unwrap_or(0.0),
-            seconds: num("seconds").unwrap_or(f64::NAN),
-            partial_mb_per_s: if ok { None } else { num("partial_mb_per_s") },
-            error: g("error"),
+            mb_per_s: num(column::MB_PER_S.name()).unwrap_or(0.0),
+            seconds: num(column::SECONDS.name()).unwrap_or(f64::NAN),
+            partial_mb_per_s: if ok {
+                None
+            } else {
+                num(column::PARTIAL_MB_PER_S.name())
+            },
+            error: g(column::ERROR.name()),
         });
         extra.entry(id).or_default().push(row.clone());
         raw.push(row);
@@ -254,20 +260,20 @@ pub fn selects(sel: &[(String, String)], row: &BTreeMap<String, String>) -> bool
 
 fn link_text(row: &BTreeMap<String, String>) -> String {
     let g = |k: &str| row.get(k).cloned().unwrap_or_default();
-    if g("link_rtt_ms").is_empty() {
+    if g(column::LINK_RTT_MS.name()).is_empty() {
         return String::new();
     }
-    let rate: f64 = g("link_rate_bps").parse().unwrap_or(0.0);
+    let rate: f64 = g(column::LINK_RATE_BPS.name()).parse().unwrap_or(0.0);
     let rate = if rate >= 1e9 {
         format!("{} Gbit/s", rate / 1e9)
     } else {
         format!("{} Mbit/s", rate / 1e6)
     };
-    let loss = g("link_loss");
+    let loss = g(column::LINK_LOSS.name());
     format!(
         "link {} ms RTT, {rate}, queue {} B{}",
-        g("link_rtt_ms"),
-        g("link_queue_bytes"),
+        g(column::LINK_RTT_MS.name()),
+        g(column::LINK_QUEUE_BYTES.name()),
         if loss.is_empty() || loss == "0" {
             String::new()
         } else {
@@ -278,10 +284,16 @@ fn link_text(row: &BTreeMap<String, String>) -> String {
 
 /// Writes medians.csv.
 pub fn write_medians(rep: &Report, path: &Path) -> Result<()> {
-    let mut header: Vec<String> = ["config_id", "config", "kind", "payload", "cc"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let mut header: Vec<String> = [
+        column::CONFIG_ID.name(),
+        column::CONFIG.name(),
+        column::KIND.name(),
+        column::PAYLOAD.name(),
+        column::CC.name(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     header.extend(rep.param_columns.iter().cloned());
     header.extend(
         [
@@ -343,11 +355,11 @@ pub fn write_medians(rep: &Report, path: &Path) -> Result<()> {
     for c in &rep.configs {
         let rows: Vec<&BTreeMap<String, String>> = raw
             .iter()
-            .filter(|r| r.get("config_id") == Some(&c.id))
+            .filter(|r| r.get(column::CONFIG_ID.name()) == Some(&c.id))
             .collect();
         let ok_rows: Vec<&&BTreeMap<String, String>> = rows
             .iter()
-            .filter(|r| r.get("status").map(String::as_str) == Some("ok"))
+            .filter(|r| r.get(column::STATUS.name()).map(String::as_str) == Some("ok"))
             .collect();
         let col = |rs: &[&&BTreeMap<String, String>], k: &str| -> Vec<f64> {
             rs.iter()
@@ -360,14 +372,14 @@ pub fn write_medians(rep: &Report, path: &Path) -> Result<()> {
         let ok_s: Vec<f64> = c.runs.iter().filter(|r| r.ok).map(|r| r.seconds).collect();
         let n_ok = ok_mb.len();
         let partial: Vec<f64> = c.runs.iter().filter_map(|r| r.partial_mb_per_s).collect();
-        let loads = col(&all_rows, "sweep_load_1m_start");
-        let dropped: f64 = col(&all_rows, "tun_tx_dropped_snd")
+        let loads = col(&all_rows, column::SWEEP_LOAD_1M_START.name());
+        let dropped: f64 = col(&all_rows, column::TUN_TX_DROPPED_SND.name())
             .iter()
-            .chain(col(&all_rows, "tun_tx_dropped_rcv").iter())
+            .chain(col(&all_rows, column::TUN_TX_DROPPED_RCV.name()).iter())
             .sum();
         let timed_out = rows
             .iter()
-            .filter(|r| r.get("timed_out").map(String::as_str) == Some("true"))
+            .filter(|r| r.get(column::TIMED_OUT.name()).map(String::as_str) == Some("true"))
             .count();
         let mut failures: Vec<String> = Vec::new();
         for r in c.runs.iter().filter(|r| !r.ok) {
@@ -380,8 +392,8 @@ pub fn write_medians(rep: &Report, path: &Path) -> Result<()> {
         // samples in which every core was busy (over all runs: a failed run shared the cores
         // too), over the runs' timed windows where the rows have them (Shoal arms), else over
         // the whole transfer.
-        let host_share = median(&col(&all_rows, "host_all_cores_busy_share"));
-        let data_share = median(&col(&all_rows, "data_all_cores_busy_share"));
+        let host_share = median(&col(&all_rows, column::HOST_ALL_CORES_BUSY_SHARE.name()));
+        let data_share = median(&col(&all_rows, column::DATA_ALL_CORES_BUSY_SHARE.name()));
         let busy_share = data_share.or(host_share);
         let refc = reference.get(c.payload.as_str());
         let speedup = match (refc.and_then(|r| median_seconds(r)), median_seconds(c)) {
@@ -415,7 +427,7 @@ pub fn write_medians(rep: &Report, path: &Path) -> Result<()> {
             (c.runs.len() - n_ok).to_string(),
             timed_out.to_string(),
             rows.iter()
-                .filter(|r| r.get("verified").map(String::as_str) == Some("true"))
+                .filter(|r| r.get(column::VERIFIED.name()).map(String::as_str) == Some("true"))
                 .count()
                 .to_string(),
             f3(median(&ok_mb)),
@@ -439,10 +451,13 @@ pub fn write_medians(rep: &Report, path: &Path) -> Result<()> {
             f3(smx),
             f3(s_ci.map(|i| i.low)),
             f3(s_ci.map(|i| i.high)),
-            f3(median(&col(&ok_rows, "files_per_s"))),
-            int(median(&col(&ok_rows, "sender_peak_rss_bytes"))),
-            int(median(&col(&ok_rows, "receiver_peak_rss_bytes"))),
-            f3(median(&col(&ok_rows, "sender_cpu_seconds"))),
+            f3(median(&col(&ok_rows, column::FILES_PER_S.name()))),
+            int(median(&col(&ok_rows, column::SENDER_PEAK_RSS_BYTES.name()))),
+            int(median(&col(
+                &ok_rows,
+                column::RECEIVER_PEAK_RSS_BYTES.name(),
+            ))),
+            f3(median(&col(&ok_rows, column::SENDER_CPU_SECONDS.name()))),
             lmn.map(|x| format!("{x:.2}")).unwrap_or_default(),
             lmx.map(|x| format!("{x:.2}")).unwrap_or_default(),
             format!("{dropped:.0}"),
@@ -476,7 +491,9 @@ fn write_json_table(header: &[String], records: &[Vec<String>], path: &Path) -> 
                 .map(|(k, v)| {
                     let value = if v.is_empty() {
                         serde_json::Value::Null
-                    } else if k.starts_with("param_") || k == "config_id" || k == "reference_config"
+                    } else if k.starts_with(crate::columns::PARAM_PREFIX)
+                        || k == column::CONFIG_ID.name()
+                        || k == "reference_config"
                     {
                         serde_json::Value::String(v.clone())
                     } else if let Ok(i) = v.parse::<i64>() {
@@ -511,14 +528,14 @@ pub fn spread_warnings(medians_csv: &Path) -> Result<Vec<String>> {
     let h = r.headers()?.clone();
     let idx = |name: &str| h.iter().position(|c| c == name);
     let (Some(ci), Some(ri), Some(oi), Some(ni)) = (
-        idx("config"),
+        idx(column::CONFIG.name()),
         idx("relative_iqr"),
         idx("outlier_runs"),
         idx("runs_ok"),
     ) else {
         return Ok(Vec::new());
     };
-    let pi = idx("payload");
+    let pi = idx(column::PAYLOAD.name());
     let mut out = Vec::new();
     for rec in r.records() {
         let rec = rec?;
