@@ -20,9 +20,9 @@ pub const PLAIN: &str = "plain";
 pub const ALLOW_PLAIN: &str = "allow-plain";
 /// The host profile both ends run in (`tuned`, `stock`; see the profile module).
 pub const PROFILE: &str = "profile";
-/// The receiver's CPU cap, a fraction of one core (see the cpuquota module).
+/// The receiver's CPU cap, a fraction of one core (`conditions::cpu_quota`).
 pub const RECV_CPU_QUOTA: &str = "recv-cpu-quota";
-/// The emulated link's random loss, changed on the running link (see the lossaxis module).
+/// The emulated link's random loss, changed on the running link (`conditions::loss`).
 pub const LOSS: &str = "loss";
 /// `recv.NAME` is `shoal recv --NAME` alone.
 pub const RECV_PREFIX: &str = "recv.";

@@ -1,5 +1,5 @@
 //! The socket-buffer side of TCP's initial window on the emulated link. `initcwnd` on the
-//! sender's route (crate::conditions::start_window::routes) lets the sender's first flight be the whole window, but the
+//! sender's route (`routes`) lets the sender's first flight be the whole window, but the
 //! flight is also held to what the receiver advertises, and that starts at half the receive
 //! buffer a socket is created with: `tcp_select_initial_window` offers
 //! min(`initrwnd` × MSS, tcp_full_space(listener)), and tcp_full_space is the buffer × the
