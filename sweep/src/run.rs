@@ -276,6 +276,7 @@ impl Sweep<'_> {
         }
         if let Some(g) = cpu_group {
             g.put(&mut row);
+            g.restore();
         }
         // The initial window's buffer defaults first: they were raised from what the profile
         // set, which the profile then puts back.
@@ -285,7 +286,9 @@ impl Sweep<'_> {
                 std::fs::write(self.log(order, "buffers"), log)?;
             }
         }
-        drop(profile);
+        if let Some(p) = profile {
+            p.restore();
+        }
         let host_samples = host_cpu.finish();
         if let Some(busy) = crate::hostcpu::summarise(&host_samples) {
             row.set(col::HOST_BUSY_CORES_P90, format!("{:.2}", busy.p90));
@@ -384,7 +387,9 @@ impl Sweep<'_> {
             _ => payload::verify(&payload.manifest, &dest),
         };
         assemble::put_verdict(&mut row, &out, &v, payload, seconds);
-        drop(volume);
+        if let Some(v) = volume {
+            v.restore();
+        }
         Ok(row)
     }
 }

@@ -156,6 +156,14 @@ fn parse_stat(text: &str, v1: bool) -> Throttling {
     t
 }
 
+impl QuotaGroup {
+    /// Removes the group, its processes back in the root first (what dropping it does, named
+    /// for the call site).
+    pub fn restore(self) {
+        drop(self);
+    }
+}
+
 impl Drop for QuotaGroup {
     fn drop(&mut self) {
         // A process still inside (a receiver that outlived its run) goes back to the root

@@ -119,6 +119,14 @@ impl Volume {
     }
 }
 
+impl Volume {
+    /// Unmounts the volume and deletes its image (what dropping it does, named for the call
+    /// site).
+    pub fn restore(self) {
+        drop(self);
+    }
+}
+
 impl Drop for Volume {
     fn drop(&mut self) {
         let mut unmounted = false;

@@ -2,6 +2,14 @@
 //! profile's sysctls, the receiver's CPU quota (a cgroup), the link's loss, the destination
 //! file system (a fresh volume) and the start window (routes and buffer defaults). What each
 //! asks for is typed in shoal-matrix's `conditions`; here it is done to the host.
+//!
+//! | condition | apply | restore |
+//! |---|---|---|
+//! | host profile | [`profile::apply`] | [`profile::Applied::restore`] (or drop) |
+//! | receiver CPU quota | [`cpu_quota::QuotaGroup::create`] | [`cpu_quota::QuotaGroup::restore`] (or drop) |
+//! | destination file system | [`dest_fs::Volume::create`] | [`dest_fs::Volume::restore`] (or drop) |
+//! | start window | [`start_window::apply`] | `Applied::restore_buffers`, then its routes' `RouteGuard::restore` (or drop) |
+//! | link loss | [`loss::apply`] | none: every run of a `loss` axis sets its own rate, and the link goes down with the sweep |
 
 pub mod cpu_quota;
 pub mod dest_fs;

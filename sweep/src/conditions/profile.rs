@@ -105,6 +105,13 @@ pub fn apply(p: HostProfile, snd_ns: &str, rcv_ns: &str) -> Result<Applied> {
     Ok(applied)
 }
 
+impl Applied {
+    /// Puts back what [`apply`] changed (what dropping it does, named for the call site).
+    pub fn restore(self) {
+        drop(self);
+    }
+}
+
 impl Drop for Applied {
     fn drop(&mut self) {
         if self.in_effect == self.before {
