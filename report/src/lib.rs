@@ -7,6 +7,7 @@
 pub mod chart;
 pub mod columns;
 pub mod compare;
+pub mod pathreport;
 pub mod report;
 pub mod request;
 pub mod spread;

@@ -17,7 +17,6 @@ mod linkctx;
 mod meta;
 pub mod options;
 pub mod pathcheck;
-pub mod pathreport;
 pub mod payload;
 pub mod probe;
 pub mod probe_request;
@@ -29,3 +28,6 @@ mod run;
 mod sys;
 mod tcpmetrics;
 mod transfer;
+
+/// What a path probe measured and how it reads (pure: it lives with the report).
+pub use shoal_report::pathreport;
