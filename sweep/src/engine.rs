@@ -77,7 +77,7 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
                 &info.facts,
             )?;
             if matrix.configs.iter().any(|c| c.arm.over_ssh()) {
-                crate::remote::baseline::probe_ssh(r)?;
+                crate::transfer::remote_baseline::probe_ssh(r)?;
             }
             let clock = control.clock_offset(CLOCK_PROBES)?;
             println!(

@@ -1,7 +1,6 @@
-//! The two-host side of a sweep: the client of a remote receiver's control channel, and the
-//! baseline arms run across two hosts.
+//! The two-host side of a sweep: the client of a remote receiver's control channel (the
+//! baseline arms across two hosts are a kind of transfer: `transfer::remote_baseline`).
 
-pub mod baseline;
 mod client;
 
 pub use client::*;

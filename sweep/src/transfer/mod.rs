@@ -1,6 +1,8 @@
 //! Process orchestration for one run: `shoal recv` and `shoal send`, or a baseline pipeline,
 //! started in their namespaces, timed, killed at their limit; their result as an [`Outcome`].
 
+pub mod remote_baseline;
+
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
