@@ -6,9 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
-use shoal_common::units::parse_size;
-
 use crate::axis;
+use crate::conditions::start_window::AXIS;
 use crate::matrix::Config;
 use crate::plan::Planned;
 
@@ -38,46 +37,6 @@ pub fn send_flags(out: &Path, cfg: &Config) -> Vec<String> {
 /// Whether the sweep, not `shoal send`, carries `cfg`'s `initial-window` (TCP modes).
 pub fn on_routes(cfg: &Config) -> bool {
     cfg.get(AXIS).is_some() && !cfg.shoal_mode().starts_with(axis::QUIC_MODE_PREFIX)
-}
-
-/// The axis (a `shoal send` flag for QUIC modes, the routes for TCP modes).
-pub const AXIS: &str = "initial-window";
-
-/// IPv4 + TCP headers + the timestamp option: the MSS a Linux TCP connection uses on a link
-/// of MTU m is m − 52 (what TCP_INFO's tcpi_snd_mss shows on the emulated link).
-const TCP_OVERHEAD: u64 = 52;
-
-/// What the axis asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Want {
-    Segments(u64),
-    Bytes(u64),
-    /// Half the saved window of the configuration's TCP path state, as QUIC's `saved`.
-    Saved,
-}
-
-pub fn parse_want(s: &str) -> Result<Want, String> {
-    if s == "saved" {
-        return Ok(Want::Saved);
-    }
-    let w = match s.parse::<u64>() {
-        Ok(n) => Want::Segments(n),
-        Err(_) => Want::Bytes(parse_size(s).map_err(|e| format!("{AXIS} = {s:?}: {e}"))?),
-    };
-    match w {
-        Want::Segments(0) | Want::Bytes(0) => Err(format!("{AXIS} = {s:?}: must be above 0")),
-        w => Ok(w),
-    }
-}
-
-/// The MSS on a link of `mtu` bytes.
-pub fn mss(mtu: u64) -> u64 {
-    mtu.saturating_sub(TCP_OVERHEAD).max(1)
-}
-
-/// Segments for `bytes`: rounded up (the window is at least what was asked).
-pub fn segments(bytes: u64, mss: u64) -> u64 {
-    bytes.div_ceil(mss.max(1)).max(1)
 }
 
 /// Whether `cfg`'s runs start from path state: `resume = true` or `initial-window = "saved"`.
@@ -136,22 +95,5 @@ mod tests {
         }
         let recorded: Vec<_> = w.into_iter().filter(|p| p.run != WARMUP_RUN).collect();
         assert_eq!(recorded, plan);
-    }
-}
-
-#[cfg(test)]
-mod want_tests {
-    use super::*;
-
-    #[test]
-    fn wants_and_segments() {
-        assert_eq!(parse_want("64"), Ok(Want::Segments(64)));
-        assert_eq!(parse_want("64KiB"), Ok(Want::Bytes(65_536)));
-        assert_eq!(parse_want("saved"), Ok(Want::Saved));
-        assert!(parse_want("0").is_err());
-        assert!(parse_want("lots").unwrap_err().contains(AXIS));
-        assert_eq!(mss(1500), 1448);
-        assert_eq!(segments(65_536, 1448), 46);
-        assert_eq!(segments(1448, 1448), 1);
     }
 }

@@ -1,16 +1,19 @@
 //! The host conditions a configuration's axes ask for, typed: the host profile, the
-//! receiver's CPU quota, the link's loss and the destination file system. The sweep applies
-//! and restores them around each run (shoal-sweep's `conditions`).
+//! receiver's CPU quota, the link's loss, the routes' initial window and the destination
+//! file system. The sweep applies and restores them around each run (shoal-sweep's
+//! `conditions`).
 
 pub mod cpu_quota;
 pub mod dest_fs;
 pub mod loss;
 pub mod profile;
+pub mod start_window;
 
 use anyhow::Result;
 
 use crate::axis::AxisValue;
 use profile::HostProfile;
+use start_window::Want;
 
 /// The host conditions one configuration asks for, parsed once from its axes (`None`: the
 /// axis is not set, the host stays as it is).
@@ -22,6 +25,8 @@ pub struct Conditions {
     pub recv_cpu_quota: Option<f64>,
     /// The `loss` axis: a probability per packet and direction.
     pub loss: Option<f64>,
+    /// The `initial-window` axis in a TCP mode: the routes' initial window.
+    pub initial_window: Option<Want>,
 }
 
 impl Conditions {
@@ -32,6 +37,7 @@ impl Conditions {
             profile: HostProfile::of(params)?,
             recv_cpu_quota: cpu_quota::of(params)?,
             loss: loss::of(params)?,
+            initial_window: start_window::of(params)?,
         })
     }
 }

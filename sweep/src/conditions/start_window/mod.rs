@@ -7,8 +7,9 @@
 use std::path::Path;
 
 use anyhow::{bail, Result};
+use shoal_matrix::conditions::start_window::{self as ask, Want};
 use shoal_matrix::matrix::Config;
-use shoal_matrix::start_window::{self as plan, Want};
+use shoal_matrix::start_window as plan;
 use shoal_report::columns::{col, Row};
 
 use crate::conditions::profile::triple;
@@ -97,25 +98,27 @@ pub fn apply(link: Option<&LinkCtx>, out: &Path, cfg: &Config) -> Result<Option<
             cfg.shoal_mode()
         );
     };
-    let text = cfg.get(plan::AXIS).map(|v| v.text()).unwrap_or_default();
-    let want = plan::parse_want(&text).map_err(|e| anyhow::anyhow!("{}: {e}", cfg.id))?;
+    // Parsed with the matrix (on_routes: the axis in a TCP mode).
+    let Some(want) = cfg.conditions.initial_window else {
+        return Ok(None);
+    };
     let mtu: u64 = l
         .cols
         .get(col::LINK_MTU)
         .and_then(|m| m.parse().ok())
         .unwrap_or(1500);
-    let mss = plan::mss(mtu);
+    let mss = ask::mss(mtu);
     let mut saved = None;
     let segments = match want {
         Want::Segments(n) => n,
-        Want::Bytes(b) => plan::segments(b, mss),
+        Want::Bytes(b) => ask::segments(b, mss),
         Want::Saved => {
             match routes::saved_state(&plan::state_dir(out, cfg), &l.rcv_addr, lifetime(cfg)?)? {
                 Some((state, cap)) => {
                     saved = Some((state.cwnd, cap));
                     // The jump window, as QUIC's `--initial-window saved`.
                     let jump = shoal_common::careful_resume::jump_cwnd(&state, u64::MAX);
-                    plan::segments(jump, mss)
+                    ask::segments(jump, mss)
                 }
                 None => {
                     return Ok(Some(Applied {
