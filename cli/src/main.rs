@@ -1,13 +1,12 @@
 //! `shoal`: the one user-facing binary. Clap definitions that map subcommands to library
-//! calls; no transfer logic lives here. `unsafe` lives in `sys` only.
-#![deny(unsafe_code)]
+//! calls; no transfer logic lives here. `unsafe` lives in `shoal-sys` only.
+#![forbid(unsafe_code)]
 
 mod demo;
 mod probe;
 mod report;
 mod start;
 mod sweep;
-mod sys;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -423,7 +422,7 @@ fn parse_cc(name: &str) -> Result<Cc, String> {
 }
 
 fn main() -> ExitCode {
-    sys::tune_malloc();
+    shoal_sys::process::tune_malloc();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("SHOAL_LOG")

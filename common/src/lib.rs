@@ -19,7 +19,6 @@ pub mod quic_cc;
 pub mod quic_resume;
 pub mod row;
 pub mod stats;
-mod sys;
 pub mod traces;
 pub mod transport;
 pub mod tree;

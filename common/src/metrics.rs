@@ -27,7 +27,7 @@ fn status_kib(key: &str) -> Option<u64> {
 
 /// User + system CPU seconds this process has used.
 pub fn cpu_seconds() -> f64 {
-    match crate::sys::cpu_times() {
+    match shoal_sys::rusage::cpu_times() {
         Some((user, system)) => user + system,
         None => 0.0,
     }

@@ -44,7 +44,7 @@ pub struct ConnStats {
 
 /// Reads `TCP_INFO` of a TCP socket.
 pub fn tcp_stats(socket: &impl AsFd) -> io::Result<ConnStats> {
-    let info = crate::sys::tcp_info(socket)?;
+    let info = shoal_sys::tcp::tcp_info(socket)?;
     Ok(ConnStats {
         rtt_ms: f64::from(info.tcpi_rtt) / 1000.0,
         min_rtt_ms: f64::from(info.tcpi_min_rtt) / 1000.0,
@@ -64,7 +64,7 @@ pub fn tcp_stats(socket: &impl AsFd) -> io::Result<ConnStats> {
 /// Whether every byte written to a TCP socket was sent and acknowledged (nothing unsent, no
 /// segment in flight): the path probe reads the sender's figures only then.
 pub fn tcp_all_acked(socket: &impl AsFd) -> io::Result<bool> {
-    let info = crate::sys::tcp_info(socket)?;
+    let info = shoal_sys::tcp::tcp_info(socket)?;
     Ok(info.tcpi_unacked == 0 && info.tcpi_notsent_bytes == 0)
 }
 

@@ -67,7 +67,7 @@ pub struct BulkLoss {
 }
 
 fn tcp_info(s: &TcpStream) -> Result<libc::tcp_info> {
-    crate::sys::tcp_info(s.as_fd()).context("getsockopt TCP_INFO")
+    shoal_sys::tcp::tcp_info(&s.as_fd()).context("getsockopt TCP_INFO")
 }
 
 /// Asks for `name` as the congestion controller; returns the one in effect.
@@ -80,7 +80,7 @@ fn set_congestion(s: &TcpStream, name: &str) -> String {
 fn set_max_pacing_rate(s: &TcpStream, bytes_per_s: u64) -> Result<()> {
     // The 32-bit form works on every kernel; 4 GB/s is far above any link emulated here.
     let v = bytes_per_s.min(u32::MAX as u64) as u32;
-    crate::sys::set_max_pacing_rate(s.as_fd(), v).context("setting SO_MAX_PACING_RATE")
+    shoal_sys::tcp::set_max_pacing_rate(s.as_fd(), v).context("setting SO_MAX_PACING_RATE")
 }
 
 /// Sender → receiver counts of the forwarder: (lost, queue-dropped, offered), wire packets.

@@ -210,12 +210,12 @@ pub fn process_cpu_s(pid: u32) -> Option<f64> {
 }
 
 fn tcp_maxseg(s: &TcpStream) -> u32 {
-    crate::sys::tcp_maxseg(s.as_fd()).max(0) as u32
+    shoal_sys::tcp::tcp_maxseg(s.as_fd()).max(0) as u32
 }
 
 fn tcp_total_retrans(s: &TcpStream) -> u32 {
     // Zero when TCP_INFO cannot be read.
-    crate::sys::tcp_info(s.as_fd()).map_or(0, |info| info.tcpi_total_retrans)
+    shoal_sys::tcp::tcp_info(&s.as_fd()).map_or(0, |info| info.tcpi_total_retrans)
 }
 
 /// Sum over both directions of the forwarder stats.

@@ -322,7 +322,7 @@ fn start_forwarder(
         .stderr(log);
     // A session of its own: a Ctrl-C aimed at `up` (or at a test runner) does not reach the
     // daemon; `down` ends it by PID.
-    crate::sys::setsid_before_exec(&mut cmd);
+    shoal_sys::process::setsid_before_exec(&mut cmd);
     let mut child = cmd
         .spawn()
         .with_context(|| format!("starting forwarder {}", launcher.exe.display()))?;
@@ -529,7 +529,7 @@ pub fn blackhole(name: &str, duration: Duration) -> Result<BlackholeOutcome> {
         n => usize::try_from(n).unwrap_or(usize::MAX),
     };
     // To a PID verified above to be this link's forwarder.
-    crate::sys::queue_signal(pid, crate::forwarder::BLACKHOLE_SIGNAL, ms)
+    shoal_sys::signal::queue_signal(pid, crate::forwarder::BLACKHOLE_SIGNAL, ms)
         .with_context(|| format!("signalling forwarder {pid}"))?;
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(2) {

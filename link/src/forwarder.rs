@@ -51,7 +51,7 @@ pub fn set_fine_timer_slack() {
 /// of ms on a busy 2-core VM). The threads sleep between packets, and the kernel's RT
 /// throttling still reserves CPU for everything else. Returns whether it worked.
 pub fn set_realtime(priority: i32) -> bool {
-    crate::sys::set_sched_fifo(priority)
+    shoal_sys::process::set_sched_fifo(priority)
 }
 
 /// Holds `/dev/cpu_dma_latency` at 0 µs for as long as the returned file stays open (the
@@ -364,7 +364,7 @@ fn write_stats(path: &Path, stats: &ForwarderStats) -> Result<()> {
 /// spawns later) so they can be taken synchronously with `sigtimedwait`: no handler, no
 /// global flag.
 fn block_daemon_signals() -> libc::sigset_t {
-    crate::sys::block_signals(&[
+    shoal_sys::signal::block_signals(&[
         libc::SIGTERM,
         libc::SIGINT,
         libc::SIGHUP,
@@ -375,13 +375,13 @@ fn block_daemon_signals() -> libc::sigset_t {
 
 /// Waits up to `timeout` for one of `set`; the signal's info if one arrived.
 fn wait_signal(set: &libc::sigset_t, timeout: Duration) -> Option<libc::siginfo_t> {
-    crate::sys::wait_signal(set, timeout)
+    shoal_sys::signal::wait_signal(set, timeout)
 }
 
 /// Acts on a blackhole request: the duration (ms) travels as the signal's value, so a plain
 /// `kill -USR1` (no value) is ignored rather than guessed at.
 fn take_blackhole_request(info: &libc::siginfo_t, blackhole: &Blackhole) {
-    let Some(ms) = crate::sys::queued_value(info) else {
+    let Some(ms) = shoal_sys::signal::queued_value(info) else {
         eprintln!(
             "forwarder: ignored a blackhole signal without a duration (use `shoal link blackhole`)"
         );
@@ -494,7 +494,7 @@ pub fn run_daemon(cfg: &ForwarderConfig) -> Result<()> {
             }
             Some(info) if info.si_signo == crate::liveloss::LOSS_SIGNAL => {
                 // A plain `kill -USR2` (no value) is ignored rather than read as 0.
-                match crate::sys::queued_value(&info) {
+                match shoal_sys::signal::queued_value(&info) {
                     Some(ppb) => live_loss.take(ppb),
                     None => eprintln!("forwarder: ignored a loss signal without a value"),
                 }

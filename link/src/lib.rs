@@ -4,8 +4,7 @@
 //! The `shoal` binary mounts [`cli::LinkCommand`] as `shoal link …`; the sweep engine and
 //! tests use [`LinkGuard`], [`link_info`] and [`spawn_in_netns`]. See docs/link.md.
 //!
-//! `unsafe` lives in the private `sys` module only.
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 pub mod admit;
 pub mod bulk_loss;
@@ -21,7 +20,6 @@ pub mod report;
 pub mod schedule;
 pub mod segment;
 pub mod state;
-mod sys;
 pub mod tun;
 pub mod verdict;
 pub mod vnet;

@@ -95,7 +95,7 @@ pub fn set_loss(name: &str, p: f64) -> Result<LossStats> {
         )
     })?;
     // To a PID verified above to be this link's forwarder.
-    crate::sys::queue_signal(pid, LOSS_SIGNAL, to_ppb(p) as usize)
+    shoal_sys::signal::queue_signal(pid, LOSS_SIGNAL, to_ppb(p) as usize)
         .with_context(|| format!("signalling forwarder {pid}"))?;
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(2) {

@@ -137,7 +137,7 @@ where
 
 /// Makes `cmd` enter namespace `ns` between fork and exec.
 pub fn command_in_netns(ns: &str, cmd: &mut Command) -> io::Result<()> {
-    crate::sys::setns_before_exec(cmd, open_ns(ns)?);
+    shoal_sys::process::setns_before_exec(cmd, open_ns(ns)?);
     Ok(())
 }
 

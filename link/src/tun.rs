@@ -12,7 +12,6 @@ use serde::{Deserialize, Serialize};
 
 use rustix::fs::{Mode, OFlags};
 
-use crate::sys;
 use crate::vnet::VNET_HDR_LEN;
 
 /// Which offloads the kernel accepted.
@@ -60,23 +59,25 @@ impl Tun {
         if offload {
             flags |= libc::IFF_VNET_HDR as libc::c_short;
         }
-        sys::tun_set_iff(fd.as_fd(), name, flags).with_context(|| format!("TUNSETIFF {name}"))?;
+        shoal_sys::tun::tun_set_iff(fd.as_fd(), name, flags)
+            .with_context(|| format!("TUNSETIFF {name}"))?;
 
         let mut off = Offload::default();
         if offload {
             let sz: libc::c_int = VNET_HDR_LEN as libc::c_int;
-            sys::tun_set_vnet_hdr_sz(fd.as_fd(), sz).context("TUNSETVNETHDRSZ")?;
+            shoal_sys::tun::tun_set_vnet_hdr_sz(fd.as_fd(), sz).context("TUNSETVNETHDRSZ")?;
             off.vnet_hdr = true;
             let base = libc::TUN_F_CSUM | libc::TUN_F_TSO4 | libc::TUN_F_TSO6 | libc::TUN_F_TSO_ECN;
             let uso = libc::TUN_F_USO4 | libc::TUN_F_USO6;
             // USO needs kernel ≥ 6.2; older kernels answer EINVAL and we keep TSO only.
-            if sys::tun_set_offload(fd.as_fd(), base | uso).is_ok() {
+            if shoal_sys::tun::tun_set_offload(fd.as_fd(), base | uso).is_ok() {
                 off.tso = true;
                 off.uso = true;
-            } else if sys::tun_set_offload(fd.as_fd(), base).is_ok() {
+            } else if shoal_sys::tun::tun_set_offload(fd.as_fd(), base).is_ok() {
                 off.tso = true;
             } else {
-                sys::tun_set_offload(fd.as_fd(), libc::TUN_F_CSUM).context("TUNSETOFFLOAD")?;
+                shoal_sys::tun::tun_set_offload(fd.as_fd(), libc::TUN_F_CSUM)
+                    .context("TUNSETOFFLOAD")?;
             }
         }
         Ok(Tun {

@@ -472,7 +472,7 @@ fn read_up_to(file: &File, buf: &mut BytesMut, room: usize, due: usize) -> std::
     let start = buf.len();
     buf.reserve(room);
     while buf.len() - start < room {
-        match crate::sys::read_into_spare(file, buf, room - (buf.len() - start)) {
+        match shoal_sys::io::read_into_spare(file, buf, room - (buf.len() - start)) {
             Ok(0) => break,
             Ok(_) => {
                 if buf.len() - start == due {
