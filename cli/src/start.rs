@@ -123,7 +123,7 @@ impl StartArgs {
             Some(InitialWindow::Segments(n)) => Some(n.saturating_mul(QUIC_SEGMENT)),
             Some(InitialWindow::Bytes(b)) => Some(b),
             Some(InitialWindow::Saved) => match saved {
-                Some(s) => Some(shoal_common::careful_resume::jump_cwnd(&s, u64::MAX)),
+                Some(s) => Some(shoal_proto::careful_resume::jump_cwnd(&s, u64::MAX)),
                 None => {
                     // A sweep's first run has no state yet: it runs with the default window
                     // (the row's initial_window_bytes says so) instead of failing.
@@ -211,7 +211,7 @@ pub fn path_command(cmd: PathCommand) -> Result<bool> {
                     Ok(r) if json => println!("{}", serde_json::to_string(&r)?),
                     Ok(r) => {
                         let age = r.age(now).unwrap_or_default();
-                        let fresh = shoal_common::careful_resume::is_fresh(
+                        let fresh = shoal_proto::careful_resume::is_fresh(
                             r.saved_at,
                             now,
                             path_state_lifetime,

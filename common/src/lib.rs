@@ -4,7 +4,6 @@
 
 #![deny(unsafe_code)]
 
-pub mod careful_resume;
 pub mod config;
 pub mod control;
 pub mod fdlimit;
@@ -25,7 +24,8 @@ pub mod tree;
 pub mod udp_offload;
 pub mod verify;
 pub mod window_share;
-pub mod window_tune;
 
 // The protocol's pure parts live in `shoal-proto`; re-exported under their old paths.
-pub use shoal_proto::{codec, probe, relpath, units};
+pub use shoal_proto::{
+    careful_resume, codec, probe, receive_window as window_tune, relpath, units,
+};

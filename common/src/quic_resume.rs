@@ -36,9 +36,9 @@ use std::time::{Duration, Instant};
 use quinn::congestion::{Controller, ControllerFactory, ControllerMetrics};
 use quinn_proto::RttEstimator;
 
-use crate::careful_resume::{CarefulResume, Outcome, Phase, Saved, Transition};
 use crate::config::Cc;
 use crate::quic_cc::{self, Factory};
+use shoal_proto::careful_resume::{CarefulResume, Outcome, Phase, Saved, Transition};
 
 /// One phase change, as the time series records it.
 #[derive(Debug, Clone, Copy)]

@@ -48,7 +48,7 @@ pub struct ReceiverConfig {
     /// Print each run's line as one JSON object (`recv --json`).
     pub json: bool,
     /// QUIC modes: give each connection its whole share of `flow.conn_window` from the start
-    /// instead of a window sized for its path (`recv --fixed-window`; common/src/window_tune.rs).
+    /// instead of a window sized for its path (`recv --fixed-window`; proto/src/receive_window.rs).
     pub fixed_window: bool,
 }
 

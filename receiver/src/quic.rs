@@ -139,7 +139,7 @@ pub(crate) async fn handle(
     // This connection's share of the run's window, now that the hello says how many
     // connections the run spreads over; handed on to the others when this one is done.
     let tuned = TunedReceive::new(conn.clone());
-    // The window follows what the connection delivers (common/src/window_tune.rs); its start
+    // The window follows what the connection delivers (proto/src/receive_window.rs); its start
     // is set before the share is granted.
     let tuning = tune::start(conn.clone(), tuned.clone(), config.fixed_window);
     let mut seat = member.run.quic_window.seat(tuned.clone());

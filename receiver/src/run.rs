@@ -30,7 +30,7 @@ pub(crate) struct TransportFacts {
     pub stream_window: u64,
     pub conn_window: u64,
     /// QUIC: the smallest connection receive window in effect (sized for the path:
-    /// `window_tune`); 0 where not applicable.
+    /// `receive_window`); 0 where not applicable.
     pub conn_window_min: u64,
     /// The UDP socket's receive buffer (QUIC).
     pub rcvbuf: u64,

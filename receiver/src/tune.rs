@@ -1,4 +1,4 @@
-//! QUIC: the I/O side of the path-sized receive window (`shoal_common::window_tune`): meters
+//! QUIC: the I/O side of the path-sized receive window (`shoal_proto::receive_window`): meters
 //! what the connection's records stage reads from its stream (quic-bundle) or its file streams
 //! (quic-streams), and feeds the rule once a round trip.
 
@@ -9,7 +9,7 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 
 use shoal_common::window_share::TunedReceive;
-use shoal_common::window_tune::{self, ReceiveTuner};
+use shoal_proto::receive_window::{self, ReceiveTuner};
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio::task::JoinHandle;
 
@@ -96,18 +96,18 @@ pub(crate) fn start(conn: quinn::Connection, tuned: Arc<TunedReceive>, fixed: bo
         return Tuning { task: None, meter };
     }
     // The least round trip quinn has seen, leaving out acknowledgement delays (see
-    // window_tune): the smoothed one grows with a busy receiver's queue. Read once a period
+    // receive_window): the smoothed one grows with a busy receiver's queue. Read once a period
     // (`stats()` locks the connection and copies all its counters): the round trip just
     // read sizes both this period's window and the wait for the next.
     let min_rtt = |conn: &quinn::Connection| conn.stats().path.min_rtt;
     let mut rtt = min_rtt(&conn);
-    tuned.set_demand(window_tune::start_window(rtt));
+    tuned.set_demand(receive_window::start_window(rtt));
     let read = meter.clone();
     let task = tokio::spawn(async move {
         let mut tuner = ReceiveTuner::default();
         let mut last = Instant::now();
         loop {
-            tokio::time::sleep(window_tune::period(rtt)).await;
+            tokio::time::sleep(receive_window::period(rtt)).await;
             let now = Instant::now();
             rtt = min_rtt(&conn);
             let total = read.read.load(Ordering::Relaxed);

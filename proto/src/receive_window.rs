@@ -1,39 +1,15 @@
-//! Path-sized receive window for a QUIC connection (quic-bundle and quic-streams): the window
-//! a path of this round trip can use, grown with what the connection delivers, instead of the
-//! whole `--conn-window` on every path.
+//! The receive-window rule of a QUIC connection (quic-bundle and quic-streams): the window a
+//! path of this round trip can use, grown with what the connection delivers, instead of the
+//! whole `--conn-window` on every path, because both ends hold what is in the credit (on a
+//! short path a full 20 MiB window was half a receiver's memory, and ~2 MiB moves as fast).
 //!
-//! quinn grants the sender `--conn-window` bytes past what the application has read, and both
-//! ends hold what is in that credit: the sender until it is acknowledged (quinn lets it buffer
-//! no more than the receiver's credit), the receiver until the application reads it. On a
-//! short path the first burst filled the whole 20 MiB at both ends: 20 MiB of a quic-bundle
-//! end's ~40 MB on loopback, where ~2 MiB moves as fast (docs/benchmarks.md).
-//!
-//! The window starts at [`start_window`]: twice what a path as fast as [`FASTEST_PATH`] holds
-//! over the round trip, at least [`FLOOR`]. On the study's 141 ms link that is past the whole
-//! window, so slow start, BBR's startup and a Careful Resume jump see all of it. The window
-//! then follows twice the best delivery rate of the recent periods times the path's round trip
-//! (as Linux sizes a TCP receive buffer), so a path faster than assumed is not held to it.
-//!
-//! Until the application has read as much as the start granted, the window stays at least
-//! the start. After that it may fall to what the delivery needs, at least [`FLOOR`]: where the
-//! writer, not the path, sets the rate (65,536 small files into Btrfs at ~35 MB/s on the
-//! 141 ms link), the data quinn holds for it is then ~2 × 35 MB/s × 141 ms ≈ 10 MB instead of
-//! the whole window (20 MiB), which had been most of a quic-bundle receiver's 37–41 MB there:
-//! with one connection the receiver's median fell from 38.6 to 32.0 MB, at ~4% of throughput
-//! (results/ab-link/drs-combined.txt, one-connection-rates.txt). Where the path
-//! sets the rate, twice its rate times the round trip is past the window, and nothing changes.
-//!
-//! The round trip is quinn's minimum (RFC 9002's `min_rtt`, which leaves out the peer's
-//! acknowledgement delay), not the smoothed one: a receiver short of CPU delays its
-//! acknowledgements, and sizing the window on that delay let a loopback receiver's queue grow
-//! it. The start is sized again as that minimum falls. Held at the first round trip, which
-//! on loopback includes both ends' TLS work, it kept windows of up to 15.5 MB (a start for
-//! 6.2 ms) and gave a quic-bundle receiver up to 37.1 MB of RSS; following the minimum, every
-//! loopback run's window fell to the 2 MiB floor, which any round trip under 0.84 ms gives
-//! (results/ab-loopback/ab-quic-bundle-mtu-vs-start.log). The thirteenth session
-//! tried cutting the window while a slow writer fell behind; by its account that cost
-//! throughput on a Btrfs destination and did not lower the peak, which the start set
-//! (docs/benchmarks.md, "Thirteenth session": its logs were lost, so no figure is kept here).
+//! The window starts at [`start_window`] (twice what a path as fast as [`FASTEST_PATH`] holds
+//! over the least round trip so far, at least [`FLOOR`]) and holds it until the application has
+//! read that much; then it follows twice the best recent delivery rate times the round trip
+//! (as Linux sizes a TCP receive buffer), at least [`FLOOR`], so a slow writer is not given
+//! credit it cannot use and a path faster than assumed is not held back. The round trip is
+//! quinn's minimum, not the smoothed one, which a receiver short of CPU inflates with its own
+//! acknowledgement delay. Evidence: docs/decisions/0007-path-sized-receive-window.md.
 //!
 //! The rule is pure ([`ReceiveTuner`]); the receiver's QUIC connection task feeds it once a
 //! period.
