@@ -7,23 +7,19 @@
 pub mod config;
 pub mod control;
 pub mod fdlimit;
-pub mod hostfacts;
 pub mod identity;
-pub mod latency;
-pub mod metrics;
 pub mod mux;
 pub mod pipeline;
-pub mod provenance;
 pub mod quic_cc;
 pub mod quic_resume;
-pub mod row;
 pub mod stats;
-pub mod traces;
 pub mod transport;
 pub mod tree;
 pub mod udp_offload;
 pub mod verify;
 pub mod window_share;
+
+pub use shoal_row::{hostfacts, latency, metrics, provenance, row, traces};
 
 // The protocol's pure parts live in `shoal-proto`; re-exported under their old paths.
 pub use shoal_proto::{

@@ -226,15 +226,15 @@ impl RunRow {
             format!(
                 "ok: {} files, {} in {:.3} s = {:.2} MB/s ({:.0} files/s) over {}{}; receiver {:.3} s; peak RSS sender {} / receiver {}",
                 self.files,
-                crate::units::human_bytes(self.bytes),
+                shoal_proto::units::human_bytes(self.bytes),
                 self.seconds,
                 self.mb_per_s,
                 self.files_per_s,
                 self.mode,
                 if self.tls { "" } else { " (plain)" },
                 self.receiver_seconds,
-                crate::units::human_bytes(self.sender_peak_rss_bytes),
-                crate::units::human_bytes(self.receiver_peak_rss_bytes),
+                shoal_proto::units::human_bytes(self.sender_peak_rss_bytes),
+                shoal_proto::units::human_bytes(self.receiver_peak_rss_bytes),
             )
         } else {
             format!(
