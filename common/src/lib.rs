@@ -5,19 +5,25 @@
 #![deny(unsafe_code)]
 
 pub mod config;
-pub mod control;
-pub mod fdlimit;
 pub mod identity;
 pub mod mux;
-pub mod pipeline;
 pub mod quic_cc;
 pub mod quic_resume;
 pub mod stats;
 pub mod transport;
-pub mod tree;
 pub mod udp_offload;
-pub mod verify;
 pub mod window_share;
+
+pub use shoal_pipeline::{fdlimit, tree, verify};
+
+pub mod pipeline {
+    pub use shoal_pipeline::{budget, queue, reader, writer};
+}
+
+pub mod control {
+    pub use shoal_pipeline::manifest::*;
+    pub use shoal_proto::control::*;
+}
 
 pub use shoal_row::{hostfacts, latency, metrics, provenance, row, traces};
 

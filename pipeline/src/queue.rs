@@ -21,8 +21,8 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use anyhow::{Context, Result};
 
-use crate::relpath::RelPath;
 use crate::tree::{check_source_root, walk_each, SourceFile, WalkSummary};
+use shoal_proto::relpath::RelPath;
 
 /// Files the walker gathers before it hands them over while no reader waits: one lock and one
 /// wake-up per batch instead of per file.
@@ -317,8 +317,8 @@ impl WorkQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::relpath::PathLimits;
     use crate::tree::SourceTree;
+    use shoal_proto::relpath::PathLimits;
 
     fn rel(s: &str) -> RelPath {
         RelPath::from_bytes(s.as_bytes(), &PathLimits::default()).unwrap()

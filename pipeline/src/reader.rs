@@ -22,9 +22,9 @@ use tokio::sync::mpsc;
 
 use super::budget::{BudgetPermit, ByteBudget};
 use super::queue::{Item, WorkQueue};
-use crate::codec;
-use crate::relpath::RelPath;
 use crate::tree::SourceFile;
+use shoal_proto::codec;
+use shoal_proto::relpath::RelPath;
 
 /// Reader settings.
 #[derive(Debug, Clone, Copy)]
@@ -80,7 +80,7 @@ impl Chunk {
     /// On a file's first chunk, records "now" as the moment the sender started sending it.
     pub fn stamp_sent_at(&mut self) {
         if let ChunkKind::File { first: true, .. } = self.kind {
-            codec::stamp_sent_at(&mut self.bytes, crate::metrics::wall_clock_us());
+            codec::stamp_sent_at(&mut self.bytes, shoal_row::metrics::wall_clock_us());
         }
     }
 

@@ -10,7 +10,7 @@ use anyhow::{bail, Context, Result};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::relpath::{PathLimits, RelPath};
+use shoal_proto::relpath::{PathLimits, RelPath};
 
 /// One regular file of a source tree.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -23,11 +23,11 @@ use tokio::sync::{mpsc, oneshot};
 use super::batches::{BatchSender, HeldRoom, Recycle, INTAKE_GROUP};
 use super::temp::Temps;
 use super::{apply, open_root, DestWriter, WriteBatch, WriteOp};
-use crate::latency::LatencyHistogram;
-use crate::relpath::RelPath;
+use shoal_proto::relpath::RelPath;
+use shoal_row::latency::LatencyHistogram;
 
 /// Most writers a run may have (`recv --writers`).
-const MAX_WRITERS: usize = crate::control::MAX_WRITERS as usize;
+const MAX_WRITERS: usize = shoal_proto::control::MAX_WRITERS as usize;
 
 /// Batches one writer's queue holds before the network side waits.
 const QUEUE: usize = 256;

@@ -1,7 +1,7 @@
-//! The control channel's codec (`shoal_proto::control`) with the manifest glue: a [`Manifest`]
-//! is built from disk here, and travels as the pure codec's entries.
+//! A [`Manifest`] on the control channel: built from disk here, it travels as the entries of
+//! the pure codec (`shoal_proto::control`).
 
-pub use shoal_proto::control::*;
+use shoal_proto::control::{decode_manifest_entries, encode_manifest_entries, ControlError};
 
 use crate::verify::Manifest;
 

@@ -32,9 +32,9 @@ use bytes::Bytes;
 use rustix::fs::{mkdirat, openat, unlinkat, AtFlags, Mode, OFlags};
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
-use crate::latency::LatencyHistogram;
-use crate::metrics::wall_clock_us;
-use crate::relpath::{display_raw, RelPath};
+use shoal_proto::relpath::{display_raw, RelPath};
+use shoal_row::latency::LatencyHistogram;
+use shoal_row::metrics::wall_clock_us;
 
 mod batches;
 mod pool;

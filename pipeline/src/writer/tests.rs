@@ -1,6 +1,6 @@
 //! The writer's unit tests.
 use super::*;
-use crate::relpath::PathLimits;
+use shoal_proto::relpath::PathLimits;
 use std::collections::HashSet;
 use std::sync::Arc;
 
