@@ -1,20 +1,13 @@
-//! Shoal's shared layer: the record codec, validated paths, source trees, the file pipeline,
-//! verification, TLS identity, metrics and the result row. Both ends and every transport use
-//! these; transports only decide how records are framed on the wire.
-
-#![deny(unsafe_code)]
-
-pub mod config;
-pub mod identity;
-pub mod mux;
-pub mod quic_cc;
-pub mod quic_resume;
-pub mod stats;
-pub mod transport;
-pub mod udp_offload;
-pub mod window_share;
+//! Old paths for sweep/ and tests/ only; goes once they import the new crates directly.
 
 pub use shoal_pipeline::{fdlimit, tree, verify};
+pub use shoal_proto::{
+    careful_resume, codec, probe, receive_window as window_tune, relpath, units,
+};
+pub use shoal_row::{hostfacts, latency, metrics, provenance, row, traces};
+pub use shoal_transport::{
+    config, identity, mux, quic_cc, quic_resume, stats, transport, udp_offload, window_share,
+};
 
 pub mod pipeline {
     pub use shoal_pipeline::{budget, queue, reader, writer};
@@ -24,10 +17,3 @@ pub mod control {
     pub use shoal_pipeline::manifest::*;
     pub use shoal_proto::control::*;
 }
-
-pub use shoal_row::{hostfacts, latency, metrics, provenance, row, traces};
-
-// The protocol's pure parts live in `shoal-proto`; re-exported under their old paths.
-pub use shoal_proto::{
-    careful_resume, codec, probe, receive_window as window_tune, relpath, units,
-};

@@ -27,7 +27,7 @@ cd "$(dirname "$0")/../.."
 ROOT=$PWD
 PASSES=${2:-5}
 FILES=${3:-65536}
-cargo build --release -q -p shoal-common --example stream_anchor
+cargo build --release -q -p shoal-transport --example stream_anchor
 ANCHOR=$ROOT/target/release/examples/stream_anchor
 if [ -n "${1:-}" ]; then
   SHOAL=$(readlink -f "$1")

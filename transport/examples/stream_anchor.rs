@@ -17,7 +17,7 @@
 //! and the whole process's CPU seconds (both ends: `metrics::cpu_seconds`, as Shoal's rows
 //! count each end's whole process).
 //!
-//!   cargo run --release -p shoal-common --example stream_anchor -- yamux|quic [FILES] [SIZE] [OUTSTANDING]
+//!   cargo run --release -p shoal-transport --example stream_anchor -- yamux|quic [FILES] [SIZE] [OUTSTANDING]
 //!
 //! scripts/bench/stream-anchor.sh runs it beside `tar | tar` and Shoal's per-file modes.
 
@@ -31,10 +31,10 @@ use anyhow::{anyhow, bail, Context, Result};
 use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
 use futures::{AsyncReadExt, AsyncWriteExt};
-use shoal_common::config::FlowConfig;
-use shoal_common::identity::{self, Identity};
-use shoal_common::metrics;
-use shoal_common::transport::{
+use shoal_row::metrics;
+use shoal_transport::config::FlowConfig;
+use shoal_transport::identity::{self, Identity};
+use shoal_transport::transport::{
     discover_mtu_towards, quic_endpoint_config, quic_transport, udp_socket, yamux_config,
     yamux_streams, YAMUX_WRITE_BUFFER,
 };

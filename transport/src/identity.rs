@@ -176,7 +176,7 @@ pub fn read_token_file(path: &Path) -> Result<Vec<u8>> {
     if token.is_empty() {
         bail!("token file {} is empty", path.display());
     }
-    if token.len() > crate::codec::MAX_TOKEN {
+    if token.len() > shoal_proto::codec::MAX_TOKEN {
         bail!("token in {} is longer than 1024 bytes", path.display());
     }
     Ok(token)

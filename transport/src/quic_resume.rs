@@ -1,5 +1,5 @@
 //! `shoal send --resume` for QUIC: quinn's controller (CUBIC, NewReno or BBR) under RFC 9959's
-//! Careful Resume ([`crate::careful_resume`], the pure state machine).
+//! Careful Resume ((`shoal_proto::careful_resume`), the pure state machine).
 //!
 //! The wrapper hands every call to the real controller and to the machine. Outside the jump
 //! (Reconnaissance, Normal) the window is the real controller's, so it keeps its own
