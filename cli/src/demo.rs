@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 use clap::Args;
-use shoal_common::config::Mode;
-use shoal_common::identity::Identity;
-use shoal_common::pipeline::reader::ReaderConfig;
-use shoal_common::tree::{self, GenSpec};
-use shoal_common::units::parse_size;
-use shoal_common::verify::{self, Manifest};
+use shoal_pipeline::reader::ReaderConfig;
+use shoal_pipeline::tree::{self, GenSpec};
+use shoal_pipeline::verify::{self, Manifest};
+use shoal_proto::units::parse_size;
+use shoal_transport::config::Mode;
+use shoal_transport::identity::Identity;
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
@@ -40,7 +40,7 @@ pub async fn run(a: DemoArgs) -> Result<ExitCode> {
     let dir = a.dir.unwrap_or_else(|| {
         PathBuf::from("results").join(format!(
             "demo-{}",
-            shoal_common::metrics::utc_timestamp_for_names()
+            shoal_row::metrics::utc_timestamp_for_names()
         ))
     });
     println!(
@@ -107,13 +107,13 @@ pub async fn run(a: DemoArgs) -> Result<ExitCode> {
             "transfer: {} files, {} in {:.3} s = {:.2} MB/s ({:.0} files/s) over {}; receiver {:.3} s; \
              peak RSS of this process (sender and receiver together) {}",
             row.files,
-            shoal_common::units::human_bytes(row.bytes),
+            shoal_proto::units::human_bytes(row.bytes),
             row.seconds,
             row.mb_per_s,
             row.files_per_s,
             row.mode,
             row.receiver_seconds,
-            shoal_common::units::human_bytes(row.sender_peak_rss_bytes),
+            shoal_proto::units::human_bytes(row.sender_peak_rss_bytes),
         );
     } else {
         println!("transfer: {}", row.summary_line());

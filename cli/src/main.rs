@@ -15,12 +15,12 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
-use shoal_common::config::{Cc, FlowConfig, Mode};
-use shoal_common::identity::{self, Identity, Pin};
-use shoal_common::pipeline::reader::ReaderConfig;
-use shoal_common::tree::{self, GenSpec, DEFAULT_FILES_PER_DIR};
-use shoal_common::units::{human_bytes, parse_duration, parse_size};
-use shoal_common::verify::{self, Manifest};
+use shoal_pipeline::reader::ReaderConfig;
+use shoal_pipeline::tree::{self, GenSpec, DEFAULT_FILES_PER_DIR};
+use shoal_pipeline::verify::{self, Manifest};
+use shoal_proto::units::{human_bytes, parse_duration, parse_size};
+use shoal_transport::config::{Cc, FlowConfig, Mode};
+use shoal_transport::identity::{self, Identity, Pin};
 
 /// Measure and move trees of many small files across long, fat links.
 ///
@@ -80,8 +80,8 @@ enum Command {
 }
 
 /// The build that runs, for rows and meta.json.
-fn provenance() -> shoal_common::provenance::Provenance {
-    shoal_common::provenance::Provenance::of_this_process(
+fn provenance() -> shoal_row::provenance::Provenance {
+    shoal_row::provenance::Provenance::of_this_process(
         env!("SHOAL_GIT_COMMIT"),
         env!("SHOAL_GIT_DIRTY") != "false",
     )
@@ -208,7 +208,7 @@ struct RecvArgs {
     /// are created in parallel; a folder's files always go to the same writer, so a tree of
     /// one folder is written by one thread whatever this says. The row records it
     /// (`receiver_writers`).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(shoal_common::control::MAX_WRITERS)))]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(shoal_proto::control::MAX_WRITERS)))]
     writers: Option<u32>,
     /// QUIC modes: give each connection its whole receive window (--conn-window, or its share
     /// with --connections) from the start. By default a connection starts with what a 10 Gbit/s
@@ -386,7 +386,7 @@ struct SendArgs {
 }
 
 fn parse_run_id(s: &str) -> Result<[u8; 16], String> {
-    shoal_common::control::parse_run_id(s).ok_or_else(|| "expected 32 lowercase hex digits".into())
+    shoal_proto::control::parse_run_id(s).ok_or_else(|| "expected 32 lowercase hex digits".into())
 }
 
 #[derive(Debug, Args)]
@@ -416,7 +416,7 @@ fn parse_cc(name: &str) -> Result<Cc, String> {
         format!(
             "unknown congestion controller '{name}'; Shoal offers cubic, bbr and reno \
              (QUIC: quinn's); this kernel's TCP offers: {}",
-            shoal_common::stats::available_tcp_cc().join(" ")
+            shoal_transport::stats::available_tcp_cc().join(" ")
         )
     })
 }
@@ -453,7 +453,7 @@ fn run(command: Command) -> Result<ExitCode> {
         Command::Compare(a) => shoal_report::request::run_compare(a.into()),
         Command::Probe(a) => shoal_sweep::probe_request::run_probe(a.into()),
         Command::HostFacts { peer, dest } => {
-            let facts = shoal_common::hostfacts::HostFacts::collect(peer, dest.as_deref());
+            let facts = shoal_row::hostfacts::HostFacts::collect(peer, dest.as_deref());
             println!("{}", serde_json::to_string(&facts)?);
             Ok(ExitCode::SUCCESS)
         }
@@ -554,8 +554,8 @@ async fn recv(a: RecvArgs) -> Result<ExitCode> {
         control: a.control,
         allow_baselines: a.allow_baselines,
         fixed_window: a.fixed_window,
-        limits: shoal_common::codec::DecodeLimits {
-            path: shoal_common::relpath::PathLimits {
+        limits: shoal_proto::codec::DecodeLimits {
+            path: shoal_proto::relpath::PathLimits {
                 max_len: usize::from(a.max_path_len),
                 max_depth: usize::from(a.max_depth),
             },
@@ -625,11 +625,11 @@ async fn send(a: SendArgs) -> Result<ExitCode> {
             (
                 Some(
                     a.stats_interval
-                        .unwrap_or(shoal_common::traces::DEFAULT_INTERVAL),
+                        .unwrap_or(shoal_row::traces::DEFAULT_INTERVAL),
                 ),
-                Some(dir.join(shoal_common::traces::SENDER_SERIES)),
-                Some(dir.join(shoal_common::traces::LATENCY)),
-                Some(dir.join(shoal_common::traces::RECEIVER_SERIES)),
+                Some(dir.join(shoal_row::traces::SENDER_SERIES)),
+                Some(dir.join(shoal_row::traces::LATENCY)),
+                Some(dir.join(shoal_row::traces::RECEIVER_SERIES)),
             )
         }
         None => (a.stats_interval, a.stats_out, a.latency_out, None),

@@ -6,12 +6,12 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 use clap::{Args, Subcommand};
-use shoal_common::config::Mode;
-use shoal_common::identity::Pin;
-use shoal_common::row::RunRow;
-use shoal_common::units::{human_bytes, parse_duration, parse_size};
+use shoal_proto::units::{human_bytes, parse_duration, parse_size};
+use shoal_row::row::RunRow;
 use shoal_sender::path_state::{now_unix, Lookup, PathStore};
 use shoal_sender::resume::{record_of, StartConfig, PHASES_FILE};
+use shoal_transport::config::Mode;
+use shoal_transport::identity::Pin;
 
 /// QUIC's segment for `--initial-window N` (quinn's base datagram size, the unit of its
 /// default initial window of 10 segments).

@@ -15,7 +15,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use shoal_common::pipeline::writer::open_subfolder;
+use shoal_pipeline::writer::open_subfolder;
 use std::os::fd::AsRawFd;
 use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};

@@ -4,7 +4,7 @@
 
 use anyhow::anyhow;
 use bytes::BytesMut;
-use shoal_common::codec::{self, RecordDecoder, StreamDecoder};
+use shoal_proto::codec::{self, RecordDecoder, StreamDecoder};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 

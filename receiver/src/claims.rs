@@ -6,8 +6,8 @@
 //! one may announce anything. A run's tally also holds its names (`names.rs`). Pure.
 
 use anyhow::anyhow;
-use shoal_common::codec::{self, Hello};
-use shoal_common::relpath::RelPath;
+use shoal_proto::codec::{self, Hello};
+use shoal_proto::relpath::RelPath;
 
 use crate::names::RunNames;
 
@@ -114,9 +114,9 @@ impl Claims {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shoal_common::codec::TOTALS_UNKNOWN;
-    use shoal_common::config::Mode;
-    use shoal_common::relpath::PathLimits;
+    use shoal_proto::codec::TOTALS_UNKNOWN;
+    use shoal_proto::relpath::PathLimits;
+    use shoal_transport::config::Mode;
 
     fn rel(s: &str) -> RelPath {
         RelPath::from_bytes(s.as_bytes(), &PathLimits::default()).unwrap()

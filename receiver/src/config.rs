@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use shoal_common::codec::DecodeLimits;
-use shoal_common::config::FlowConfig;
+use shoal_proto::codec::DecodeLimits;
+use shoal_transport::config::FlowConfig;
 
 /// Receiver settings.
 #[derive(Debug, Clone)]

@@ -10,11 +10,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use bytes::{Buf, BytesMut};
-use shoal_common::control::{self, Reply, Request, KIND_JSON, KIND_MANIFEST, MAX_REQUEST};
-use shoal_common::identity::tokens_match;
-use shoal_common::metrics;
-use shoal_common::pipeline::writer::open_subfolder;
-use shoal_common::verify::Manifest;
+use shoal_pipeline::verify::Manifest;
+use shoal_pipeline::writer::open_subfolder;
+use shoal_proto::control::{self, Reply, Request, KIND_JSON, KIND_MANIFEST, MAX_REQUEST};
+use shoal_row::metrics;
+use shoal_transport::identity::tokens_match;
 use std::os::fd::{AsRawFd, OwnedFd};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
@@ -175,7 +175,7 @@ async fn handle(
             // sweep's meta.json and its kernel-state guard. It runs `ip`, `tc` and `ethtool`.
             let dest = dest_root.clone();
             let facts = tokio::task::spawn_blocking(move || {
-                shoal_common::hostfacts::HostFacts::collect(Some(peer.ip()), Some(&dest))
+                shoal_row::hostfacts::HostFacts::collect(Some(peer.ip()), Some(&dest))
             })
             .await?;
             if let Ok(serde_json::Value::Object(m)) = serde_json::to_value(&facts) {
@@ -201,11 +201,11 @@ async fn handle(
         Request::Counters => {
             // Read before and after each run: /proc files only.
             let f = &mut reply.facts;
-            if let Some(d) = shoal_common::hostfacts::UdpDrops::read() {
+            if let Some(d) = shoal_row::hostfacts::UdpDrops::read() {
                 f.insert("udp_rcvbuf_errors".into(), d.rcvbuf_errors.to_string());
                 f.insert("udp_in_errors".into(), d.in_errors.to_string());
             }
-            if let Some(s) = shoal_common::hostfacts::cpu_steal_seconds() {
+            if let Some(s) = shoal_row::hostfacts::cpu_steal_seconds() {
                 f.insert("cpu_steal_seconds".into(), format!("{s:.2}"));
             }
             Ok((reply, None))
@@ -259,7 +259,10 @@ async fn handle(
             .await?
             .with_context(|| format!("cannot hash run {run_id}"))?;
             reply.seconds = t0.elapsed().as_secs_f64();
-            Ok((reply, Some(control::encode_manifest(&manifest))))
+            Ok((
+                reply,
+                Some(shoal_pipeline::manifest::encode_manifest(&manifest)),
+            ))
         }
         Request::ProbeSink { .. } | Request::ProbeSource { .. } => {
             bail!("a probe flow is served by the session, not here")

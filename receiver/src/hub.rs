@@ -13,13 +13,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _, Result};
 use futures::future::{BoxFuture, FutureExt, Shared};
-use shoal_common::codec::{BlockLedger, Completion, Hello};
-use shoal_common::control::RecvSettings;
-use shoal_common::metrics;
-use shoal_common::pipeline::writer::{
-    open_subfolder, BatchSender, WriterDest, WriterOptions, WriterPool,
-};
-use shoal_common::window_share::{SharedWindow, Side, TunedReceive};
+use shoal_pipeline::writer::{open_subfolder, BatchSender, WriterDest, WriterOptions, WriterPool};
+use shoal_proto::codec::{BlockLedger, Completion, Hello};
+use shoal_proto::control::RecvSettings;
+use shoal_row::metrics;
+use shoal_transport::window_share::{SharedWindow, Side, TunedReceive};
 use tokio::io::AsyncWrite;
 use tokio::sync::{watch, Semaphore};
 use tokio_util::sync::CancellationToken;

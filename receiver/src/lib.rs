@@ -34,4 +34,4 @@ pub use config::{
 };
 pub use server::Receiver;
 pub use shared::RunOutcome;
-pub use shoal_common::codec::Completion;
+pub use shoal_proto::codec::Completion;

@@ -14,7 +14,7 @@ use std::collections::HashSet;
 use std::hash::{BuildHasher, RandomState};
 
 use anyhow::{anyhow, Result};
-use shoal_common::relpath::{display_raw, RelPath};
+use shoal_proto::relpath::{display_raw, RelPath};
 
 /// Hashes of the run's file paths and of every folder on their way (64 bits each: a false
 /// clash needs a collision among the run's names, ~2^-32 for 65,536 of them).
@@ -80,7 +80,7 @@ impl RunNames {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shoal_common::relpath::PathLimits;
+    use shoal_proto::relpath::PathLimits;
 
     fn rel(s: &str) -> RelPath {
         RelPath::from_bytes(s.as_bytes(), &PathLimits::default()).unwrap()

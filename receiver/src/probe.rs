@@ -8,12 +8,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use bytes::{Buf, BytesMut};
-use shoal_common::control::{self, Reply};
-use shoal_common::probe::{
+use shoal_proto::control::{self, Reply};
+use shoal_proto::probe::{
     BulkReport, GoodputMeter, KIND_PROBE_DATA, MAX_PROBE_BYTES, MAX_PROBE_FRAME, MAX_PROBE_SECONDS,
     PROBE_FRAME,
 };
-use shoal_common::stats;
+use shoal_transport::stats;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
 use crate::read::read_some;
@@ -108,7 +108,7 @@ fn bulk_reply(report: BulkReport) -> Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shoal_common::control::KIND_JSON;
+    use shoal_proto::control::KIND_JSON;
     use tokio::io::AsyncWriteExt;
 
     fn frame(kind: u8, body: &[u8]) -> BytesMut {

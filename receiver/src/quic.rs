@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, Result};
 use bytes::BytesMut;
-use shoal_common::codec::RecordDecoder;
-use shoal_common::config::Mode;
-use shoal_common::identity::Identity;
-use shoal_common::transport::{quic_transport, udp_socket};
-use shoal_common::udp_offload::UdpOffload;
+use shoal_proto::codec::RecordDecoder;
+use shoal_transport::config::Mode;
+use shoal_transport::identity::Identity;
+use shoal_transport::transport::{quic_transport, udp_socket};
+use shoal_transport::udp_offload::UdpOffload;
 use socket2::SockRef;
 use tokio::sync::mpsc;
 
@@ -23,7 +23,7 @@ use crate::runconfig;
 use crate::shared::Shared;
 use crate::streams::{self, InboundFile};
 use crate::tune;
-use shoal_common::window_share::TunedReceive;
+use shoal_transport::window_share::TunedReceive;
 
 /// Binds the QUIC endpoint on UDP `addr`; returns it, the UDP receive buffer it got and the
 /// segmentation offload quinn-udp finds on its socket.
@@ -45,13 +45,13 @@ pub(crate) fn bind(
     let mut pre_hello = config.flow;
     pre_hello.conn_window = pre_hello
         .conn_window
-        .min(shoal_common::transport::QUIC_PRE_HELLO_WINDOW);
+        .min(shoal_transport::transport::QUIC_PRE_HELLO_WINDOW);
     pre_hello.max_streams = pre_hello
         .max_streams
-        .min(shoal_common::transport::QUIC_PRE_HELLO_STREAMS);
+        .min(shoal_transport::transport::QUIC_PRE_HELLO_STREAMS);
     server.transport_config(Arc::new(quic_transport(&pre_hello, None)?));
     let endpoint = quinn::Endpoint::new(
-        shoal_common::transport::quic_endpoint_config(),
+        shoal_transport::transport::quic_endpoint_config(),
         Some(server),
         socket,
         Arc::new(quinn::TokioRuntime),

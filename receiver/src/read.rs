@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use bytes::BytesMut;
-use shoal_common::codec::{Hello, Record, RecordDecoder};
+use shoal_proto::codec::{Hello, Record, RecordDecoder};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use crate::config::ReceiverConfig;

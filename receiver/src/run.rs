@@ -9,10 +9,10 @@ use socket2::SockRef;
 
 use anyhow::{bail, Result};
 use bytes::BytesMut;
-use shoal_common::codec::{self, Completion, Hello};
-use shoal_common::identity::tokens_match;
-use shoal_common::metrics;
-use shoal_common::pipeline::writer::WriterReport;
+use shoal_pipeline::writer::WriterReport;
+use shoal_proto::codec::{self, Completion, Hello};
+use shoal_row::metrics;
+use shoal_transport::identity::tokens_match;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 
 use crate::config::ReceiverConfig;
@@ -35,7 +35,7 @@ pub(crate) struct TransportFacts {
     /// The UDP socket's receive buffer (QUIC).
     pub rcvbuf: u64,
     /// QUIC: the offload quinn-udp uses on the UDP socket.
-    pub udp_offload: Option<shoal_common::udp_offload::UdpOffload>,
+    pub udp_offload: Option<shoal_transport::udp_offload::UdpOffload>,
     /// A duplicate of the TCP socket, read at the end (autotuning grows the buffer).
     pub tcp_socket: Option<Arc<OwnedFd>>,
 }
@@ -86,7 +86,7 @@ pub(crate) fn admit(
     // up front a run that could not fit (it used to fail midway with "Too many open files").
     if hello.mode.per_file_streams() {
         let need = u64::from(hello.max_streams) * u64::from(hello.conn_count.max(1));
-        let limit = shoal_common::fdlimit::open_files_limit();
+        let limit = shoal_pipeline::fdlimit::open_files_limit();
         if need + FD_RESERVE > limit {
             bail!(
                 "{} outstanding streams × {} connections = {need} files open at once, more than this receiver's open-files limit allows ({limit}, less {FD_RESERVE} for sockets); lower --max-streams or --connections, or raise the receiver's `ulimit -n`",
@@ -120,7 +120,7 @@ pub(crate) fn admit(
         );
     }
     if let (Wire::Tcp { .. }, Some(cc)) = (wire, hello.cc) {
-        shoal_common::stats::check_tcp_cc(cc)?;
+        shoal_transport::stats::check_tcp_cc(cc)?;
     }
     Ok(())
 }

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use std::os::fd::OwnedFd;
 
 use anyhow::{bail, Context as _, Result};
-use shoal_common::control::RecvSettings;
+use shoal_proto::control::RecvSettings;
 use socket2::SockRef;
 
 use crate::config::ReceiverConfig;

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use shoal_common::config::FlowConfig;
-use shoal_common::identity::Identity;
+use shoal_transport::config::FlowConfig;
+use shoal_transport::identity::Identity;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, Semaphore};
 
@@ -29,7 +29,7 @@ pub struct Receiver {
     listener: TcpListener,
     endpoint: quinn::Endpoint,
     udp_rcvbuf: u64,
-    udp_offload: Option<shoal_common::udp_offload::UdpOffload>,
+    udp_offload: Option<shoal_transport::udp_offload::UdpOffload>,
     ctx: Arc<Shared>,
     done_rx: mpsc::UnboundedReceiver<RunOutcome>,
 }
@@ -43,7 +43,7 @@ impl Receiver {
     ) -> Result<Self> {
         // Per-file streams keep one file open per outstanding stream (up to 64 connections ×
         // --max-streams); raise the open-files limit as far as this process may.
-        shoal_common::fdlimit::raise_open_files_limit(OPEN_FILES_WANTED);
+        shoal_pipeline::fdlimit::raise_open_files_limit(OPEN_FILES_WANTED);
         let listener = bind_tcp(listen, &config.flow)?;
         // Partial files a killed receiver left under temporary names (never under their final
         // names) are removed in the background: walking a large destination takes a while,
@@ -52,11 +52,11 @@ impl Receiver {
         std::thread::Builder::new()
             .name("shoal-temp-sweep".into())
             .spawn(
-                move || match shoal_common::pipeline::writer::remove_stale_temps(&dest) {
+                move || match shoal_pipeline::writer::remove_stale_temps(&dest) {
                     Ok(0) => {}
                     Ok(n) => eprintln!(
                         "removed {n} temporary file(s) ({}*) that an interrupted run left under {}",
-                        shoal_common::pipeline::writer::TEMP_PREFIX,
+                        shoal_pipeline::writer::TEMP_PREFIX,
                         dest.display()
                     ),
                     Err(e) => eprintln!(

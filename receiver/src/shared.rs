@@ -4,8 +4,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use shoal_common::codec::{Completion, Hello};
-use shoal_common::identity::Identity;
+use shoal_proto::codec::{Completion, Hello};
+use shoal_transport::identity::Identity;
 use tokio::sync::{mpsc, Semaphore};
 
 use crate::config::ReceiverConfig;

@@ -7,8 +7,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bytes::{Buf, BytesMut};
-use shoal_common::codec::{self, BlockError, EndMarker, Record, StreamDecoder, StreamError};
-use shoal_common::pipeline::writer::{file_id, BatchSender, WriteBatch, WriteOp};
+use shoal_pipeline::writer::{file_id, BatchSender, WriteBatch, WriteOp};
+use shoal_proto::codec::{self, BlockError, EndMarker, Record, StreamDecoder, StreamError};
 use tokio::sync::{mpsc, Semaphore};
 
 use crate::claims::Claims;

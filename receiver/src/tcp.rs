@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
-use shoal_common::codec::RecordDecoder;
-use shoal_common::config::Mode;
-use shoal_common::mux;
-use shoal_common::stats::set_tcp_cc;
+use shoal_proto::codec::RecordDecoder;
+use shoal_transport::config::Mode;
+use shoal_transport::mux;
+use shoal_transport::stats::set_tcp_cc;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
@@ -196,10 +196,11 @@ async fn serve<S>(
             // yamux (patched, vendor/yamux) flushes once per batch of frames; buffered, the
             // acknowledgements and closes of many streams leave in one TLS write.
             let io = tokio::io::BufWriter::with_capacity(
-                shoal_common::transport::YAMUX_WRITE_BUFFER,
+                shoal_transport::transport::YAMUX_WRITE_BUFFER,
                 io,
             );
-            let streams_allowed = shoal_common::transport::yamux_streams(config.flow.max_streams);
+            let streams_allowed =
+                shoal_transport::transport::yamux_streams(config.flow.max_streams);
             let (ctx, hello) = (&ctx, &hello);
             let served = mux::with_yamux_server(
                 io,
@@ -268,7 +269,7 @@ async fn serve<S>(
                     };
                     let facts = TransportFacts {
                         stream_window: 256 << 10,
-                        conn_window: shoal_common::transport::yamux_window(streams_allowed) as u64,
+                        conn_window: shoal_transport::transport::yamux_window(streams_allowed) as u64,
                         conn_window_min: 0,
                         rcvbuf: 0,
                         udp_offload: None,

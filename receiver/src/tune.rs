@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
-use shoal_common::window_share::TunedReceive;
 use shoal_proto::receive_window::{self, ReceiveTuner};
+use shoal_transport::window_share::TunedReceive;
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio::task::JoinHandle;
 

@@ -7,8 +7,8 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use bytes::{Buf, Bytes};
-use shoal_common::codec::{self, EndMarker, Hello};
-use shoal_common::pipeline::reader::{Chunk, ChunkKind, Reader};
+use shoal_pipeline::reader::{Chunk, ChunkKind, Reader};
+use shoal_proto::codec::{self, EndMarker, Hello};
 use tokio::io::{AsyncRead, AsyncWriteExt};
 
 use crate::config::TestHooks;
@@ -82,7 +82,7 @@ async fn send_records<W: RecordSink>(
 ) -> Result<u64> {
     // Enough idle buffers for the default send window, then some (a larger window only means
     // that buffers past these are freed, not kept).
-    let window = shoal_common::config::FlowConfig::default().send_window as usize;
+    let window = shoal_transport::config::FlowConfig::default().send_window as usize;
     let pool = BufPool::new(STAGING, window / STAGING + 64);
     let mut staging = pool.take();
     codec::encode_hello(hello, &mut staging);

@@ -21,7 +21,7 @@ impl RunClock {
     pub(crate) fn start() -> Self {
         RunClock {
             start: Instant::now(),
-            start_unix_us: shoal_common::metrics::wall_clock_us(),
+            start_unix_us: shoal_row::metrics::wall_clock_us(),
         }
     }
 

@@ -3,9 +3,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use shoal_common::config::{Cc, FlowConfig, Mode};
-use shoal_common::identity::Pin;
-use shoal_common::pipeline::reader::{Chunk, ChunkKind, ReaderConfig};
+use shoal_pipeline::reader::{Chunk, ChunkKind, ReaderConfig};
+use shoal_transport::config::{Cc, FlowConfig, Mode};
+use shoal_transport::identity::Pin;
 
 /// `--block-size`'s default: files larger than this are carried as blocks spread over the
 /// run's connections (docs/transports.md says how it was chosen).
@@ -52,7 +52,7 @@ pub struct SendConfig {
     /// How the congestion window starts: `--resume`, `--initial-window` (QUIC).
     pub start: crate::resume::StartConfig,
     /// The build that runs (recorded in the row).
-    pub provenance: shoal_common::provenance::Provenance,
+    pub provenance: shoal_row::provenance::Provenance,
     pub hooks: TestHooks,
 }
 

@@ -4,9 +4,9 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
-use shoal_common::codec::{Completion, Reply};
-use shoal_common::pipeline::queue::WalkError;
-use shoal_common::pipeline::reader::SourceFileError;
+use shoal_pipeline::queue::WalkError;
+use shoal_pipeline::reader::SourceFileError;
+use shoal_proto::codec::{Completion, Reply};
 
 use crate::replies::Replies;
 use crate::waits::Waits;

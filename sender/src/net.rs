@@ -7,11 +7,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
-use shoal_common::config::{Cc, FlowConfig};
-use shoal_common::identity::{self, Pin};
-use shoal_common::quic_cc::{self, AckedBytes};
-use shoal_common::stats::set_tcp_cc;
-use shoal_common::transport::{
+use shoal_transport::config::{Cc, FlowConfig};
+use shoal_transport::identity::{self, Pin};
+use shoal_transport::quic_cc::{self, AckedBytes};
+use shoal_transport::stats::set_tcp_cc;
+use shoal_transport::transport::{
     discover_mtu_towards, quic_endpoint_config, quic_transport, udp_socket,
 };
 use socket2::SockRef;
@@ -110,7 +110,7 @@ pub struct QuicConn {
     pub endpoint: quinn::Endpoint,
     pub udp_sndbuf: u64,
     /// The segmentation offload quinn-udp finds on the UDP socket.
-    pub udp_offload: Option<shoal_common::udp_offload::UdpOffload>,
+    pub udp_offload: Option<shoal_transport::udp_offload::UdpOffload>,
     /// Bytes the receiver acknowledged (counted by the congestion controller's delegate).
     pub acked: AckedBytes,
 }
@@ -145,7 +145,7 @@ pub async fn connect_quic_with(
     };
     let socket = udp_socket(bind, flow)?;
     let udp_sndbuf = SockRef::from(&socket).send_buffer_size().unwrap_or(0) as u64;
-    let udp_offload = shoal_common::udp_offload::UdpOffload::of(&socket);
+    let udp_offload = shoal_transport::udp_offload::UdpOffload::of(&socket);
     let mut endpoint = quinn::Endpoint::new(
         quic_endpoint_config(),
         None,

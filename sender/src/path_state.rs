@@ -16,8 +16,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
-use shoal_common::identity::Pin;
 use shoal_proto::careful_resume::{is_fresh, Saved};
+use shoal_transport::identity::Pin;
 
 /// `--path-state-lifetime`'s default (RFC 9959 §4.3.1, which sets no value).
 pub const DEFAULT_LIFETIME: Duration = Duration::from_secs(3_600);

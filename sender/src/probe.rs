@@ -3,8 +3,8 @@
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
-use shoal_common::quic_cc::AckedBytes;
-use shoal_common::stats::{quic_stats, tcp_stats, ConnStats};
+use shoal_transport::quic_cc::AckedBytes;
+use shoal_transport::stats::{quic_stats, tcp_stats, ConnStats};
 
 /// A live handle on a connection's statistics.
 #[derive(Clone)]

@@ -8,10 +8,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use shoal_common::config::Mode;
-use shoal_common::pipeline::queue::WorkQueue;
-use shoal_common::stats::ConnStats;
-use shoal_common::units::human_bytes;
+use shoal_pipeline::queue::WorkQueue;
+use shoal_proto::units::human_bytes;
+use shoal_transport::config::Mode;
+use shoal_transport::stats::ConnStats;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 

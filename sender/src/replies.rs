@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use anyhow::Result;
 use bytes::BytesMut;
-use shoal_common::codec::{Reply, ReplyDecoder};
+use shoal_proto::codec::{Reply, ReplyDecoder};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;

@@ -6,11 +6,11 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use shoal_common::config::{Cc, Mode};
-use shoal_common::quic_cc::Factory;
-use shoal_common::quic_resume::{ResumeLog, Resuming};
-use shoal_common::row::RunRow;
 use shoal_proto::careful_resume::{Outcome, Saved};
+use shoal_row::row::RunRow;
+use shoal_transport::config::{Cc, Mode};
+use shoal_transport::quic_cc::Factory;
+use shoal_transport::quic_resume::{ResumeLog, Resuming};
 
 use crate::path_state::{now_unix, PathRecord};
 

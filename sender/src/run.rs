@@ -7,20 +7,20 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 use bytes::BytesMut;
-use shoal_common::codec::{self, Completion, Hello};
-use shoal_common::config::{Cc, Mode};
-use shoal_common::hostfacts::{cpu_steal_seconds, UdpDrops};
-use shoal_common::latency::LatencyHistogram;
-use shoal_common::metrics;
-use shoal_common::pipeline::queue::WorkQueue;
-use shoal_common::pipeline::reader::{Reader, ReaderConfig};
-use shoal_common::quic_resume::ResumeLog;
-use shoal_common::row::RunRow;
-use shoal_common::stats::{check_tcp_cc, quic_stats, tcp_cc, tcp_stats, ConnStats};
-use shoal_common::transport::YAMUX_WRITE_BUFFER;
-use shoal_common::tree::WalkSummary;
-use shoal_common::udp_offload::{udp_payload_bytes, UdpOffload};
-use shoal_common::window_share::{SharedWindow, Side};
+use shoal_pipeline::queue::WorkQueue;
+use shoal_pipeline::reader::{Reader, ReaderConfig};
+use shoal_pipeline::tree::WalkSummary;
+use shoal_proto::codec::{self, Completion, Hello};
+use shoal_row::hostfacts::{cpu_steal_seconds, UdpDrops};
+use shoal_row::latency::LatencyHistogram;
+use shoal_row::metrics;
+use shoal_row::row::RunRow;
+use shoal_transport::config::{Cc, Mode};
+use shoal_transport::quic_resume::ResumeLog;
+use shoal_transport::stats::{check_tcp_cc, quic_stats, tcp_cc, tcp_stats, ConnStats};
+use shoal_transport::transport::YAMUX_WRITE_BUFFER;
+use shoal_transport::udp_offload::{udp_payload_bytes, UdpOffload};
+use shoal_transport::window_share::{SharedWindow, Side};
 use tokio::io::AsyncWriteExt;
 
 use crate::config::SendConfig;
@@ -122,7 +122,7 @@ fn put_connection_use(row: &mut RunRow, config: &SendConfig, bytes: &[u64]) {
         } else {
             format!(
                 "the run had fewer files and blocks (files over --block-size {} are split) than connections",
-                shoal_common::units::human_bytes(row.block_size)
+                shoal_proto::units::human_bytes(row.block_size)
             )
         };
         row.connections_note = format!(
@@ -149,7 +149,7 @@ pub async fn send(config: &SendConfig) -> RunRow {
         connections_requested: u64::from(config.connections),
         // Per QUIC connection: the window is shared by the run's connections.
         send_window: config.mode.is_quic().then(|| {
-            shoal_common::transport::quic_window_per_connection(
+            shoal_transport::transport::quic_window_per_connection(
                 config.flow.send_window,
                 config.connections,
             )

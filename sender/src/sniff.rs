@@ -8,7 +8,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
-use shoal_common::codec::{Reply, ReplyDecoder};
+use shoal_proto::codec::{Reply, ReplyDecoder};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// How many of the first received bytes are kept (an error reply is a few hundred at most).

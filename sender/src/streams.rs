@@ -14,9 +14,9 @@ use anyhow::{anyhow, bail, Context, Result};
 use bytes::BytesMut;
 use futures::stream::{FuturesUnordered, StreamExt};
 use futures::FutureExt;
-use shoal_common::codec::{self, Hello};
-use shoal_common::mux;
-use shoal_common::pipeline::reader::{ChunkKind, Reader};
+use shoal_pipeline::reader::{ChunkKind, Reader};
+use shoal_proto::codec::{self, Hello};
+use shoal_transport::mux;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio_util::compat::{Compat, FuturesAsyncReadCompatExt};
 
@@ -272,6 +272,6 @@ where
     F: FnOnce(Opener) -> Fut,
     Fut: Future<Output = T>,
 {
-    let streams = shoal_common::transport::yamux_streams(max_streams);
+    let streams = shoal_transport::transport::yamux_streams(max_streams);
     mux::with_yamux_client(io, streams, |conn| work(Opener::Yamux(conn))).await
 }
