@@ -32,7 +32,7 @@ pub struct DemoArgs {
     #[arg(long)]
     keep: bool,
     /// Transport mode.
-    #[arg(long, default_value = "tcp-bundle", value_parser = crate::mode_parser())]
+    #[arg(long, default_value = crate::defaults::SEND.mode.name(), value_parser = crate::mode_parser())]
     mode: Mode,
 }
 

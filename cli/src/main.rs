@@ -2,6 +2,7 @@
 //! calls; no transfer logic lives here. `unsafe` lives in `shoal-sys` only.
 #![forbid(unsafe_code)]
 
+mod defaults;
 mod demo;
 mod probe;
 mod report;
@@ -119,7 +120,7 @@ struct IdentityArgs {
 struct RuntimeArgs {
     /// Threads that run the connections (TLS, QUIC, yamux, timers). 1 costs the least CPU:
     /// with 2, handing packets and wake-ups between threads cost a quic-bundle sender 12–18%
-    /// more CPU on the 1 Gbit/s link (docs/benchmarks.md, "Twelfth session"). More let many
+    /// more CPU on the 1 Gbit/s link. More let many
     /// connections use several cores. The reader (send) and writer (recv) threads are apart
     /// either way. The row records each end's (`threads`, `receiver_threads`).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
@@ -131,16 +132,16 @@ struct RuntimeArgs {
 struct FlowArgs {
     /// Per-file streams outstanding (tcp-streams, quic-streams). Sender: for the whole run,
     /// split evenly over --connections. Receiver: the most it accepts per connection.
-    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    #[arg(long, default_value_t = defaults::FLOW.max_streams, value_parser = clap::value_parser!(u32).range(1..=65536))]
     max_streams: u32,
     /// QUIC receive window per stream (bounds one stream, e.g. quic-bundle, to window/RTT).
-    #[arg(long, default_value = "20MiB", value_parser = parse_size)]
+    #[arg(long, default_value = defaults::size(defaults::FLOW.stream_window), value_parser = parse_size)]
     stream_window: u64,
     /// QUIC receive window per connection (all streams together).
-    #[arg(long, default_value = "20MiB", value_parser = parse_size)]
+    #[arg(long, default_value = defaults::size(defaults::FLOW.conn_window), value_parser = parse_size)]
     conn_window: u64,
     /// QUIC send window: bytes in flight unacknowledged (sender).
-    #[arg(long, default_value = "20MiB", value_parser = parse_size)]
+    #[arg(long, default_value = defaults::size(defaults::FLOW.send_window), value_parser = parse_size)]
     send_window: u64,
     /// SO_SNDBUF for TCP and UDP sockets [default: TCP autotuning up to net.ipv4.tcp_wmem;
     /// UDP 8 MiB]. The kernel caps it at net.core.wmem_max; the value in effect is reported.
@@ -197,12 +198,12 @@ struct RecvArgs {
     #[arg(long)]
     fsync: bool,
     /// Drop a peer that sends nothing for this long (handshake included).
-    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    #[arg(long, default_value = defaults::span(defaults::RECV.idle_timeout), value_parser = parse_duration)]
     idle_timeout: Duration,
     /// Received bytes a run may hold before they are written (back-pressure to the sender).
     /// Small on purpose: TCP data waits in the kernel's socket buffer and QUIC data in
     /// quinn's receive window, so this only has to keep the writer busy.
-    #[arg(long, default_value = "4MiB", value_parser = parse_size)]
+    #[arg(long, default_value = defaults::size(defaults::RECV.write_budget as u64), value_parser = parse_size)]
     write_budget: u64,
     /// Writer threads per run [default: one per core, at most 4]. Files of different folders
     /// are created in parallel; a folder's files always go to the same writer, so a tree of
@@ -222,25 +223,25 @@ struct RecvArgs {
     #[arg(long)]
     allow_plain: bool,
     /// Connections (TCP and QUIC) served at once; past it new ones are refused and logged.
-    #[arg(long, default_value_t = shoal_receiver::DEFAULT_MAX_CONNECTIONS as u32, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = defaults::RECV.max_connections as u32, value_parser = clap::value_parser!(u32).range(1..))]
     max_connections: u32,
     /// Most files one run may bring: enforced on the run's running count as files arrive (the
     /// file past it is refused before it is created; files kept are within the limit).
-    #[arg(long, default_value_t = shoal_receiver::DEFAULT_MAX_FILES)]
+    #[arg(long, default_value_t = defaults::RECV.max_files)]
     max_files: u64,
     /// Most content bytes one run may bring, enforced like --max-files on each file's size
     /// before it is created: 4096, 4KiB, 1TiB…
-    #[arg(long, default_value = "4TiB", value_parser = parse_size)]
+    #[arg(long, default_value = defaults::size(defaults::RECV.max_bytes), value_parser = parse_size)]
     max_bytes: u64,
     /// Longest path a peer may send, in bytes (each component stays ≤ 255).
-    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u16).range(1..))]
+    #[arg(long, default_value_t = defaults::RECV.limits.path.max_len as u16, value_parser = clap::value_parser!(u16).range(1..))]
     max_path_len: u16,
     /// Most components a path may have.
-    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u16).range(1..))]
+    #[arg(long, default_value_t = defaults::RECV.limits.path.max_depth as u16, value_parser = clap::value_parser!(u16).range(1..))]
     max_depth: u16,
     /// Deadline from connecting to a complete hello (TLS handshake included): bounds a peer
     /// that trickles bytes.
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, default_value = defaults::span(defaults::RECV.hello_timeout), value_parser = parse_duration)]
     hello_timeout: Duration,
     /// Take control connections from a sweep on another host (same token, TLS only): each run
     /// gets a fresh folder under --dest (DEST/<run id>, with or without --flat), hashed from
@@ -277,7 +278,7 @@ struct SendArgs {
     /// Transport mode. tcp-bundle: one TLS/TCP stream of records; tcp-streams: yamux stream per
     /// file; quic-bundle: one QUIC stream of records; quic-streams: QUIC stream per file;
     /// tcp-wait: control arm that waits for each file's acknowledgement (one RTT per file).
-    #[arg(long, default_value = "tcp-bundle", value_parser = mode_parser())]
+    #[arg(long, default_value = defaults::SEND.mode.name(), value_parser = mode_parser())]
     mode: Mode,
     /// TCP modes without TLS, to isolate the cost of encryption (the receiver must run with
     /// --allow-plain; the token still applies).
@@ -345,11 +346,11 @@ struct SendArgs {
     /// Independent connections (each with its own TLS or QUIC session) sharing the files
     /// through one work queue; --max-streams, --read-ahead and the QUIC send window are for
     /// the run and split over them.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    #[arg(long, default_value_t = defaults::SEND.connections, value_parser = clap::value_parser!(u16).range(1..=64))]
     connections: u16,
     /// Files larger than this are carried as blocks of this size, spread over the
     /// connections (every mode but tcp-wait), so one large file uses all of them.
-    #[arg(long, default_value = "16MiB", value_parser = parse_size)]
+    #[arg(long, default_value = defaults::size(defaults::SEND.block_size), value_parser = parse_size)]
     block_size: u64,
     /// Test hook: send each large file's blocks last first (they arrive out of order).
     #[arg(long, hide = true)]
@@ -372,7 +373,7 @@ struct SendArgs {
     #[arg(long, hide = true)]
     test_corrupt_file: Option<usize>,
     /// Give up connecting after this long.
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, default_value = defaults::span(defaults::SEND.connect_timeout), value_parser = parse_duration)]
     connect_timeout: Duration,
     /// Fail the run if it takes longer than this (e.g. 15m) [default: no limit].
     #[arg(long, value_parser = parse_duration)]
@@ -475,16 +476,6 @@ fn parses(args: &[std::ffi::OsString]) -> Result<(), String> {
     Cli::try_parse_from(std::iter::once("shoal".into()).chain(args.iter().cloned()))
         .map(|_| ())
         .map_err(|e| e.to_string())
-}
-
-/// `send --read-ahead` when not given: QUIC modes need little, since quinn's send buffer
-/// already holds up to a send window of data ready to go (docs/benchmarks.md, Memory).
-fn default_read_ahead(mode: Mode) -> u64 {
-    if mode.is_quic() {
-        2 << 20
-    } else {
-        8 << 20
-    }
 }
 
 /// The async runtime with `threads` workers: a current-thread runtime for 1 (no hand-offs
@@ -643,8 +634,10 @@ async fn send(a: SendArgs) -> Result<ExitCode> {
         pin,
         token,
         reader: ReaderConfig {
-            budget: usize::try_from(a.read_ahead.unwrap_or(default_read_ahead(a.mode)))
-                .unwrap_or(usize::MAX),
+            budget: a.read_ahead.map_or_else(
+                || shoal_sender::default_read_ahead(a.mode),
+                |n| usize::try_from(n).unwrap_or(usize::MAX),
+            ),
             ..Default::default()
         },
         flow: FlowConfig {
@@ -673,7 +666,7 @@ async fn send(a: SendArgs) -> Result<ExitCode> {
             reverse_blocks: a.test_reverse_blocks,
         },
     };
-    let row = shoal_sender::send(&config).await;
+    let shoal_sender::RunOutcome { row, interrupted } = shoal_sender::run(&config).await;
     a.start.save(&row, &pin, &a.to);
     if a.json {
         println!("{}", serde_json::to_string(&row)?);
@@ -685,7 +678,7 @@ async fn send(a: SendArgs) -> Result<ExitCode> {
     }
     Ok(if row.is_ok() {
         ExitCode::SUCCESS
-    } else if row.error == shoal_sender::INTERRUPTED {
+    } else if interrupted {
         // 128 + SIGINT, as a shell reports a process Ctrl-C ended.
         ExitCode::from(130)
     } else {

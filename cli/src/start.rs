@@ -64,7 +64,7 @@ pub struct StartArgs {
     #[arg(long, value_name = "DIR")]
     pub path_state: Option<PathBuf>,
     /// Path state older than this is ignored (RFC 9959's guidance: an hour).
-    #[arg(long, default_value = "1h", value_parser = parse_duration)]
+    #[arg(long, default_value = crate::defaults::span(shoal_sender::path_state::DEFAULT_LIFETIME), value_parser = parse_duration)]
     pub path_state_lifetime: Duration,
     /// Do not save this run's path state.
     #[arg(long)]
@@ -174,7 +174,7 @@ pub enum PathCommand {
         #[arg(long, value_name = "DIR")]
         path_state: Option<PathBuf>,
         /// Records older than this show as expired.
-        #[arg(long, default_value = "1h", value_parser = parse_duration)]
+        #[arg(long, default_value = crate::defaults::span(shoal_sender::path_state::DEFAULT_LIFETIME), value_parser = parse_duration)]
         path_state_lifetime: Duration,
         /// One JSON object per record.
         #[arg(long)]

@@ -32,10 +32,10 @@ pub struct ReaderConfig {
     /// Bytes that may be read ahead of the socket (all chunks not yet written).
     pub budget: usize,
     /// Largest chunk of one file's content. The default, 64 KiB, stays under glibc's mmap
-    /// threshold (128 KiB, `cli/src/sys.rs`), so a chunk's buffer comes from the heap and is
-    /// reused once freed: 1 MiB chunks were each mapped fresh, and with the bundle's staging
-    /// buffers the page faults and the kernel's zeroing took ~10% of a quic-bundle sender's
-    /// samples on the 1 Gbit/s link (docs/benchmarks.md, "Twelfth session").
+    /// threshold (128 KiB, `shoal_sys::process::tune_malloc`), so a chunk's buffer comes from
+    /// the heap and is reused once freed: 1 MiB chunks were each mapped fresh, and with the
+    /// bundle's staging buffers the page faults and the kernel's zeroing took ~10% of a
+    /// quic-bundle sender's samples on the 1 Gbit/s link.
     pub chunk_size: usize,
 }
 

@@ -167,6 +167,34 @@ pub fn format_duration(d: Duration) -> String {
     }
 }
 
+/// A byte count as a user writes it: the largest binary unit that divides it exactly
+/// (`20MiB`, `4TiB`, `1500`); [`parse_size`] reads it back.
+pub fn format_size(bytes: u64) -> String {
+    for (shift, unit) in [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")] {
+        if bytes != 0 && bytes.trailing_zeros() >= shift {
+            return format!("{}{unit}", bytes >> shift);
+        }
+    }
+    bytes.to_string()
+}
+
+/// A duration as a user writes it: whole hours, else the largest of s, ms, us that divides it
+/// exactly (`1h`, `60s`, `250ms`); [`parse_duration`] reads it back.
+pub fn format_span(d: Duration) -> String {
+    let ns = d.as_nanos();
+    for (unit_ns, unit) in [
+        (3_600_000_000_000, "h"),
+        (1_000_000_000, "s"),
+        (1_000_000, "ms"),
+        (1_000, "us"),
+    ] {
+        if ns != 0 && ns / unit_ns * unit_ns == ns {
+            return format!("{}{unit}", ns / unit_ns);
+        }
+    }
+    format!("{ns}ns")
+}
+
 /// Up to three decimals, trailing zeros removed.
 pub fn trim_float(v: f64) -> String {
     let s = format!("{v:.3}");
@@ -193,6 +221,24 @@ pub fn human_bytes(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_and_spans_are_written_as_users_write_them() {
+        for (n, s) in [
+            (20 << 20, "20MiB"),
+            (4 << 40, "4TiB"),
+            (4096, "4KiB"),
+            (1500, "1500"),
+        ] {
+            assert_eq!(format_size(n), s);
+            assert_eq!(parse_size(s), Ok(n));
+        }
+        for (d, s) in [(3600, "1h"), (600, "600s"), (60, "60s"), (10, "10s")] {
+            assert_eq!(format_span(Duration::from_secs(d)), s);
+            assert_eq!(parse_duration(s), Ok(Duration::from_secs(d)));
+        }
+        assert_eq!(format_span(Duration::from_millis(250)), "250ms");
+    }
 
     #[test]
     fn sizes() {

@@ -6,7 +6,7 @@ use std::time::Duration;
 use shoal_proto::codec::DecodeLimits;
 use shoal_transport::config::FlowConfig;
 
-/// Receiver settings.
+/// Receiver settings. [`Default`] holds every default of `shoal recv`, each with its reason.
 #[derive(Debug, Clone)]
 pub struct ReceiverConfig {
     /// Each run writes into `dest/<run id>/` (created for it), or into `dest` itself with
@@ -52,13 +52,16 @@ pub struct ReceiverConfig {
     pub fixed_window: bool,
 }
 
-/// Default for [`ReceiverConfig::max_connections`].
+/// Default for [`ReceiverConfig::max_connections`]: past any sweep's connections, far below
+/// what exhausts file descriptors.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
-/// Default for [`ReceiverConfig::max_files`].
+/// Default for [`ReceiverConfig::max_files`]: past any tree Shoal is meant for, bounded so a
+/// peer cannot fill the file system's inodes unchecked.
 pub const DEFAULT_MAX_FILES: u64 = 10_000_000;
 /// Default for [`ReceiverConfig::max_bytes`]: 4 TiB.
 pub const DEFAULT_MAX_BYTES: u64 = 4 << 40;
-/// Default for [`ReceiverConfig::hello_timeout`].
+/// Default for [`ReceiverConfig::hello_timeout`]: a TLS handshake over any real path, and no
+/// more, so a peer that trickles bytes is dropped.
 pub const DEFAULT_HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl Default for ReceiverConfig {
@@ -71,7 +74,11 @@ impl Default for ReceiverConfig {
             allow_plain: false,
             limits: DecodeLimits::default(),
             flow: FlowConfig::default(),
+            // Long past a sender's pauses (a slow walk, a stalled path), short enough to free
+            // a dead peer's run.
             idle_timeout: Duration::from_secs(60),
+            // Small on purpose: TCP data waits in the socket buffer and QUIC data in quinn's
+            // receive window, so this only has to keep the writer busy.
             write_budget: 4 << 20,
             writers: default_writers(),
             max_connections: DEFAULT_MAX_CONNECTIONS,

@@ -241,19 +241,9 @@ async fn read_control<R: AsyncRead + Unpin>(
 
 /// A QUIC file stream's first read: enough for the record's header. What stays unread stays in
 /// quinn, inside the connection's flow-control window, so a slow writer holds the sender back
-/// instead of 4,096 handlers each holding a file's bytes. Reading a 4 KiB file whole (4.5 KiB)
-/// was faster while quinn's window was 20 MiB on every path, but with that window (which the
-/// study's 141 ms link still has) it raised the receiver's peak RSS over its 48 MB ceiling:
-/// 62.6 against 43.5 MB, and 48.8–54.4 MB even when reading whole only while the write budget
-/// had room. With the window sized for the path, whole reads are no faster on loopback (2.418
-/// against 2.387 s):
-/// results/ab-loopback/ab-quic-streams-firstread4608-tried.log,
-/// results/ab-loopback/ab-quic-streams-path-window-vs-3dfd6b7.log,
-/// results/ab-loopback/ab-quic-streams-window-only-vs-adaptive-vs-3dfd6b7.log.
-/// The sixteenth session read a whole 4 KiB file first whenever the write budget had room for
-/// it, taken before the read (receiver CPU −10% on loopback), and the link's small-file
-/// receivers still reached 52.5–53.9 MB against 39.6–42.9 without it, for a cause not found:
-/// results/ab-link/link-memory-quic-streams-small/, whole-first-read-tried.diff.
+/// instead of 4,096 handlers each holding a file's bytes. Reading a small file whole on the
+/// first read raised the receiver's peak RSS on the 141 ms link and was no faster on loopback
+/// once the window is sized for the path (docs/decisions/0009-first-read.md).
 const QUIC_FIRST_READ: usize = 512;
 
 /// Reads exactly one file record from a stream and writes it.

@@ -20,9 +20,9 @@ use crate::sink::RecordSink;
 use crate::waits::Waits;
 
 /// Bytes gathered before one write to the socket: many small records per write. Below glibc's
-/// mmap threshold (128 KiB, `cli/src/sys.rs`): at 256 KiB every buffer was mapped afresh, and
-/// the page faults and zeroing were ~10% of a quic-bundle sender's samples on the 1 Gbit/s
-/// link, ~14% on loopback (docs/benchmarks.md, "Twelfth session"). The buffers are pooled.
+/// mmap threshold (128 KiB, `shoal_sys::process::tune_malloc`): at 256 KiB every buffer was
+/// mapped afresh, and the page faults and zeroing were ~10% of a quic-bundle sender's samples
+/// on the 1 Gbit/s link, ~14% on loopback. The buffers are pooled.
 const STAGING: usize = 64 << 10;
 
 /// Sends the whole run and returns the receiver's completion report and where sending
@@ -185,7 +185,7 @@ async fn send_records<W: RecordSink>(
 /// more) would keep a whole 64 KiB buffer for the few records it holds when the reader had no
 /// more for now, which an empty send window makes common (it takes writes faster than small
 /// files are read, as at a run's start): 392 pool buffers, 25.7 MB, held a 20 MiB window of
-/// small files on the 141 ms link (docs/benchmarks.md, "Twentieth session"). Records filling
+/// small files on the 141 ms link. Records filling
 /// less than half the buffer are copied out instead, and the buffer stays for the next ones.
 /// (Waiting for the reader to fill the buffer instead made loopback runs 4–6% slower: ratios
 /// of medians, same docs section.)

@@ -11,7 +11,19 @@ use shoal_transport::identity::Pin;
 /// run's connections (docs/transports.md says how it was chosen).
 pub const DEFAULT_BLOCK_SIZE: u64 = 16 << 20;
 
-/// Sender settings.
+/// `--read-ahead`'s default for `mode`: QUIC modes need little, since quinn's send buffer
+/// already holds up to a send window of data ready to go, and 8 MiB cost a QUIC sender ~5 MB
+/// more RSS (docs/benchmarks.md, Memory); TCP modes read 8 MiB ahead to hide file latency.
+pub fn default_read_ahead(mode: Mode) -> usize {
+    if mode.is_quic() {
+        2 << 20
+    } else {
+        8 << 20
+    }
+}
+
+/// Sender settings. [`Default`] holds every default of `shoal send`; `to`, `src`, `pin` and
+/// `token` have none (empty) and must be set.
 #[derive(Debug, Clone)]
 pub struct SendConfig {
     /// Receiver address, `host:port` (TCP and UDP on the same port).
@@ -54,6 +66,43 @@ pub struct SendConfig {
     /// The build that runs (recorded in the row).
     pub provenance: shoal_row::provenance::Provenance,
     pub hooks: TestHooks,
+}
+
+impl Default for SendConfig {
+    fn default() -> Self {
+        let mode = Mode::TcpBundle;
+        Self {
+            to: String::new(),
+            src: PathBuf::new(),
+            // The mode with the fewest moving parts: one TLS/TCP stream of records.
+            mode,
+            plain: false,
+            pin: Pin([0; 32]),
+            token: Vec::new(),
+            reader: ReaderConfig {
+                budget: default_read_ahead(mode),
+                ..Default::default()
+            },
+            flow: FlowConfig::default(),
+            // Past any handshake on a working path, short enough to fail fast on a dead one.
+            connect_timeout: Duration::from_secs(10),
+            timeout: None,
+            latency_out: None,
+            cc: None,
+            // One connection is the protocol's own behaviour; more is an experiment's choice.
+            connections: 1,
+            block_size: DEFAULT_BLOCK_SIZE,
+            stats_interval: None,
+            stats_out: None,
+            receiver_series_out: None,
+            progress: None,
+            stop_on_ctrl_c: false,
+            run_id: None,
+            start: crate::resume::StartConfig::default(),
+            provenance: shoal_row::provenance::Provenance::default(),
+            hooks: TestHooks::default(),
+        }
+    }
 }
 
 /// Deliberate faults for tests of the receiver's defences. Never set by normal use.

@@ -23,6 +23,6 @@ mod sniff;
 mod streams;
 mod waits;
 
-pub use config::{SendConfig, TestHooks, DEFAULT_BLOCK_SIZE};
+pub use config::{default_read_ahead, SendConfig, TestHooks, DEFAULT_BLOCK_SIZE};
 pub use progress::ProgressConfig;
-pub use run::{send, INTERRUPTED};
+pub use run::{run, send, Interrupted, RunOutcome};

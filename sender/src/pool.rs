@@ -5,7 +5,7 @@
 //! (buffers above glibc's mmap threshold were mapped and zeroed afresh; heap buffers freed out
 //! of order leave the heap as large as its peak). With the bounded walk queue it took a
 //! quic-bundle sender's anonymous RSS from 35.7/37.1/46.8 to 31.1/32.4/37.0 MB; its own share
-//! of that was not separated (docs/benchmarks.md, "Twelfth session: the study's arms").
+//! of that was not separated.
 
 use std::sync::{Arc, Mutex};
 

@@ -135,6 +135,11 @@ fn put_connection_use(row: &mut RunRow, config: &SendConfig, bytes: &[u64]) {
 /// Runs one transfer and returns its row (status `ok` only if the receiver reported every
 /// file ready).
 pub async fn send(config: &SendConfig) -> RunRow {
+    run(config).await.row
+}
+
+/// [`send`], also telling whether Ctrl-C stopped the run.
+pub async fn run(config: &SendConfig) -> RunOutcome {
     let cpu_start = metrics::cpu_seconds();
     let udp_start = UdpDrops::read();
     let steal_start = cpu_steal_seconds();
@@ -162,6 +167,7 @@ pub async fn send(config: &SendConfig) -> RunRow {
         shoal_sha256: config.provenance.binary_sha256.clone(),
         ..Default::default()
     };
+    let mut interrupted = false;
     let run_id: [u8; 16] = config.run_id.unwrap_or_else(rand::random);
     row.run_id = hex::encode(run_id);
     row.block_size = block_size_for(config).unwrap_or(0);
@@ -192,7 +198,7 @@ pub async fn send(config: &SendConfig) -> RunRow {
             // A run that ended early (a failure, the timeout) needs no more of the tree.
             queue.stop();
             progress.stop().await;
-            if matches!(&result, Err(e) if e.to_string() == INTERRUPTED) {
+            if matches!(&result, Err(e) if e.is::<Interrupted>()) {
                 progress.print_interrupted(config.progress.is_some_and(|p| p.json));
             }
             // What the walk found (all of the tree once it is over; so far, on a failure).
@@ -278,6 +284,7 @@ pub async fn send(config: &SendConfig) -> RunRow {
             }
         }
         Err(e) => {
+            interrupted = e.is::<Interrupted>();
             row.seconds = started.started_at().elapsed().as_secs_f64();
             row.clock_start_unix_us = Some(started.started_unix_us());
             row.status = "failed".into();
@@ -288,11 +295,21 @@ pub async fn send(config: &SendConfig) -> RunRow {
             }
         }
     }
-    row
+    RunOutcome { row, interrupted }
 }
 
-/// The error of a run stopped by Ctrl-C (`SendConfig::stop_on_ctrl_c`).
-pub const INTERRUPTED: &str = "interrupted";
+/// The error of a run stopped by Ctrl-C (`SendConfig::stop_on_ctrl_c`); the row's error reads
+/// "interrupted".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("interrupted")]
+pub struct Interrupted;
+
+/// One run's row, and whether Ctrl-C stopped it.
+#[derive(Debug)]
+pub struct RunOutcome {
+    pub row: RunRow,
+    pub interrupted: bool,
+}
 
 /// Runs `work` until it ends, `--timeout` passes or (with `stop_on_ctrl_c`) Ctrl-C comes:
 /// the last two fail the run like any other error, so its row is written the same way.
@@ -311,7 +328,7 @@ async fn bounded(
     };
     let interrupt = async {
         match config.stop_on_ctrl_c {
-            true if tokio::signal::ctrl_c().await.is_ok() => anyhow!(INTERRUPTED),
+            true if tokio::signal::ctrl_c().await.is_ok() => anyhow::Error::new(Interrupted),
             _ => std::future::pending().await,
         }
     };
