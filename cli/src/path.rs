@@ -1,0 +1,107 @@
+//! `shoal path show|forget`: the path state `send` keeps per receiver.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Result;
+use clap::Subcommand;
+use shoal_proto::units::{human_bytes, parse_duration};
+use shoal_sender::path_state::now_unix;
+
+use crate::start_window::store;
+
+#[derive(Debug, Subcommand)]
+pub enum PathCommand {
+    /// List the saved path state: per receiver and transport, the window and min RTT the last
+    /// ok run reached, its goodput and peak delivery rate, the saved window a resumed run
+    /// would start from (and whether the peak, the goodput or the cwnd bounded it), and its
+    /// age (fresh or expired).
+    Show {
+        /// Path-state folder [default: as `send --path-state`].
+        #[arg(long, value_name = "DIR")]
+        path_state: Option<PathBuf>,
+        /// Records older than this show as expired.
+        #[arg(long, default_value = crate::defaults::span(shoal_sender::path_state::DEFAULT_LIFETIME), value_parser = parse_duration)]
+        path_state_lifetime: Duration,
+        /// One JSON object per record.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete one receiver's record (KEY, as `path show` prints it) or, with --all, every one.
+    Forget {
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        key: Option<String>,
+        #[arg(long)]
+        all: bool,
+        /// Path-state folder [default: as `send --path-state`].
+        #[arg(long, value_name = "DIR")]
+        path_state: Option<PathBuf>,
+    },
+}
+
+pub fn path_command(cmd: PathCommand) -> Result<bool> {
+    match cmd {
+        PathCommand::Show {
+            path_state,
+            path_state_lifetime,
+            json,
+        } => {
+            let store = store(&path_state);
+            let records = store.list()?;
+            if records.is_empty() && !json {
+                println!("no path state in {}", store.dir().display());
+            }
+            let now = now_unix();
+            let mut all_ok = true;
+            for (key, record) in records {
+                match record {
+                    Ok(r) if json => println!("{}", serde_json::to_string(&r)?),
+                    Ok(r) => {
+                        let age = r.age(now).unwrap_or_default();
+                        let fresh = shoal_proto::careful_resume::is_fresh(
+                            r.saved_at,
+                            now,
+                            path_state_lifetime,
+                        );
+                        let (window, cap) = r.saved_window();
+                        let peak = r
+                            .peak_delivery_bytes_per_s
+                            .map_or("none".into(), |p| format!("{:.1} MB/s", p as f64 / 1e6));
+                        println!(
+                            "{key}: {} {} cwnd {} min RTT {:.1} ms goodput {:.1} MB/s peak delivery {peak} saved window {} (by {}), {} s old ({})",
+                            r.transport,
+                            r.address,
+                            human_bytes(r.cwnd_bytes),
+                            r.min_rtt_ms,
+                            r.goodput_bytes_per_s as f64 / 1e6,
+                            human_bytes(window),
+                            cap.name(),
+                            age.as_secs(),
+                            if fresh { "fresh" } else { "expired" }
+                        );
+                    }
+                    Err(e) => {
+                        all_ok = false;
+                        eprintln!("{key}: {e:#}");
+                    }
+                }
+            }
+            Ok(all_ok)
+        }
+        PathCommand::Forget {
+            key,
+            all,
+            path_state,
+        } => {
+            let store = store(&path_state);
+            if all {
+                let n = store.forget_all()?;
+                println!("forgot {n} record(s) in {}", store.dir().display());
+            } else if let Some(key) = key {
+                store.forget(&key)?;
+                println!("forgot {key}");
+            }
+            Ok(true)
+        }
+    }
+}
