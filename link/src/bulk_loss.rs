@@ -27,7 +27,7 @@ use rustix::net::sockopt;
 use serde::Serialize;
 
 use crate::control::{self, LinkInfo};
-use crate::forwarder::ForwarderStats;
+use crate::ipc::ForwarderStats;
 use crate::netns;
 
 /// How long the flow may take to drain once it stops writing (every segment acknowledged).
@@ -101,7 +101,7 @@ pub fn measure(info: &LinkInfo, target_segments: u64, max_time: Duration) -> Res
     receiver.set_read_timeout(Some(Duration::from_millis(200)))?;
     sender.set_write_timeout(Some(Duration::from_millis(200)))?;
 
-    let before = control::forwarder_stats(&st.name);
+    let before = crate::ipc::forwarder_stats(&st.name);
     let stop = AtomicBool::new(false);
     let stop_writing = AtomicBool::new(false);
     let t0 = Instant::now();

@@ -19,7 +19,8 @@ use anyhow::{bail, Context, Result};
 
 use crate::bulk_loss;
 use crate::control::{self, LinkInfo};
-use crate::forwarder::{monotonic_ns, set_fine_timer_slack, set_realtime, ForwarderStats};
+use crate::forwarder::{monotonic_ns, set_fine_timer_slack, set_realtime};
+use crate::ipc::ForwarderStats;
 use crate::netns;
 use crate::state::Backend;
 use crate::verdict::{CheckReport, ForwarderUse, LossResult, RttStats, Throughput, Verdict};
@@ -293,7 +294,7 @@ fn bulk_phase(
         }
         std::thread::sleep((t0 + warmup).saturating_duration_since(Instant::now()));
         let (b1, t1) = (received.load(Ordering::Relaxed), Instant::now());
-        let s1 = control::forwarder_stats(&st.name);
+        let s1 = crate::ipc::forwarder_stats(&st.name);
         let c1 = fwd_pid.and_then(process_cpu_s);
 
         // Loaded RTT probes every 10 ms through the measurement window.
@@ -321,7 +322,7 @@ fn bulk_phase(
         }
         let (b2, t2) = (received.load(Ordering::Relaxed), Instant::now());
         let c2 = fwd_pid.and_then(process_cpu_s);
-        let s2 = control::forwarder_stats(&st.name);
+        let s2 = crate::ipc::forwarder_stats(&st.name);
         let mss = tcp_maxseg(&sender);
         let retransmits = tcp_total_retrans(&sender);
         stop.store(true, Ordering::Relaxed);

@@ -281,7 +281,7 @@ pub fn run(cmd: LinkCommand) -> Result<i32> {
         LinkCommand::Forward(a) => {
             let text = std::fs::read_to_string(&a.config)
                 .with_context(|| format!("reading {}", a.config.display()))?;
-            let cfg: crate::forwarder::ForwarderConfig = serde_json::from_str(&text)
+            let cfg: crate::ipc::ForwarderConfig = serde_json::from_str(&text)
                 .with_context(|| format!("parsing {}", a.config.display()))?;
             crate::forwarder::run_daemon(&cfg)?;
             Ok(0)

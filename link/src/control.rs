@@ -10,7 +10,7 @@ use anyhow::{bail, Context, Result};
 use rustix::process::{Pid, Signal};
 use serde::Serialize;
 
-use crate::forwarder::{ForwarderConfig, ForwarderStats};
+use crate::ipc::{forwarder_stats, is_forwarder, is_running, ForwarderConfig, ForwarderStats};
 use crate::netns::{self, ip};
 use crate::parse::{format_duration, format_rate, QueueSpec};
 use crate::state::{self, Backend, LinkState, Sysctls};
@@ -350,31 +350,6 @@ fn start_forwarder(
     Ok((child, off))
 }
 
-/// Whether `pid` is a live (not zombie) forwarder of link `name`; guards against signalling
-/// an unrelated process that reused the PID.
-pub fn is_forwarder(pid: u32, name: &str) -> bool {
-    let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
-        return false;
-    };
-    let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
-    let has = |s: &str| args.contains(&s.as_bytes());
-    if !(has("forward") && has(name)) {
-        return false;
-    }
-    is_running(pid)
-}
-
-/// Whether `pid` exists and has not exited: field 3 of `/proc/PID/stat` (after the
-/// parenthesised command name) is its state, and Z/X mean it has exited.
-fn is_running(pid: u32) -> bool {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let state = stat
-        .rsplit(')')
-        .next()
-        .and_then(|r| r.split_whitespace().next());
-    !matches!(state, Some("Z") | Some("X") | None)
-}
-
 /// kill(2) `pid` (errors ignored: the caller then waits for the process to be gone).
 fn signal(pid: u32, sig: Signal) {
     if let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) {
@@ -495,7 +470,7 @@ pub fn down(name: &str) -> Result<DownOutcome> {
 #[derive(Debug)]
 pub struct BlackholeOutcome {
     /// The forwarder's blackhole state right after it took the request.
-    pub state: crate::forwarder::BlackholeStats,
+    pub state: crate::ipc::BlackholeStats,
     pub forwarder_pid: u32,
 }
 
@@ -529,7 +504,7 @@ pub fn blackhole(name: &str, duration: Duration) -> Result<BlackholeOutcome> {
         n => usize::try_from(n).unwrap_or(usize::MAX),
     };
     // To a PID verified above to be this link's forwarder.
-    shoal_sys::signal::queue_signal(pid, crate::forwarder::BLACKHOLE_SIGNAL, ms)
+    shoal_sys::signal::queue_signal(pid, crate::ipc::BLACKHOLE_SIGNAL, ms)
         .with_context(|| format!("signalling forwarder {pid}"))?;
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(2) {
@@ -574,12 +549,6 @@ pub fn tx_dropped(ns: &str, dev: &str) -> Result<u64> {
     v[0]["stats64"]["tx"]["dropped"]
         .as_u64()
         .with_context(|| format!("no tx dropped counter for {dev} in {ns}"))
-}
-
-/// Reads the forwarder's stats file, if any.
-pub fn forwarder_stats(name: &str) -> Option<ForwarderStats> {
-    let text = std::fs::read_to_string(state::stats_path(name)).ok()?;
-    serde_json::from_str(&text).ok()
 }
 
 /// Everything known about link `name`, for status output and sweep rows.

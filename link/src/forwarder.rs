@@ -10,16 +10,19 @@
 use std::collections::VecDeque;
 use std::io;
 use std::os::fd::AsFd;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use rustix::event::{PollFd, PollFlags};
-use serde::{Deserialize, Serialize};
 
 use crate::admit::{admit, Piece};
+use crate::ipc::{
+    BlackholeStats, DirStats, DirectionConfig, ForwarderConfig, ForwarderStats, BLACKHOLE_SIGNAL,
+    LOSS_SIGNAL,
+};
 use crate::schedule::{LinkSchedule, LossGen};
 use crate::tun::Tun;
 use crate::vnet::{self, VNET_HDR_LEN};
@@ -68,16 +71,6 @@ pub fn hold_cpu_latency_zero() -> io::Result<std::fs::File> {
     Ok(f)
 }
 
-/// Parameters of one direction.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-pub struct DirectionConfig {
-    pub rate_bps: u64,
-    pub delay_ns: u64,
-    pub queue_bytes: u64,
-    pub loss: f64,
-    pub seed: u64,
-}
-
 /// Live counters of one direction, shared with the stats writer.
 #[derive(Default, Debug)]
 pub struct DirCounters {
@@ -91,33 +84,6 @@ pub struct DirCounters {
     pub write_errors: AtomicU64,
     pub late_max_ns: AtomicU64,
     pub late_over_1ms: AtomicU64,
-}
-
-/// A snapshot of [`DirCounters`], as written to the stats file. Frames are what crosses the
-/// TUN (a TSO/USO super-packet, or a piece of one, counts once); every drop counter counts
-/// wire packets (segments), like `forwarded_segments`.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
-pub struct DirStats {
-    /// Frames read from the TUN.
-    pub received: u64,
-    /// Frames written to the other TUN.
-    pub forwarded: u64,
-    /// Wire bytes and wire packets of the forwarded frames.
-    pub forwarded_wire_bytes: u64,
-    pub forwarded_segments: u64,
-    /// Wire packets refused by the full drop-tail queue.
-    pub dropped_queue: u64,
-    /// Wire packets taken by random loss.
-    pub dropped_loss: u64,
-    /// Wire packets dropped because the link was black-holed (`shoal link blackhole`).
-    #[serde(default)]
-    pub dropped_blackhole: u64,
-    /// Frames the receiving TUN refused.
-    pub write_errors: u64,
-    /// Worst lateness of a delivery against its deadline, in microseconds.
-    pub late_max_us: u64,
-    /// Deliveries (frames) more than 1 ms late.
-    pub late_over_1ms: u64,
 }
 
 impl DirCounters {
@@ -137,38 +103,6 @@ impl DirCounters {
         }
     }
 }
-
-/// Both directions' counters, as the forwarder writes them to its stats file.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
-pub struct ForwarderStats {
-    /// sender → receiver.
-    pub up: DirStats,
-    /// receiver → sender.
-    pub down: DirStats,
-    /// Whether the forwarder had stopped when this was written.
-    pub stopped: bool,
-    /// The blackhole state. Absent in files written by forwarders that predate
-    /// `shoal link blackhole` (which would die of the signal that asks for one).
-    #[serde(default)]
-    pub blackhole: Option<BlackholeStats>,
-    /// The random loss in effect (absent from forwarders that cannot change it).
-    #[serde(default)]
-    pub loss: Option<crate::liveloss::LossStats>,
-}
-
-/// Whether the link is black-holed (every packet dropped, both directions) and for how long.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
-pub struct BlackholeStats {
-    pub active: bool,
-    /// Time left, in milliseconds (0 when not active).
-    pub remaining_ms: u64,
-    /// Blackhole requests taken so far (each `shoal link blackhole`, ends included).
-    pub requests: u64,
-}
-
-/// The signal that carries a blackhole request: `sigqueue(pid, BLACKHOLE_SIGNAL, ms)`, where
-/// the value is the duration in milliseconds (0 ends a blackhole now).
-pub const BLACKHOLE_SIGNAL: i32 = libc::SIGUSR1;
 
 /// A blackhole deadline shared by the daemon (which sets it) and both directions (which
 /// drop every packet that arrives before it): CLOCK_MONOTONIC ns, 0 = none.
@@ -310,49 +244,6 @@ pub fn run_direction(
     Ok(())
 }
 
-/// What the forwarder daemon needs to run; `up` writes it to the link's run folder
-/// (`state::forwarder_config_path`) and starts `shoal link forward --config FILE`.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-pub struct ForwarderConfig {
-    pub snd_ns: String,
-    pub rcv_ns: String,
-    pub device: String,
-    pub offload: bool,
-    pub up: DirectionConfig,
-    pub down: DirectionConfig,
-    pub stats_path: PathBuf,
-    /// Hold `/dev/cpu_dma_latency` at 0 while running (see [`hold_cpu_latency_zero`]).
-    pub pm_qos: bool,
-}
-
-impl ForwarderConfig {
-    /// The forwarder of link `st`, in raw units.
-    pub fn from_state(st: &crate::state::LinkState, offload: bool, pm_qos: bool) -> Self {
-        let dir = |rate_bps, queue_bytes, seed| DirectionConfig {
-            rate_bps,
-            delay_ns: st.rtt_ns / 2,
-            queue_bytes,
-            loss: st.loss,
-            seed,
-        };
-        ForwarderConfig {
-            snd_ns: st.snd_ns.clone(),
-            rcv_ns: st.rcv_ns.clone(),
-            device: st.device.clone(),
-            offload,
-            up: dir(st.rate_bps, st.queue_bytes, st.seed),
-            // A different stream per direction, still fixed by the one seed.
-            down: dir(
-                st.down_rate_bps,
-                st.down_queue_bytes,
-                st.seed ^ 0x5DEE_CE66_D1CE_F00D,
-            ),
-            stats_path: crate::state::stats_path(&st.name),
-            pm_qos,
-        }
-    }
-}
-
 fn write_stats(path: &Path, stats: &ForwarderStats) -> Result<()> {
     let tmp = path.with_extension("tmp");
     std::fs::write(&tmp, serde_json::to_vec_pretty(stats)?)
@@ -369,7 +260,7 @@ fn block_daemon_signals() -> libc::sigset_t {
         libc::SIGINT,
         libc::SIGHUP,
         BLACKHOLE_SIGNAL,
-        crate::liveloss::LOSS_SIGNAL,
+        LOSS_SIGNAL,
     ])
 }
 
@@ -492,7 +383,7 @@ pub fn run_daemon(cfg: &ForwarderConfig) -> Result<()> {
             Some(info) if info.si_signo == BLACKHOLE_SIGNAL => {
                 take_blackhole_request(&info, &blackhole)
             }
-            Some(info) if info.si_signo == crate::liveloss::LOSS_SIGNAL => {
+            Some(info) if info.si_signo == LOSS_SIGNAL => {
                 // A plain `kill -USR2` (no value) is ignored rather than read as 0.
                 match shoal_sys::signal::queued_value(&info) {
                     Some(ppb) => live_loss.take(ppb),

@@ -12,6 +12,7 @@ pub mod check;
 pub mod cli;
 pub mod control;
 pub mod forwarder;
+pub mod ipc;
 pub mod liveloss;
 pub mod netem;
 pub mod netns;

@@ -7,40 +7,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use serde::{Deserialize, Serialize};
 
-use crate::control::{forwarder_stats, is_forwarder};
+use crate::ipc::{forwarder_stats, is_forwarder, to_ppb, LossStats, LOSS_SIGNAL, PPB};
 use crate::state::{Backend, LinkState};
-
-/// The signal that carries a loss change: `sigqueue(pid, LOSS_SIGNAL, ppb)`.
-pub const LOSS_SIGNAL: i32 = libc::SIGUSR2;
-/// Loss travels as an integer count of parts per billion (0.0000001% resolution).
-const PPB: f64 = 1e9;
 
 /// The loss rate both directions apply, shared with the daemon that changes it.
 #[derive(Debug, Default)]
 pub struct LiveLoss {
     ppb: AtomicU64,
     requests: AtomicU64,
-}
-
-/// The loss in effect and how many changes the forwarder took, as in its stats file.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
-pub struct LossStats {
-    /// Probability per wire packet and direction, in parts per billion.
-    pub loss_ppb: u64,
-    pub requests: u64,
-}
-
-impl LossStats {
-    /// Probability per wire packet and direction.
-    pub fn loss(&self) -> f64 {
-        self.loss_ppb as f64 / PPB
-    }
-}
-
-fn to_ppb(p: f64) -> u64 {
-    (p.clamp(0.0, 1.0) * PPB).round() as u64
 }
 
 impl LiveLoss {

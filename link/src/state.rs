@@ -20,7 +20,7 @@ pub fn stats_path(name: &str) -> PathBuf {
     PathBuf::from(RUN_DIR).join(format!("link-{name}.stats.json"))
 }
 
-/// The forwarder's configuration (`forwarder::ForwarderConfig`, JSON), written by `up`.
+/// The forwarder's configuration (`ipc::ForwarderConfig`, JSON), written by `up`.
 pub fn forwarder_config_path(name: &str) -> PathBuf {
     PathBuf::from(RUN_DIR).join(format!("link-{name}.forwarder.json"))
 }
