@@ -15,16 +15,16 @@ pub(crate) static FLOW: LazyLock<FlowConfig> = LazyLock::new(FlowConfig::default
 
 /// A byte count as `--help` shows it (`20MiB`).
 pub(crate) fn size(bytes: u64) -> &'static str {
-    intern(format_size(bytes))
+    text(format_size(bytes))
 }
 
 /// A duration as `--help` shows it (`1h`, `10s`).
 pub(crate) fn span(d: Duration) -> &'static str {
-    intern(format_span(d))
+    text(format_span(d))
 }
 
 /// clap keeps defaults as `&'static str`: each distinct text is kept once for the process.
-fn intern(text: String) -> &'static str {
+pub(crate) fn text(text: String) -> &'static str {
     static KEPT: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
     let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(s) = kept.iter().find(|s| **s == text) {

@@ -6,6 +6,7 @@ mod args;
 mod defaults;
 mod demo;
 mod gen;
+mod link;
 mod path;
 mod probe;
 mod recv;
@@ -65,7 +66,7 @@ enum Command {
     /// Emulated long link between two network namespaces (needs root).
     Link {
         #[command(subcommand)]
-        cmd: shoal_link::cli::LinkCommand,
+        cmd: link::LinkCommand,
     },
     /// Print this end's settings as JSON, as the kernel reports them (a sweep runs it in each
     /// namespace for meta.json): kernel, CPU, TCP/UDP buffers and controller, metrics saving,
@@ -147,7 +148,7 @@ fn run(command: Command) -> Result<ExitCode> {
             ExitCode::FAILURE
         }),
         Command::Link { cmd } => {
-            let code = shoal_link::cli::run(cmd)?;
+            let code = link::run(cmd)?;
             Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
         }
     }

@@ -26,7 +26,7 @@ pub const PREFIX_LEN: u8 = 30;
 pub const DEFAULT_TCP_MEM_MAX: u64 = 64 << 20;
 
 /// Which emulator to use.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BackendChoice {
     /// netem if the kernel has it, else tun.
     Auto,
@@ -61,22 +61,43 @@ pub struct UpConfig {
     pub tcp_mem_max: u64,
 }
 
+/// The link's name when none is given: namespaces `shoal-snd` and `shoal-rcv`.
+pub const DEFAULT_NAME: &str = "shoal";
+
+/// Every default of `shoal link up`; `rtt` and `rate_bps` have none (zero) and must be set.
+impl Default for UpConfig {
+    fn default() -> Self {
+        UpConfig {
+            name: DEFAULT_NAME.to_string(),
+            rtt: Duration::ZERO,
+            rate_bps: 0,
+            down_rate_bps: None,
+            // One bandwidth-delay product: what a well-sized router buffer holds.
+            queue: QueueSpec::Bdp(1.0),
+            loss: 0.0,
+            // Ethernet's.
+            mtu: 1500,
+            // Needs no netem in the kernel, and its timing is Shoal's own.
+            backend: BackendChoice::Tun,
+            // A fixed seed: the same loss pattern on every run.
+            seed: 1,
+            // Super-packets cost the forwarder far less CPU per byte than 1-MTU packets.
+            offload: true,
+            // Late wake-ups from idle otherwise delay deliveries by milliseconds in a VM.
+            pm_qos: true,
+            tcp_mem_max: DEFAULT_TCP_MEM_MAX,
+        }
+    }
+}
+
 impl UpConfig {
-    /// A TUN link with a 1-BDP queue, no loss, MTU 1500, offload on, seed 1.
+    /// A link of `rtt` and `rate_bps` named `name`, every other setting its default.
     pub fn new(name: &str, rtt: Duration, rate_bps: u64) -> UpConfig {
         UpConfig {
             name: name.to_string(),
             rtt,
             rate_bps,
-            down_rate_bps: None,
-            queue: QueueSpec::Bdp(1.0),
-            loss: 0.0,
-            mtu: 1500,
-            backend: BackendChoice::Tun,
-            seed: 1,
-            offload: true,
-            pm_qos: true,
-            tcp_mem_max: DEFAULT_TCP_MEM_MAX,
+            ..UpConfig::default()
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Shoal's emulated long link: two network namespaces (`NAME-snd`, `NAME-rcv`) joined by a
 //! userspace TUN delay line (delay, rate, drop-tail queue, seeded loss) or by veth + netem.
 //!
-//! The `shoal` binary mounts [`cli::LinkCommand`] as `shoal link …`; the sweep engine and
+//! The `shoal` binary's `shoal link …` (cli/src/link.rs) drives it; the sweep engine and
 //! tests use [`LinkGuard`], [`link_info`] and [`spawn_in_netns`]. See docs/link.md.
 //!
 #![forbid(unsafe_code)]
@@ -9,7 +9,6 @@
 pub mod admit;
 pub mod bulk_loss;
 pub mod check;
-pub mod cli;
 pub mod control;
 pub mod forwarder;
 pub mod ipc;
@@ -28,7 +27,7 @@ pub mod vnet;
 pub use check::{check, CheckOptions};
 pub use control::{
     blackhole, down, link_info, up, BackendChoice, BlackholeOutcome, Launcher, LinkGuard, LinkInfo,
-    UpConfig, UpOutcome,
+    UpConfig, UpOutcome, DEFAULT_NAME,
 };
 pub use liveloss::set_loss;
 pub use netns::spawn_in_netns;

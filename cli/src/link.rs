@@ -1,19 +1,64 @@
-//! `shoal link …`: clap types and their dispatch. The `shoal` binary mounts [`LinkCommand`]
-//! as a subcommand and exits with the code [`run`] returns.
+//! `shoal link …`: clap types and their dispatch. The `shoal` binary (and the stand-alone
+//! `shoal-link`) mounts [`LinkCommand`] as a subcommand and exits with the code [`run`]
+//! returns. Every default comes from the library's [`UpConfig`] and [`CheckOptions`].
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 
-use crate::control::{self, BackendChoice, Launcher, UpConfig};
+use shoal_link::check::CheckOptions;
+use shoal_link::control::{self, BackendChoice, Launcher, UpConfig};
+use shoal_link::parse::{format_rate, Loss, QueueSpec, Rate, Span};
+use shoal_link::state;
 
-use crate::parse::{format_rate, Loss, QueueSpec, Rate, Span};
-use crate::state;
+static UP: LazyLock<UpConfig> = LazyLock::new(UpConfig::default);
+static CHECK: LazyLock<CheckOptions> = LazyLock::new(CheckOptions::default);
+
+/// `--loss`'s default as `--help` shows it: no loss reads as 0.
+fn loss_text(p: f64) -> &'static str {
+    if p == 0.0 {
+        "0"
+    } else {
+        crate::defaults::text(Loss(p).to_string())
+    }
+}
+
+/// Which emulator to use (`BackendChoice`, as clap lists it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Backend {
+    /// netem if the kernel has it, else tun.
+    Auto,
+    /// Userspace TUN delay line.
+    Tun,
+    /// veth + tc netem.
+    Netem,
+}
+
+impl From<Backend> for BackendChoice {
+    fn from(b: Backend) -> Self {
+        match b {
+            Backend::Auto => BackendChoice::Auto,
+            Backend::Tun => BackendChoice::Tun,
+            Backend::Netem => BackendChoice::Netem,
+        }
+    }
+}
+
+impl From<BackendChoice> for Backend {
+    fn from(b: BackendChoice) -> Self {
+        match b {
+            BackendChoice::Auto => Backend::Auto,
+            BackendChoice::Tun => Backend::Tun,
+            BackendChoice::Netem => Backend::Netem,
+        }
+    }
+}
 
 #[derive(Debug, Subcommand)]
 pub enum LinkCommand {
@@ -37,7 +82,7 @@ pub enum LinkCommand {
 #[derive(Debug, Clone, Args)]
 pub struct UpArgs {
     /// Link name; namespaces are NAME-snd and NAME-rcv.
-    #[arg(long, default_value = "shoal")]
+    #[arg(long, default_value = shoal_link::DEFAULT_NAME)]
     pub name: String,
     /// Round-trip time (each direction gets half), e.g. 141ms.
     #[arg(long)]
@@ -49,20 +94,20 @@ pub struct UpArgs {
     #[arg(long)]
     pub down_rate: Option<Rate>,
     /// Drop-tail queue per direction: NBDP (of that direction) or bytes (375000, 4MiB).
-    #[arg(long, default_value = "1bdp")]
+    #[arg(long, default_value_t = UP.queue)]
     pub queue: QueueSpec,
     /// Random loss per packet and direction, e.g. 0.1%.
-    #[arg(long, default_value = "0")]
+    #[arg(long, default_value = loss_text(UP.loss))]
     pub loss: Loss,
     /// MTU of both ends of the link, in bytes (IP packet size; 1500 as on Ethernet).
-    #[arg(long, default_value_t = 1500)]
+    #[arg(long, default_value_t = UP.mtu)]
     pub mtu: u32,
     /// How the delay line is built: tun (Shoal's userspace forwarder, works without netem),
     /// netem (veth + tc netem, where the kernel has it), auto (netem if available, else tun).
-    #[arg(long, value_enum, default_value_t = BackendChoice::Tun)]
-    pub backend: BackendChoice,
+    #[arg(long, value_enum, default_value_t = Backend::from(UP.backend))]
+    pub backend: Backend,
     /// Seed of the loss generator.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = UP.seed)]
     pub seed: u64,
     /// TUN backend: forward 1-MTU packets instead of TSO/USO super-packets.
     #[arg(long)]
@@ -72,7 +117,7 @@ pub struct UpArgs {
     #[arg(long)]
     pub no_pm_qos: bool,
     /// Max TCP buffer (tcp_rmem/tcp_wmem) inside the namespaces, e.g. 64MiB.
-    #[arg(long, value_parser = crate::parse::parse_size, default_value = "64MiB")]
+    #[arg(long, value_parser = shoal_link::parse::parse_size, default_value = crate::defaults::size(UP.tcp_mem_max))]
     pub tcp_mem_max: u64,
 }
 
@@ -86,7 +131,7 @@ impl UpArgs {
             queue: self.queue,
             loss: self.loss.0,
             mtu: self.mtu,
-            backend: self.backend,
+            backend: self.backend.into(),
             seed: self.seed,
             offload: !self.no_offload,
             pm_qos: !self.no_pm_qos,
@@ -107,7 +152,7 @@ pub struct ExecArgs {
     #[arg(value_enum)]
     pub side: Side,
     /// Link name, as given to `shoal link up --name`.
-    #[arg(long, default_value = "shoal")]
+    #[arg(long, default_value = shoal_link::DEFAULT_NAME)]
     pub name: String,
     /// The command and its arguments, after `--`.
     #[arg(last = true, required = true)]
@@ -117,7 +162,7 @@ pub struct ExecArgs {
 #[derive(Debug, Clone, Args)]
 pub struct CheckArgs {
     /// Link name, as given to `shoal link up --name`.
-    #[arg(long, default_value = "shoal")]
+    #[arg(long, default_value = shoal_link::DEFAULT_NAME)]
     pub name: String,
     /// Print the report as JSON.
     #[arg(long)]
@@ -129,25 +174,25 @@ pub struct CheckArgs {
     #[arg(long)]
     pub warmup: Option<Span>,
     /// Loss probes (when loss is configured).
-    #[arg(long, default_value_t = 20_000)]
+    #[arg(long, default_value_t = CHECK.loss_probes)]
     pub loss_probes: u64,
     /// Longest the bulk TCP loss flow may run (when loss is configured; 0s skips it). It stops
     /// earlier once it has sent 225/loss segments.
-    #[arg(long, default_value = "10s")]
+    #[arg(long, default_value_t = Span(CHECK.bulk_loss_max))]
     pub bulk_loss_max: Span,
 }
 
 #[derive(Debug, Clone, Args)]
 pub struct DownArgs {
     /// Link name, as given to `shoal link up --name`.
-    #[arg(long, default_value = "shoal")]
+    #[arg(long, default_value = shoal_link::DEFAULT_NAME)]
     pub name: String,
 }
 
 #[derive(Debug, Clone, Args)]
 pub struct BlackholeArgs {
     /// Link name, as given to `shoal link up --name`.
-    #[arg(long, default_value = "shoal")]
+    #[arg(long, default_value = shoal_link::DEFAULT_NAME)]
     pub name: String,
     /// How long, e.g. 5s or 500ms; a new request replaces a running blackhole.
     #[arg(long = "for", value_name = "DURATION", required_unless_present = "end")]
@@ -160,7 +205,7 @@ pub struct BlackholeArgs {
 #[derive(Debug, Clone, Args)]
 pub struct StatusArgs {
     /// Link name, as given to `shoal link up --name`.
-    #[arg(long, default_value = "shoal")]
+    #[arg(long, default_value = shoal_link::DEFAULT_NAME)]
     pub name: String,
     /// Print the settings, forwarder and counters as one JSON object.
     #[arg(long)]
@@ -197,7 +242,7 @@ pub fn run(cmd: LinkCommand) -> Result<i32> {
                 st.forwarder_pid
                     .map(|p| format!(", forwarder pid {p}, offload {}", st.offload.describe()))
                     .unwrap_or_default(),
-                crate::parse::format_duration(Duration::from_nanos(st.rtt_ns)),
+                shoal_link::parse::format_duration(Duration::from_nanos(st.rtt_ns)),
                 format_rate(st.rate_bps),
                 format_rate(st.down_rate_bps),
                 st.queue_bytes,
@@ -221,20 +266,20 @@ pub fn run(cmd: LinkCommand) -> Result<i32> {
             let (prog, args) = a.command.split_first().context("no command given")?;
             let mut cmd = Command::new(prog);
             cmd.args(args);
-            crate::netns::command_in_netns(&ns, &mut cmd)
+            shoal_link::netns::command_in_netns(&ns, &mut cmd)
                 .with_context(|| format!("is link {} up?", a.name))?;
             // exec only returns on failure.
             let e = cmd.exec();
             bail!("running {prog:?} in {ns}: {e}")
         }
         LinkCommand::Check(a) => {
-            let opts = crate::check::CheckOptions {
+            let opts = CheckOptions {
                 duration: a.duration.map(|s| s.0),
                 warmup: a.warmup.map(|s| s.0),
                 loss_probes: a.loss_probes,
                 bulk_loss_max: a.bulk_loss_max.0,
             };
-            let report = crate::check::check(&a.name, &opts)?;
+            let report = shoal_link::check::check(&a.name, &opts)?;
             if a.json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {
@@ -247,7 +292,7 @@ pub fn run(cmd: LinkCommand) -> Result<i32> {
             if a.json {
                 println!("{}", serde_json::to_string_pretty(&info)?);
             } else {
-                print!("{}", crate::report::status_text(&info));
+                print!("{}", shoal_link::report::status_text(&info));
             }
             Ok(0)
         }
@@ -272,7 +317,7 @@ pub fn run(cmd: LinkCommand) -> Result<i32> {
                 println!(
                     "link {}: dropping every packet, both directions, for {} (forwarder pid {}); counted as dropped_blackhole in `shoal link status`",
                     a.name,
-                    crate::parse::format_duration(d),
+                    shoal_link::parse::format_duration(d),
                     out.forwarder_pid
                 );
             }
@@ -281,9 +326,9 @@ pub fn run(cmd: LinkCommand) -> Result<i32> {
         LinkCommand::Forward(a) => {
             let text = std::fs::read_to_string(&a.config)
                 .with_context(|| format!("reading {}", a.config.display()))?;
-            let cfg: crate::ipc::ForwarderConfig = serde_json::from_str(&text)
+            let cfg: shoal_link::ipc::ForwarderConfig = serde_json::from_str(&text)
                 .with_context(|| format!("parsing {}", a.config.display()))?;
-            crate::forwarder::run_daemon(&cfg)?;
+            shoal_link::forwarder::run_daemon(&cfg)?;
             Ok(0)
         }
     }
@@ -292,8 +337,8 @@ pub fn run(cmd: LinkCommand) -> Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::control::DEFAULT_TCP_MEM_MAX;
     use clap::Parser;
+    use shoal_link::control::DEFAULT_TCP_MEM_MAX;
 
     #[derive(Parser)]
     struct Top {
@@ -316,6 +361,12 @@ mod tests {
         assert_eq!(c.queue, QueueSpec::Bdp(2.0));
         assert!(c.offload);
         assert_eq!(c.backend, BackendChoice::Tun);
+        // Every default is the library's.
+        let d = UpConfig::default();
+        assert_eq!(
+            (c.name.as_str(), c.queue, c.mtu, c.seed),
+            (d.name.as_str(), d.queue, d.mtu, d.seed)
+        );
         // The help shows 64MiB; it is the library's default.
         assert_eq!(c.tcp_mem_max, DEFAULT_TCP_MEM_MAX);
         // Sizes mean what they mean in `gen --size`: 4M is 4 MiB.

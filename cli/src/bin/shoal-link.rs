@@ -3,6 +3,12 @@
 
 use clap::Parser;
 
+#[allow(dead_code)] // The `shoal` binary's defaults; this one uses the link's only.
+#[path = "../defaults.rs"]
+mod defaults;
+#[path = "../link.rs"]
+mod link;
+
 #[derive(Parser)]
 #[command(
     name = "shoal-link",
@@ -12,13 +18,13 @@ enum Top {
     /// Emulated link commands (same as `shoal link`).
     Link {
         #[command(subcommand)]
-        cmd: shoal_link::cli::LinkCommand,
+        cmd: link::LinkCommand,
     },
 }
 
 fn main() {
     let Top::Link { cmd } = Top::parse();
-    match shoal_link::cli::run(cmd) {
+    match link::run(cmd) {
         Ok(code) => std::process::exit(code),
         Err(e) => {
             eprintln!("error: {e:#}");
