@@ -9,7 +9,7 @@ use clap::Args;
 use shoal_proto::units::{parse_duration, parse_size};
 use shoal_row::row::RunRow;
 use shoal_sender::path_state::{now_unix, Lookup, PathStore};
-use shoal_sender::resume::{record_of, StartConfig, PHASES_FILE};
+use shoal_sender::start_window::{record_of, StartConfig, PHASES_FILE};
 use shoal_transport::config::Mode;
 use shoal_transport::identity::Pin;
 

@@ -6,7 +6,8 @@ pub use shoal_proto::{
 };
 pub use shoal_row::{hostfacts, latency, metrics, provenance, row, traces};
 pub use shoal_transport::{
-    config, identity, mux, quic_cc, quic_resume, stats, transport, udp_offload, window_share,
+    config, identity, mux, quic_cc, start_window as quic_resume, stats, transport, udp_offload,
+    window_share,
 };
 
 pub mod pipeline {

@@ -62,7 +62,7 @@ pub struct SendConfig {
     /// receiver with `--control`.
     pub run_id: Option<[u8; 16]>,
     /// How the congestion window starts: `--resume`, `--initial-window` (QUIC).
-    pub start: crate::resume::StartConfig,
+    pub start: crate::start_window::StartConfig,
     /// The build that runs (recorded in the row).
     pub provenance: shoal_row::provenance::Provenance,
     pub hooks: TestHooks,
@@ -98,7 +98,7 @@ impl Default for SendConfig {
             progress: None,
             stop_on_ctrl_c: false,
             run_id: None,
-            start: crate::resume::StartConfig::default(),
+            start: crate::start_window::StartConfig::default(),
             provenance: shoal_row::provenance::Provenance::default(),
             hooks: TestHooks::default(),
         }

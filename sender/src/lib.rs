@@ -11,15 +11,15 @@ pub mod net;
 pub mod path_state;
 mod peak;
 mod pool;
-mod probe;
 mod progress;
 mod ready;
 mod replies;
-pub mod resume;
 mod run;
 mod sampler;
 mod sink;
 mod sniff;
+pub mod start_window;
+mod stats_handle;
 mod streams;
 mod waits;
 

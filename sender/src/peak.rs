@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use crate::probe::Probe;
+use crate::stats_handle::StatsHandle;
 
 /// The shortest window a rate is measured over, whatever the RTT.
 pub const MIN_WINDOW: Duration = Duration::from_millis(100);
@@ -90,7 +90,7 @@ pub(crate) struct PeakTracker {
 
 /// Starts tracking the connections in `probes` (they register as they connect) against the
 /// run's clock `t0`.
-pub(crate) fn spawn(probes: Arc<Mutex<Vec<(u16, Probe)>>>, t0: Instant) -> PeakTracker {
+pub(crate) fn spawn(probes: Arc<Mutex<Vec<(u16, StatsHandle)>>>, t0: Instant) -> PeakTracker {
     let (stop, mut stopped) = oneshot::channel();
     let task = tokio::spawn(async move {
         let mut tick = tokio::time::interval(TICK);
@@ -104,7 +104,7 @@ pub(crate) fn spawn(probes: Arc<Mutex<Vec<(u16, Probe)>>>, t0: Instant) -> PeakT
                 _ = tick.tick() => false,
                 _ = &mut stopped => true,
             };
-            let snapshot: Vec<(u16, Probe)> = probes.lock().expect("probes").clone();
+            let snapshot: Vec<(u16, StatsHandle)> = probes.lock().expect("probes").clone();
             let mut min_rtt: Option<f64> = None;
             for (conn, probe) in snapshot {
                 let s = probe.stats();

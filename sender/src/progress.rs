@@ -15,7 +15,7 @@ use shoal_transport::stats::ConnStats;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use crate::probe::Probe;
+use crate::stats_handle::StatsHandle;
 
 /// How `send --interval` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,7 +104,7 @@ impl Line {
         t0: Instant,
         counters: &Counters,
         totals: &Totals,
-        probes: &Mutex<Vec<(u16, Probe)>>,
+        probes: &Mutex<Vec<(u16, StatsHandle)>>,
         last: &mut (f64, u64),
     ) -> Line {
         let t_s = t0.elapsed().as_secs_f64();
@@ -184,7 +184,7 @@ impl Line {
 pub(crate) struct Progress {
     pub counters: Arc<Counters>,
     totals: Totals,
-    probes: Arc<Mutex<Vec<(u16, Probe)>>>,
+    probes: Arc<Mutex<Vec<(u16, StatsHandle)>>>,
     t0: Instant,
     ticker: Option<(oneshot::Sender<()>, JoinHandle<()>)>,
 }
@@ -194,7 +194,7 @@ impl Progress {
     pub(crate) fn start(
         config: Option<ProgressConfig>,
         totals: Totals,
-        probes: Arc<Mutex<Vec<(u16, Probe)>>>,
+        probes: Arc<Mutex<Vec<(u16, StatsHandle)>>>,
         t0: Instant,
     ) -> Self {
         let counters = Arc::new(Counters::default());

@@ -16,7 +16,7 @@ use shoal_row::latency::LatencyHistogram;
 use shoal_row::metrics;
 use shoal_row::row::RunRow;
 use shoal_transport::config::{Cc, Mode};
-use shoal_transport::quic_resume::ResumeLog;
+use shoal_transport::start_window::StartWindowLog;
 use shoal_transport::stats::{check_tcp_cc, quic_stats, tcp_cc, tcp_stats, ConnStats};
 use shoal_transport::transport::YAMUX_WRITE_BUFFER;
 use shoal_transport::udp_offload::{udp_payload_bytes, UdpOffload};
@@ -25,10 +25,10 @@ use tokio::io::AsyncWriteExt;
 
 use crate::config::SendConfig;
 use crate::finish::Sent;
-use crate::probe::Probe;
 use crate::progress::{Counters, Progress, Totals};
+use crate::stats_handle::StatsHandle;
 use crate::waits::Waits;
-use crate::{bundle, clock, net, peak, replies, resume, sampler, sniff, streams};
+use crate::{bundle, clock, net, peak, replies, sampler, sniff, start_window, streams};
 
 /// What a successful run measured.
 struct Measured {
@@ -48,7 +48,7 @@ struct Measured {
     /// Over all connections (see `ConnStats::aggregate`).
     stats: ConnStats,
     /// Each QUIC connection's Careful Resume log, in connection order.
-    resume: Vec<ResumeLog>,
+    resume: Vec<StartWindowLog>,
     /// The run's clock (its start, on the monotonic and on the wall clock).
     clock: clock::RunClock,
     /// The peak delivery rate over the run's connections, bytes/s (`peak`).
@@ -62,7 +62,7 @@ struct ConnOutcome {
     udp: Option<QuicUdp>,
     cc: String,
     stats: ConnStats,
-    resume: Option<ResumeLog>,
+    resume: Option<StartWindowLog>,
 }
 
 /// A QUIC connection's UDP figures, read back at the end of its run.
@@ -257,10 +257,11 @@ pub async fn run(config: &SendConfig) -> RunOutcome {
             row.cc = m.cc;
             put_transport_stats(&mut row, config.mode, &m.stats);
             row.peak_delivery_bytes_per_s = m.peak_delivery;
-            resume::put_row(&mut row, &config.start, config.mode, &m.resume);
+            start_window::put_row(&mut row, &config.start, config.mode, &m.resume);
             if let Some(path) = &config.start.phases_out {
                 let logs = &m.resume;
-                if let Err(e) = resume::write_phases(path, &row.run_id, m.clock.started_at(), logs)
+                if let Err(e) =
+                    start_window::write_phases(path, &row.run_id, m.clock.started_at(), logs)
                 {
                     row.error = format!("{e:#}");
                 }
@@ -345,7 +346,7 @@ async fn transfer(
     config: &SendConfig,
     run_id: [u8; 16],
     queue: Arc<WorkQueue>,
-    probes: Arc<Mutex<Vec<(u16, Probe)>>>,
+    probes: Arc<Mutex<Vec<(u16, StatsHandle)>>>,
     counters: Arc<Counters>,
 ) -> Result<Measured> {
     if config.plain && config.mode.is_quic() {
@@ -466,7 +467,7 @@ async fn one_connection(
     hello: Hello,
     queue: Arc<WorkQueue>,
     reader: ReaderConfig,
-    probes: Arc<Mutex<Vec<(u16, Probe)>>>,
+    probes: Arc<Mutex<Vec<(u16, StatsHandle)>>>,
     send_window: &Arc<SharedWindow>,
     counters: Arc<Counters>,
 ) -> Result<ConnOutcome> {
@@ -474,13 +475,13 @@ async fn one_connection(
     let (to, pin, flow, hooks) = (&config.to, config.pin, &config.flow, config.hooks);
     let timeout = config.connect_timeout;
     let index = hello.conn_index;
-    let register = |probe: Probe| probes.lock().expect("probes").push((index, probe));
+    let register = |probe: StatsHandle| probes.lock().expect("probes").push((index, probe));
     match config.mode {
         Mode::TcpBundle | Mode::TcpWait | Mode::TcpStreams => {
             let (mut io, probe) =
                 net::connect_tcp(to, pin, config.plain, config.cc, flow, timeout).await?;
             let socket = probe.shared();
-            register(Probe::Tcp(socket.clone()));
+            register(StatsHandle::Tcp(socket.clone()));
             let sent = if config.mode == Mode::TcpStreams {
                 // The hello goes on the raw stream so the receiver can pick the mode; yamux
                 // follows.
@@ -530,10 +531,10 @@ async fn one_connection(
             let mut flow = *flow;
             flow.send_window = send_window.share();
             let (controller, resume_log) =
-                resume::quic_controller(&config.start, config.cc, flow.send_window);
+                start_window::quic_controller(&config.start, config.cc, flow.send_window);
             let quic =
                 net::connect_quic_with(to, pin, config.cc, controller, &flow, timeout).await?;
-            register(Probe::Quic(quic.conn.clone(), quic.acked.clone()));
+            register(StatsHandle::Quic(quic.conn.clone(), quic.acked.clone()));
             // Once this connection has sent its share of the tree, the others take its window
             // (a reader dropped unfinished drops the seat, which hands the share on too).
             let mut seat = send_window.seat(quic.conn.clone());

@@ -12,8 +12,8 @@ use anyhow::{Context, Result};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use crate::probe::Probe;
 use crate::ready::Ready;
+use crate::stats_handle::StatsHandle;
 
 pub(crate) struct Sampler {
     stop: oneshot::Sender<()>,
@@ -26,7 +26,7 @@ pub(crate) struct Sources<'a> {
     pub every: Duration,
     /// The run's clock started here (`t_s` counts from it).
     pub t0: Instant,
-    pub probes: Arc<Mutex<Vec<(u16, Probe)>>>,
+    pub probes: Arc<Mutex<Vec<(u16, StatsHandle)>>>,
     pub ready: Arc<Ready>,
     /// The run's connections: sampling ends with a sample after every one of them has its
     /// completion report (what follows, e.g. QUIC's closing handshake, is not the transfer).
@@ -114,7 +114,7 @@ pub(crate) fn spawn(s: Sources) -> Result<Sampler> {
             let t = t0.elapsed().as_secs_f64();
             let dt = t - prev_t;
             if let Some(w) = sender.as_mut() {
-                let snapshot: Vec<(u16, Probe)> = probes.lock().expect("probes").clone();
+                let snapshot: Vec<(u16, StatsHandle)> = probes.lock().expect("probes").clone();
                 for (conn, probe) in snapshot {
                     let s = probe.stats();
                     let (acked0, retx0) = prev_conn

@@ -10,7 +10,7 @@ use shoal_proto::careful_resume::{Outcome, Saved};
 use shoal_row::row::RunRow;
 use shoal_transport::config::{Cc, Mode};
 use shoal_transport::quic_cc::Factory;
-use shoal_transport::quic_resume::{ResumeLog, Resuming};
+use shoal_transport::start_window::{StartWindowFactory, StartWindowLog};
 
 use crate::path_state::{now_unix, PathRecord};
 
@@ -38,9 +38,9 @@ pub(crate) fn quic_controller(
     start: &StartConfig,
     cc: Option<Cc>,
     flow_limit: u64,
-) -> (Factory, ResumeLog) {
+) -> (Factory, StartWindowLog) {
     let saved = if start.resume { start.saved } else { None };
-    Resuming::wrap(cc, start.initial_window, saved, flow_limit)
+    StartWindowFactory::wrap(cc, start.initial_window, saved, flow_limit)
 }
 
 /// Severity order for a run's several connections: the row shows the most telling outcome.
@@ -60,18 +60,18 @@ fn rank(o: Outcome) -> u8 {
 
 /// The row's `resume`, `resume_jump_bytes`, `resume_saved_window_*` and
 /// `initial_window_bytes`.
-pub(crate) fn put_row(row: &mut RunRow, start: &StartConfig, mode: Mode, logs: &[ResumeLog]) {
+pub(crate) fn put_row(row: &mut RunRow, start: &StartConfig, mode: Mode, logs: &[StartWindowLog]) {
     row.resume = if !start.resume {
         "off".into()
     } else {
         logs.iter()
-            .filter_map(ResumeLog::outcome)
+            .filter_map(StartWindowLog::outcome)
             .min_by_key(|&o| rank(o))
             .map_or("no-state", Outcome::name)
             .into()
     };
     if start.resume && mode.is_quic() {
-        row.resume_jump_bytes = Some(logs.iter().map(ResumeLog::jump).max().unwrap_or(0));
+        row.resume_jump_bytes = Some(logs.iter().map(StartWindowLog::jump).max().unwrap_or(0));
     }
     if mode.is_quic() {
         // The saved window `--resume` or `--initial-window saved` started from.
@@ -80,7 +80,7 @@ pub(crate) fn put_row(row: &mut RunRow, start: &StartConfig, mode: Mode, logs: &
             row.resume_saved_window_cap = start.saved_cap.into();
         }
         // Read back from the controller quinn built (its `initial_window()`).
-        row.initial_window_bytes = logs.iter().find_map(ResumeLog::initial_window);
+        row.initial_window_bytes = logs.iter().find_map(StartWindowLog::initial_window);
     }
 }
 
@@ -90,7 +90,7 @@ pub(crate) fn write_phases(
     path: &Path,
     run_id: &str,
     t0: Instant,
-    logs: &[ResumeLog],
+    logs: &[StartWindowLog],
 ) -> Result<()> {
     let mut w = csv::Writer::from_path(path)
         .with_context(|| format!("cannot create {}", path.display()))?;

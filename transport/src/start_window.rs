@@ -53,7 +53,7 @@ pub struct PhaseChange {
 
 /// What one connection's Careful Resume did, shared with the sender for its row and traces.
 #[derive(Debug, Clone, Default)]
-pub struct ResumeLog(Arc<Mutex<LogInner>>);
+pub struct StartWindowLog(Arc<Mutex<LogInner>>);
 
 #[derive(Debug, Default)]
 struct LogInner {
@@ -63,7 +63,7 @@ struct LogInner {
     changes: Vec<PhaseChange>,
 }
 
-impl ResumeLog {
+impl StartWindowLog {
     /// What became of the jump (`None`: no controller was built).
     pub fn outcome(&self) -> Option<Outcome> {
         self.lock().outcome
@@ -97,15 +97,15 @@ impl ResumeLog {
 }
 
 /// A factory of Careful Resume controllers over `cc`'s.
-pub struct Resuming {
+pub struct StartWindowFactory {
     cc: Option<Cc>,
     initial_window: Option<u64>,
     saved: Option<Saved>,
     flow_limit: u64,
-    log: ResumeLog,
+    log: StartWindowLog,
 }
 
-impl Resuming {
+impl StartWindowFactory {
     /// `saved`: the fresh path state (`None`: none or expired; the controller then only
     /// records "no-state"); `flow_limit`: the most the peer's flow control lets this
     /// connection have in flight (the jump never exceeds it, RFC 9959 §4.7).
@@ -114,9 +114,9 @@ impl Resuming {
         initial_window: Option<u64>,
         saved: Option<Saved>,
         flow_limit: u64,
-    ) -> (Factory, ResumeLog) {
-        let log = ResumeLog::default();
-        let f = Arc::new(Resuming {
+    ) -> (Factory, StartWindowLog) {
+        let log = StartWindowLog::default();
+        let f = Arc::new(StartWindowFactory {
             cc,
             initial_window,
             saved,
@@ -127,20 +127,20 @@ impl Resuming {
     }
 }
 
-impl ControllerFactory for Resuming {
+impl ControllerFactory for StartWindowFactory {
     fn build(self: Arc<Self>, now: Instant, current_mtu: u16) -> Box<dyn Controller> {
         Box::new(self.controller(now, current_mtu))
     }
 }
 
-impl Resuming {
-    fn controller(&self, now: Instant, current_mtu: u16) -> ResumeController {
+impl StartWindowFactory {
+    fn controller(&self, now: Instant, current_mtu: u16) -> StartWindowController {
         let inner = quic_cc::factory_with(self.cc, self.initial_window).build(now, current_mtu);
         // quinn's minimum window is two datagrams.
         let machine = CarefulResume::new(self.saved, self.flow_limit, 2 * u64::from(current_mtu));
         self.log.record(&machine, None);
         self.log.lock().initial_window = Some(inner.initial_window());
-        ResumeController {
+        StartWindowController {
             inner,
             cc: self.cc,
             machine,
@@ -152,14 +152,14 @@ impl Resuming {
     }
 }
 
-struct ResumeController {
+struct StartWindowController {
     inner: Box<dyn Controller>,
     cc: Option<Cc>,
     machine: CarefulResume,
     /// The shortest RTT sample of the current batch of acknowledgements.
     batch_rtt: Option<Duration>,
     mtu: u16,
-    log: ResumeLog,
+    log: StartWindowLog,
     /// The slow-start threshold the wrapper holds for the rebuilt controller after a Safe
     /// Retreat (quinn's have none to set).
     ss_cap: Option<u64>,
@@ -174,7 +174,7 @@ fn beta(cc: Option<Cc>) -> Option<f64> {
     }
 }
 
-impl ResumeController {
+impl StartWindowController {
     /// Once the rebuilt controller's slow start reaches the held threshold: congestion
     /// avoidance at the threshold.
     fn hold_threshold(&mut self, now: Instant) {
@@ -214,7 +214,7 @@ impl ResumeController {
     }
 }
 
-impl Controller for ResumeController {
+impl Controller for StartWindowController {
     fn on_sent(&mut self, now: Instant, bytes: u64, last_packet_number: u64) {
         self.machine.on_sent(last_packet_number, bytes);
         self.inner.on_sent(now, bytes, last_packet_number)
@@ -291,7 +291,7 @@ impl Controller for ResumeController {
     }
 
     fn clone_box(&self) -> Box<dyn Controller> {
-        Box::new(ResumeController {
+        Box::new(StartWindowController {
             inner: self.inner.clone_box(),
             cc: self.cc,
             machine: self.machine.clone(),
@@ -321,8 +321,8 @@ mod tests {
             cwnd: 8_000_000,
             rtt: Duration::from_millis(100),
         };
-        let log = ResumeLog::default();
-        let f = Resuming {
+        let log = StartWindowLog::default();
+        let f = StartWindowFactory {
             cc: Some(Cc::Cubic),
             initial_window: None,
             saved: Some(saved),
@@ -362,7 +362,7 @@ mod tests {
 
     #[test]
     fn without_state_it_is_the_plain_controller() {
-        let (f, log) = Resuming::wrap(Some(Cc::Reno), Some(60_000), None, u64::MAX);
+        let (f, log) = StartWindowFactory::wrap(Some(Cc::Reno), Some(60_000), None, u64::MAX);
         let c = f.build(Instant::now(), 1_200);
         assert_eq!(c.window(), 60_000, "--initial-window");
         assert_eq!(log.outcome(), Some(Outcome::NoState));
