@@ -288,7 +288,7 @@ pub fn run(cmd: LinkCommand) -> Result<i32> {
             Ok(if report.pass { 0 } else { 1 })
         }
         LinkCommand::Status(a) => {
-            let info = control::link_info(&a.name)?;
+            let info = shoal_link::status::link_info(&a.name)?;
             if a.json {
                 println!("{}", serde_json::to_string_pretty(&info)?);
             } else {
@@ -310,7 +310,7 @@ pub fn run(cmd: LinkCommand) -> Result<i32> {
         }
         LinkCommand::Blackhole(a) => {
             let d = a.duration.map(|s| s.0).unwrap_or_default();
-            let out = control::blackhole(&a.name, d)?;
+            let out = shoal_link::blackhole::blackhole(&a.name, d)?;
             if d.is_zero() {
                 println!("link {}: blackhole ended", a.name);
             } else {

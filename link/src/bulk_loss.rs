@@ -26,9 +26,9 @@ use anyhow::{Context, Result};
 use rustix::net::sockopt;
 use serde::Serialize;
 
-use crate::control::{self, LinkInfo};
 use crate::ipc::ForwarderStats;
 use crate::netns;
+use crate::status::LinkInfo;
 
 /// How long the flow may take to drain once it stops writing (every segment acknowledged).
 const DRAIN_MAX: Duration = Duration::from_secs(5);
@@ -158,7 +158,7 @@ pub fn measure(info: &LinkInfo, target_segments: u64, max_time: Duration) -> Res
     })?;
     let seconds = t0.elapsed().as_secs_f64();
     // The stats file lags up to 250 ms: the flow's last segments are in the fresh copy.
-    let after = control::fresh_stats(&st.name);
+    let after = crate::ipc::fresh_stats(&st.name);
     let emu = match (&before, &after) {
         (Some(b), Some(a)) => {
             let (l0, q0, o0) = up_counts(b);

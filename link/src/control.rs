@@ -8,11 +8,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
 use rustix::process::{Pid, Signal};
-use serde::Serialize;
 
-use crate::ipc::{forwarder_stats, is_forwarder, is_running, ForwarderConfig, ForwarderStats};
+use crate::ipc::{is_forwarder, is_running, ForwarderConfig};
 use crate::netns::{self, ip};
-use crate::parse::{format_duration, format_rate, QueueSpec};
+use crate::parse::QueueSpec;
 use crate::state::{self, Backend, LinkState, Sysctls};
 use crate::tun::Offload;
 
@@ -487,117 +486,6 @@ pub fn down(name: &str) -> Result<DownOutcome> {
     Ok(out)
 }
 
-/// What `blackhole` did.
-#[derive(Debug)]
-pub struct BlackholeOutcome {
-    /// The forwarder's blackhole state right after it took the request.
-    pub state: crate::ipc::BlackholeStats,
-    pub forwarder_pid: u32,
-}
-
-/// Black-holes link `name` for `duration` (zero ends a blackhole now): the forwarder drops
-/// every packet that enters the link, both directions, and counts them (`dropped_blackhole`).
-/// The request travels as a queued signal to the forwarder recorded in the state file; this
-/// returns once the forwarder's stats show it was taken (within 2 s). TUN backend only.
-pub fn blackhole(name: &str, duration: Duration) -> Result<BlackholeOutcome> {
-    state::validate_name(name)?;
-    let st = LinkState::load(name)?;
-    if st.backend == Backend::Netem {
-        bail!("link {name} uses the netem backend; blackhole is supported by the tun backend only");
-    }
-    let pid = st
-        .forwarder_pid
-        .with_context(|| format!("link {name} has no forwarder"))?;
-    if !is_forwarder(pid, name) {
-        bail!("the forwarder of link {name} (pid {pid}) is not running");
-    }
-    // A forwarder that predates blackholes does not take the signal, and it would end it.
-    let before = forwarder_stats(name)
-        .and_then(|s| s.blackhole)
-        .with_context(|| {
-            format!(
-                "the forwarder of link {name} (pid {pid}) does not support blackholes (started by an older shoal?); recreate the link"
-            )
-        })?;
-    // At least 1 ms for any non-zero duration: 0 means "end now".
-    let ms = match duration.as_millis() {
-        0 if !duration.is_zero() => 1,
-        n => usize::try_from(n).unwrap_or(usize::MAX),
-    };
-    // To a PID verified above to be this link's forwarder.
-    shoal_sys::signal::queue_signal(pid, crate::ipc::BLACKHOLE_SIGNAL, ms)
-        .with_context(|| format!("signalling forwarder {pid}"))?;
-    let t0 = Instant::now();
-    while t0.elapsed() < Duration::from_secs(2) {
-        if let Some(now) = forwarder_stats(name).and_then(|s| s.blackhole) {
-            if now.requests > before.requests {
-                return Ok(BlackholeOutcome {
-                    state: now,
-                    forwarder_pid: pid,
-                });
-            }
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    bail!("forwarder {pid} of link {name} did not confirm the blackhole within 2 s")
-}
-
-/// TUN tx_dropped counters (packets the kernel dropped because the forwarder fell behind).
-#[derive(Clone, Debug, Default, Serialize, PartialEq, Eq)]
-pub struct TxDropped {
-    pub snd: Option<u64>,
-    pub rcv: Option<u64>,
-}
-
-/// The link as the sweep engine records it: settings, sysctls, forwarder, counters.
-#[derive(Clone, Debug, Serialize)]
-pub struct LinkInfo {
-    #[serde(flatten)]
-    pub state: LinkState,
-    pub rtt: String,
-    pub rate: String,
-    pub down_rate: String,
-    pub forwarder_alive: bool,
-    /// Forwarder counters (TUN backend), as of its last write (≤ 250 ms old).
-    pub counters: Option<ForwarderStats>,
-    pub tun_tx_dropped: TxDropped,
-}
-
-/// The `tx_dropped` counter of `dev` inside `ns`.
-pub fn tx_dropped(ns: &str, dev: &str) -> Result<u64> {
-    let out = ip(&["-n", ns, "-s", "-j", "link", "show", "dev", dev])?;
-    let v: serde_json::Value = serde_json::from_str(&out).context("parsing `ip -j` output")?;
-    v[0]["stats64"]["tx"]["dropped"]
-        .as_u64()
-        .with_context(|| format!("no tx dropped counter for {dev} in {ns}"))
-}
-
-/// Everything known about link `name`, for status output and sweep rows.
-pub fn link_info(name: &str) -> Result<LinkInfo> {
-    state::validate_name(name)?;
-    let st = LinkState::load(name)?;
-    let alive = st.forwarder_pid.is_some_and(|p| is_forwarder(p, name));
-    let (counters, tun_tx_dropped) = match st.backend {
-        Backend::Tun => (
-            forwarder_stats(name),
-            TxDropped {
-                snd: tx_dropped(&st.snd_ns, &st.device).ok(),
-                rcv: tx_dropped(&st.rcv_ns, &st.device).ok(),
-            },
-        ),
-        Backend::Netem => (None, TxDropped::default()),
-    };
-    Ok(LinkInfo {
-        rtt: format_duration(Duration::from_nanos(st.rtt_ns)),
-        rate: format_rate(st.rate_bps),
-        down_rate: format_rate(st.down_rate_bps),
-        forwarder_alive: alive,
-        counters,
-        tun_tx_dropped,
-        state: st,
-    })
-}
-
 /// A link that exists while this value does: `up` on creation, `down` on drop. Tests give
 /// each guard a unique name so they can run in parallel.
 pub struct LinkGuard {
@@ -663,11 +551,4 @@ impl Drop for LinkGuard {
             eprintln!("shoal link: tearing down {}: {e:#}", self.name);
         }
     }
-}
-
-/// The forwarder's stats file is rewritten every 250 ms: wait for a fresh copy so deltas
-/// line up with our own clock.
-pub(crate) fn fresh_stats(name: &str) -> Option<ForwarderStats> {
-    std::thread::sleep(Duration::from_millis(300));
-    forwarder_stats(name)
 }

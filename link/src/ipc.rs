@@ -3,6 +3,7 @@
 //! writes back, the signals that carry requests to it, and how the controller finds it.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -173,4 +174,11 @@ pub(crate) fn is_running(pid: u32) -> bool {
         .next()
         .and_then(|r| r.split_whitespace().next());
     !matches!(state, Some("Z") | Some("X") | None)
+}
+
+/// The forwarder's stats file is rewritten every 250 ms: wait for a fresh copy so deltas
+/// line up with our own clock.
+pub(crate) fn fresh_stats(name: &str) -> Option<ForwarderStats> {
+    std::thread::sleep(Duration::from_millis(300));
+    forwarder_stats(name)
 }

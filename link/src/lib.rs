@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 pub mod admit;
+pub mod blackhole;
 pub mod bulk_loss;
 pub mod check;
 pub mod control;
@@ -20,16 +21,18 @@ pub mod report;
 pub mod schedule;
 pub mod segment;
 pub mod state;
+pub mod status;
 pub mod tun;
 pub mod verdict;
 pub mod vnet;
 
+pub use blackhole::{blackhole, BlackholeOutcome};
 pub use check::{check, CheckOptions};
 pub use control::{
-    blackhole, down, link_info, up, BackendChoice, BlackholeOutcome, Launcher, LinkGuard, LinkInfo,
-    UpConfig, UpOutcome, DEFAULT_NAME,
+    down, up, BackendChoice, Launcher, LinkGuard, UpConfig, UpOutcome, DEFAULT_NAME,
 };
 pub use liveloss::set_loss;
 pub use netns::spawn_in_netns;
 pub use state::{Backend, LinkState, Sysctls};
+pub use status::{link_info, LinkInfo};
 pub use verdict::CheckReport;

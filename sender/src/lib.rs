@@ -14,6 +14,7 @@ mod pool;
 mod progress;
 mod ready;
 mod replies;
+mod row_figures;
 mod run;
 mod sampler;
 mod sink;
