@@ -13,7 +13,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 
 use shoal_link::check::CheckOptions;
-use shoal_link::control::{self, BackendChoice, Launcher, UpConfig};
+use shoal_link::ctl::up::{self, BackendChoice, Launcher, UpConfig};
 use shoal_link::parse::{format_rate, Loss, QueueSpec, Rate, Span};
 use shoal_link::state;
 
@@ -228,7 +228,7 @@ pub struct ForwardArgs {
 pub fn run(cmd: LinkCommand) -> Result<i32> {
     match cmd {
         LinkCommand::Up(a) => {
-            let out = control::up(&a.to_config(), &Launcher::current_exe()?)?;
+            let out = up::up(&a.to_config(), &Launcher::current_exe()?)?;
             for n in &out.notes {
                 eprintln!("note: {n}");
             }
@@ -288,7 +288,7 @@ pub fn run(cmd: LinkCommand) -> Result<i32> {
             Ok(if report.pass { 0 } else { 1 })
         }
         LinkCommand::Status(a) => {
-            let info = shoal_link::status::link_info(&a.name)?;
+            let info = shoal_link::ctl::status::link_info(&a.name)?;
             if a.json {
                 println!("{}", serde_json::to_string_pretty(&info)?);
             } else {
@@ -297,7 +297,7 @@ pub fn run(cmd: LinkCommand) -> Result<i32> {
             Ok(0)
         }
         LinkCommand::Down(a) => {
-            let out = control::down(&a.name)?;
+            let out = up::down(&a.name)?;
             for n in &out.notes {
                 eprintln!("note: {n}");
             }
@@ -310,7 +310,7 @@ pub fn run(cmd: LinkCommand) -> Result<i32> {
         }
         LinkCommand::Blackhole(a) => {
             let d = a.duration.map(|s| s.0).unwrap_or_default();
-            let out = shoal_link::blackhole::blackhole(&a.name, d)?;
+            let out = shoal_link::ctl::blackhole::blackhole(&a.name, d)?;
             if d.is_zero() {
                 println!("link {}: blackhole ended", a.name);
             } else {
@@ -338,7 +338,7 @@ pub fn run(cmd: LinkCommand) -> Result<i32> {
 mod tests {
     use super::*;
     use clap::Parser;
-    use shoal_link::control::DEFAULT_TCP_MEM_MAX;
+    use shoal_link::ctl::up::DEFAULT_TCP_MEM_MAX;
 
     #[derive(Parser)]
     struct Top {

@@ -26,9 +26,9 @@ use anyhow::{Context, Result};
 use rustix::net::sockopt;
 use serde::Serialize;
 
+use crate::ctl::status::LinkInfo;
 use crate::ipc::ForwarderStats;
 use crate::netns;
-use crate::status::LinkInfo;
 
 /// How long the flow may take to drain once it stops writing (every segment acknowledged).
 const DRAIN_MAX: Duration = Duration::from_secs(5);

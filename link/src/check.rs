@@ -18,11 +18,11 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 use crate::bulk_loss;
+use crate::ctl::status::LinkInfo;
 use crate::forwarder::{monotonic_ns, set_fine_timer_slack, set_realtime};
 use crate::ipc::ForwarderStats;
 use crate::netns;
 use crate::state::Backend;
-use crate::status::LinkInfo;
 use crate::verdict::{CheckReport, ForwarderUse, LossResult, RttStats, Throughput, Verdict};
 
 const MAGIC: u32 = 0x5348_4c4b; // "SHLK"
@@ -395,7 +395,7 @@ fn bulk_phase(
 
 /// Runs all phases against link `name` and judges them.
 pub fn check(name: &str, opts: &CheckOptions) -> Result<CheckReport> {
-    let before = crate::status::link_info(name)?;
+    let before = crate::ctl::status::link_info(name)?;
     let st = before.state.clone();
     if st.backend == Backend::Tun && !before.forwarder_alive {
         bail!("the forwarder of link {name} is not running; recreate the link");
@@ -463,7 +463,7 @@ pub fn check(name: &str, opts: &CheckOptions) -> Result<CheckReport> {
     };
 
     let after_stats = crate::ipc::fresh_stats(name);
-    let after = crate::status::link_info(name)?;
+    let after = crate::ctl::status::link_info(name)?;
     let (dq0, dl0, _) = fwd_totals(&before.counters);
     let (dq1, dl1, _) = fwd_totals(&after_stats);
     let tun_tx_dropped = tx_dropped_total(&after).saturating_sub(tx_dropped_total(&before));

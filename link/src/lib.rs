@@ -3,36 +3,30 @@
 //!
 //! The `shoal` binary's `shoal link …` (cli/src/link.rs) drives it; the sweep engine and
 //! tests use [`LinkGuard`], [`link_info`] and [`spawn_in_netns`]. See docs/link.md.
-//!
+
 #![forbid(unsafe_code)]
 
-pub mod admit;
-pub mod blackhole;
 pub mod bulk_loss;
 pub mod check;
-pub mod control;
+pub mod ctl;
 pub mod forwarder;
 pub mod ipc;
-pub mod liveloss;
 pub mod netem;
 pub mod netns;
 pub mod parse;
 pub mod report;
-pub mod schedule;
-pub mod segment;
 pub mod state;
-pub mod status;
 pub mod tun;
 pub mod verdict;
 pub mod vnet;
 
-pub use blackhole::{blackhole, BlackholeOutcome};
 pub use check::{check, CheckOptions};
-pub use control::{
+pub use ctl::blackhole::{blackhole, BlackholeOutcome};
+pub use ctl::loss::set_loss;
+pub use ctl::status::{link_info, LinkInfo};
+pub use ctl::up::{
     down, up, BackendChoice, Launcher, LinkGuard, UpConfig, UpOutcome, DEFAULT_NAME,
 };
-pub use liveloss::set_loss;
 pub use netns::spawn_in_netns;
 pub use state::{Backend, LinkState, Sysctls};
-pub use status::{link_info, LinkInfo};
 pub use verdict::CheckReport;

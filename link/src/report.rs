@@ -4,8 +4,8 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use crate::ctl::status::LinkInfo;
 use crate::parse::{format_duration, format_rate, Loss};
-use crate::status::LinkInfo;
 use crate::verdict::{CheckReport, Verdict};
 
 impl CheckReport {

@@ -5,8 +5,8 @@
 use serde::Serialize;
 
 use crate::bulk_loss::BulkLoss;
+use crate::ctl::status::LinkInfo;
 use crate::parse::{format_rate, Loss};
-use crate::status::LinkInfo;
 
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct RttStats {

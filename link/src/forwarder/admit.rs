@@ -9,8 +9,8 @@
 //!
 //! Pure: no I/O, the clock is an argument, so the decisions are unit-tested.
 
-use crate::schedule::{LinkSchedule, LossGen, Verdict};
-use crate::segment::Gso;
+use crate::forwarder::schedule::{LinkSchedule, LossGen, Verdict};
+use crate::forwarder::segment::Gso;
 use crate::vnet::{self, WireSize};
 
 /// A frame to deliver at `deliver_ns` (the delivery time of its last wire segment).

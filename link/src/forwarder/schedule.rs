@@ -101,7 +101,7 @@ impl LossGen {
         (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
 
-    /// Changes the probability (a running link's loss change, `crate::liveloss`).
+    /// Changes the probability (a running link's loss change, `ctl::loss`).
     pub fn set_p(&mut self, p: f64) {
         self.p = p;
     }

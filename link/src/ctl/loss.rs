@@ -3,49 +3,12 @@
 //! read it before every packet, and the forwarder confirms it in its stats file (`loss`). The
 //! link's state file is updated so `link_info` reports the loss in effect. TUN backend only.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::ipc::{forwarder_stats, is_forwarder, to_ppb, LossStats, LOSS_SIGNAL, PPB};
+use crate::ipc::{forwarder_stats, is_forwarder, to_ppb, LossStats, LOSS_SIGNAL};
 use crate::state::{Backend, LinkState};
-
-/// The loss rate both directions apply, shared with the daemon that changes it.
-#[derive(Debug, Default)]
-pub struct LiveLoss {
-    ppb: AtomicU64,
-    requests: AtomicU64,
-}
-
-impl LiveLoss {
-    pub fn new(p: f64) -> LiveLoss {
-        LiveLoss {
-            ppb: AtomicU64::new(to_ppb(p)),
-            requests: AtomicU64::new(0),
-        }
-    }
-
-    /// The probability now.
-    pub fn p(&self) -> f64 {
-        self.ppb.load(Ordering::Relaxed) as f64 / PPB
-    }
-
-    /// Acts on a [`LOSS_SIGNAL`] whose value was `ppb`.
-    pub fn take(&self, ppb: usize) {
-        self.ppb
-            .store((ppb as u64).min(PPB as u64), Ordering::Relaxed);
-        self.requests.fetch_add(1, Ordering::Relaxed);
-        eprintln!("forwarder: loss now {}% per packet", self.p() * 100.0);
-    }
-
-    pub fn snapshot(&self) -> LossStats {
-        LossStats {
-            loss_ppb: self.ppb.load(Ordering::Relaxed),
-            requests: self.requests.load(Ordering::Relaxed),
-        }
-    }
-}
 
 /// Sets link `name`'s random loss to `p` (per wire packet and direction) while it runs, and
 /// returns what the forwarder confirmed (within 2 s).
@@ -84,21 +47,4 @@ pub fn set_loss(name: &str, p: f64) -> Result<LossStats> {
         std::thread::sleep(Duration::from_millis(10));
     }
     bail!("forwarder {pid} of link {name} did not confirm the loss change within 2 s")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn loss_travels_in_parts_per_billion() {
-        let l = LiveLoss::new(0.01);
-        assert_eq!(l.p(), 0.01);
-        l.take(to_ppb(0.0001) as usize);
-        assert_eq!(l.p(), 0.0001);
-        assert_eq!(l.snapshot().requests, 1);
-        l.take(usize::MAX);
-        assert_eq!(l.p(), 1.0);
-        assert_eq!(to_ppb(-1.0), 0);
-    }
 }

@@ -7,6 +7,11 @@
 //! `CLOCK_MONOTONIC` as they are read. Writing into the receiving TUN runs the receiving
 //! kernel stack in this thread, so this thread's CPU includes that work (see docs/link.md).
 
+pub mod admit;
+pub mod loss;
+pub mod schedule;
+pub mod segment;
+
 use std::collections::VecDeque;
 use std::io;
 use std::os::fd::AsFd;
@@ -18,12 +23,12 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use rustix::event::{PollFd, PollFlags};
 
-use crate::admit::{admit, Piece};
+use crate::forwarder::admit::{admit, Piece};
+use crate::forwarder::schedule::{LinkSchedule, LossGen};
 use crate::ipc::{
     BlackholeStats, DirStats, DirectionConfig, ForwarderConfig, ForwarderStats, BLACKHOLE_SIGNAL,
     LOSS_SIGNAL,
 };
-use crate::schedule::{LinkSchedule, LossGen};
 use crate::tun::Tun;
 use crate::vnet::{self, VNET_HDR_LEN};
 
@@ -161,7 +166,7 @@ pub fn run_direction(
     cfg: &DirectionConfig,
     counters: &DirCounters,
     blackhole: &Blackhole,
-    live_loss: &crate::liveloss::LiveLoss,
+    live_loss: &crate::forwarder::loss::LiveLoss,
     stop: &AtomicBool,
 ) -> Result<()> {
     set_fine_timer_slack();
@@ -332,7 +337,7 @@ pub fn run_daemon(cfg: &ForwarderConfig) -> Result<()> {
     let stop = Arc::new(AtomicBool::new(false));
     let blackhole = Arc::new(Blackhole::default());
     // Both directions start with the same loss (`shoal link up --loss`).
-    let live_loss = Arc::new(crate::liveloss::LiveLoss::new(cfg.up.loss));
+    let live_loss = Arc::new(crate::forwarder::loss::LiveLoss::new(cfg.up.loss));
     let up = Arc::new(DirCounters::default());
     let down = Arc::new(DirCounters::default());
     let snd = Arc::new(snd);
