@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use shoal_common::units::parse_duration;
+use shoal_proto::units::parse_duration;
 use shoal_sweep::probe_request::{self, ProbeRequest};
 
 /// Measure the path to a remote `shoal recv --control` through its control channel alone:

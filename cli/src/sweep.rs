@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use shoal_common::units::parse_duration;
+use shoal_proto::units::parse_duration;
 use shoal_sweep::request::{self, SweepRequest};
 
 /// Run a parameter matrix: every configuration N times in shuffled order, every run verified.

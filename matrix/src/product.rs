@@ -94,7 +94,7 @@ pub fn normalise(params: Vec<(String, AxisValue)>, payloads: &[&str], what: &str
     };
     let timeout = match find(axis::TIMEOUT) {
         Some(v) => Some(
-            shoal_common::units::parse_duration(&v.text())
+            shoal_proto::units::parse_duration(&v.text())
                 .map_err(|e| anyhow::anyhow!("{what} timeout: {e}"))?,
         ),
         None => None,

@@ -1,6 +1,6 @@
 //! Typed quantities of the matrix file, parsed once when the file is read: link rates, times,
 //! queues and loss (with the link's own parsers, so a matrix means what `shoal link up` would),
-//! payload sizes and run time limits (with `shoal_common::units`, as the CLI flags). Each keeps
+//! payload sizes and run time limits (with `shoal_proto::units`, as the CLI flags). Each keeps
 //! the text it was written as, for meta.json.
 
 use std::fmt;
@@ -36,9 +36,9 @@ macro_rules! unit {
     };
 }
 
-/// A `shoal_common::units` parser's error as text (it names the value).
+/// A `shoal_proto::units` parser's error as text (it names the value).
 fn units<T>(
-    parse: fn(&str) -> Result<T, shoal_common::units::UnitError>,
+    parse: fn(&str) -> Result<T, shoal_proto::units::UnitError>,
 ) -> impl Fn(&str) -> Result<T, String> {
     move |text| parse(text).map_err(|e| e.to_string())
 }
@@ -54,7 +54,7 @@ unit!(
 );
 unit!(
     /// A link rate in bits per second (`300mbit`).
-    LinkRate: u64, "300mbit", units(shoal_common::units::parse_rate)
+    LinkRate: u64, "300mbit", units(shoal_proto::units::parse_rate)
 );
 unit!(
     /// A link's queue: a multiple of the BDP or bytes (`1bdp`, `4MiB`).
@@ -66,7 +66,7 @@ unit!(
 );
 unit!(
     /// A run's time limit (`15m`, `90s`), as the CLI's `--timeout`.
-    TimeLimit: Duration, "15m", units(shoal_common::units::parse_duration)
+    TimeLimit: Duration, "15m", units(shoal_proto::units::parse_duration)
 );
 
 /// A parsed quantity and the text it was written as (serialised as that text).
@@ -119,7 +119,7 @@ impl<'de, U: Unit> Deserialize<'de> for Spelled<U> {
     }
 }
 
-/// A byte count: a number, or a size like `"4KiB"` (`shoal_common::units::parse_size`).
+/// A byte count: a number, or a size like `"4KiB"` (`shoal_proto::units::parse_size`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Size(pub u64);
 
@@ -140,7 +140,7 @@ impl<'de> Deserialize<'de> for Size {
                 Ok(Size(n))
             }
             fn visit_str<E: de::Error>(self, s: &str) -> Result<Size, E> {
-                shoal_common::units::parse_size(s)
+                shoal_proto::units::parse_size(s)
                     .map(Size)
                     .map_err(E::custom)
             }

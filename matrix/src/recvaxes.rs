@@ -3,7 +3,7 @@
 //! applies to that run alone (`shoal_proto::recvsettings`, carried in the control channel's
 //! prepare request). A flag the receiver cannot set per run is refused before anything runs.
 
-use shoal_common::control::RecvSettings;
+use shoal_proto::control::RecvSettings;
 
 use crate::argv;
 use crate::axis;

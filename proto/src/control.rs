@@ -1,6 +1,6 @@
 //! The receiver's control channel, used by a sweep on another host: prepare a fresh
 //! destination folder for a run, hash that folder from disk, remove it. Pure code, no I/O: the
-//! sockets are the receiver's and the sweep's; `shoal_common::control` adds the manifest
+//! sockets are the receiver's and the sweep's; `shoal_pipeline::manifest` adds the manifest
 //! glue (its `Manifest` is built from disk).
 //!
 //! Wire (inside TLS, on the receiver's usual port; see docs/wire-format.md):

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use shoal_common::row::RunRow;
+use shoal_row::row::RunRow;
 
 use shoal_matrix::axis;
 

@@ -3,7 +3,7 @@
 //! the last (a path that changed during a sweep is flagged). Pure: no I/O.
 
 use serde::{Deserialize, Serialize};
-use shoal_common::probe::BulkReport;
+use shoal_proto::probe::BulkReport;
 
 /// Idle RTT may move this much (fraction) between start and end before the path counts as
 /// changed.

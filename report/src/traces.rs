@@ -22,7 +22,7 @@ use anyhow::{Context, Result};
 
 use crate::report::ConfigSummary;
 
-pub use shoal_common::traces::{LATENCY, RECEIVER_SERIES, SENDER_SERIES};
+pub use shoal_row::traces::{LATENCY, RECEIVER_SERIES, SENDER_SERIES};
 
 /// The folder of one run's traces.
 pub fn run_dir(out: &Path, config_id: &str, run: &str) -> PathBuf {

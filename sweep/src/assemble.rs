@@ -1,7 +1,7 @@
 //! Row assembly for one run: the RunRow fields the sweep fills when `shoal send` printed no
 //! row (baselines, killed runs), what the transfer reported, and the verdict from verification.
 
-use shoal_common::metrics;
+use shoal_row::metrics;
 
 use crate::baseline;
 use crate::linkctx::LinkCtx;

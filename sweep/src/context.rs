@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
-use shoal_common::metrics;
+use shoal_row::metrics;
 
 use crate::baseline::Sshd;
 use crate::dest::RemoteCtx;

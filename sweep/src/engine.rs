@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use shoal_common::metrics;
+use shoal_row::metrics;
 
 use crate::baseline::{self, Sshd};
 use crate::context::Sweep;
@@ -163,7 +163,7 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
     let mut flush_metrics = false;
     if let Some(r) = &remote_ctx {
         meta["ends"] = serde_json::json!({
-            "sender": shoal_common::hostfacts::HostFacts::collect(None, None),
+            "sender": shoal_row::hostfacts::HostFacts::collect(None, None),
             "receiver": r.facts,
         });
         flush_metrics = guard_tcp_metrics(&r.facts, &mut meta)?;
@@ -216,7 +216,7 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
     write_meta(&opts.out, &meta)?;
 
     let identity = work_run.join("identity");
-    shoal_common::identity::Identity::load_or_create(&identity)?;
+    shoal_transport::identity::Identity::load_or_create(&identity)?;
 
     let mut sw = Sweep {
         opts,

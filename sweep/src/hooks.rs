@@ -33,7 +33,7 @@ impl Hooks {
         }
         if let Ok(v) = std::env::var("SHOAL_SWEEP_TEST_KILL") {
             let (d, which) = v.split_once('@').unwrap_or((v.as_str(), "all"));
-            if let Ok(d) = shoal_common::units::parse_duration(d) {
+            if let Ok(d) = shoal_proto::units::parse_duration(d) {
                 h.kill = Some((d, parse_orders(which)));
             }
         }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use shoal_common::metrics::wall_clock_us;
+use shoal_row::metrics::wall_clock_us;
 
 /// A core counts as busy in a sample when at least this share of its time was neither idle
 /// nor iowait (with 100 ms samples and 10 ms jiffies: 9 of 10).

@@ -3,7 +3,7 @@
 //! conditions applied and restored around it, every run verified from disk before its time
 //! counts — and writes `runs.csv`, from which shoal-report makes the medians and charts. See
 //! docs/sweep.md.
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 mod assemble;
 pub mod baseline;
@@ -25,7 +25,6 @@ pub mod progress;
 pub mod remote;
 pub mod request;
 mod run;
-mod sys;
 mod tcpmetrics;
 mod transfer;
 

@@ -152,12 +152,12 @@ pub fn host_facts(bin: &Path, ns: &str, peer: &str, dest: Option<&Path>) -> serd
 
 /// The receiving end's counters at one moment (see `Sweep::receiver_counters`).
 pub struct ReceiverCounters {
-    pub drops: shoal_common::hostfacts::UdpDrops,
+    pub drops: shoal_row::hostfacts::UdpDrops,
     pub steal: Option<f64>,
 }
 
 /// UDP drop counters of namespace `ns` now (`/proc/net/snmp` read inside it).
-pub fn udp_drops_in(ns: &str) -> Option<shoal_common::hostfacts::UdpDrops> {
+pub fn udp_drops_in(ns: &str) -> Option<shoal_row::hostfacts::UdpDrops> {
     let mut cmd = Command::new("cat");
     cmd.arg("/proc/net/snmp")
         .stdout(Stdio::piped())
@@ -166,7 +166,7 @@ pub fn udp_drops_in(ns: &str) -> Option<shoal_common::hostfacts::UdpDrops> {
         .ok()?
         .wait_with_output()
         .ok()?;
-    shoal_common::hostfacts::parse_snmp_udp(&String::from_utf8_lossy(&out.stdout))
+    shoal_row::hostfacts::parse_snmp_udp(&String::from_utf8_lossy(&out.stdout))
 }
 
 /// Brings the matrix's emulated link up, checks it unless told not to, and records it and what each end had in effect in `meta`.
@@ -221,7 +221,7 @@ pub fn bring_up(
     // What each end had in effect, read inside its namespace.
     // Global settings (udp_mem) are visible only outside the namespaces: "host".
     meta["ends"] = serde_json::json!({
-        "host": shoal_common::hostfacts::HostFacts::collect(None, None),
+        "host": shoal_row::hostfacts::HostFacts::collect(None, None),
         "sender": host_facts(&opts.shoal_bin, &st.snd_ns, &st.rcv_addr, None),
         "receiver": host_facts(&opts.shoal_bin, &st.rcv_ns, &st.snd_addr, Some(dest_root)),
     });

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result};
-use shoal_common::metrics;
+use shoal_row::metrics;
 
 use crate::options::Options;
 use crate::payload::Payload;
@@ -39,7 +39,7 @@ pub fn binary_provenance(bin: &Path) -> serde_json::Value {
         "version": version,
         "commit": commit,
         "dirty": version.contains("dirty tree"),
-        "sha256": shoal_common::provenance::file_sha256(bin).ok(),
+        "sha256": shoal_row::provenance::file_sha256(bin).ok(),
     })
 }
 

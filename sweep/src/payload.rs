@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use shoal_common::tree::{self, GenSpec};
-use shoal_common::verify::{Entry, Manifest};
+use shoal_pipeline::tree::{self, GenSpec};
+use shoal_pipeline::verify::{Entry, Manifest};
 
 use shoal_matrix::matrix::{PayloadSource, PayloadSpec};
 
@@ -147,7 +147,7 @@ pub fn compare_with(src: &Manifest, dst: Result<Manifest>, seconds: f64) -> Veri
             }
         }
     };
-    let diff = shoal_common::verify::compare(src, &dst);
+    let diff = shoal_pipeline::verify::compare(src, &dst);
     let (mut files_ok, mut bytes_ok) = (0, 0);
     for (path, e) in &src.entries {
         if let Entry::File { size, .. } = e {
@@ -172,7 +172,7 @@ pub fn compare_with(src: &Manifest, dst: Result<Manifest>, seconds: f64) -> Veri
 
 /// The destination's file system type and free space (shared with the receiver's control
 /// channel, which reports them for a remote destination).
-pub use shoal_common::metrics::{free_bytes, fs_type};
+pub use shoal_row::metrics::{free_bytes, fs_type};
 
 #[cfg(test)]
 mod tests {

@@ -15,10 +15,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use bytes::BytesMut;
-use shoal_common::control::{self, Reply, Request, KIND_JSON};
-use shoal_common::metrics;
-use shoal_common::probe::{BulkReport, GoodputMeter, KIND_PROBE_DATA, PROBE_FRAME};
-use shoal_common::stats;
+use shoal_proto::control::{self, Reply, Request, KIND_JSON};
+use shoal_proto::probe::{BulkReport, GoodputMeter, KIND_PROBE_DATA, PROBE_FRAME};
+use shoal_row::metrics;
+use shoal_transport::stats;
 
 use crate::pathreport::{Direction, PathProbe, RttSummary};
 use crate::remote::{exchange, next_frame, Remote, TlsStream};

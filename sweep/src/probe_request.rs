@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 
-use shoal_common::probe::MAX_PROBE_SECONDS;
-use shoal_common::units::parse_duration;
+use shoal_proto::probe::MAX_PROBE_SECONDS;
+use shoal_proto::units::parse_duration;
 
 use crate::probe::{probe, ProbeOptions};
 use crate::remote::{first_contact, Remote};

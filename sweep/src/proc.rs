@@ -20,7 +20,7 @@ extern "C" fn on_signal(_: libc::c_int) {
 
 /// Catches SIGINT and SIGTERM so the link, sshd and run processes are cleaned up.
 pub fn install_interrupt_handler() {
-    crate::sys::on_interrupt(on_signal);
+    shoal_sys::signal::on_interrupt(on_signal);
 }
 
 pub fn interrupted() -> bool {
@@ -109,7 +109,7 @@ impl Proc {
         if self.reaped {
             return Some(Exit::default());
         }
-        let (r, status, ru) = crate::sys::wait4_nohang(self.pid);
+        let (r, status, ru) = shoal_sys::rusage::wait4_nohang(self.pid);
         if r == 0 {
             return None;
         }

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use shoal_common::units::parse_duration;
+use shoal_proto::units::parse_duration;
 
 use crate::engine;
 use crate::options::{Options, Summary, DEFAULT_QUIET_LOAD, DEFAULT_RUNS, DEFAULT_TIMEOUT};
@@ -73,7 +73,7 @@ impl Default for SweepRequest {
 }
 
 fn default_out() -> PathBuf {
-    PathBuf::from("results").join(shoal_common::metrics::utc_timestamp_for_names())
+    PathBuf::from("results").join(shoal_row::metrics::utc_timestamp_for_names())
 }
 
 /// The exit status of a finished sweep: 130 when interrupted; 1 when every run failed, or

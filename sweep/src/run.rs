@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
-use shoal_common::metrics;
+use shoal_row::metrics;
 
 use crate::assemble;
 use crate::context::Sweep;
@@ -65,7 +65,7 @@ impl Sweep<'_> {
         let facts = self.remote.as_ref()?.control.counters().ok()?.facts;
         let num = |k: &str| facts.get(k).and_then(|v| v.parse::<u64>().ok());
         Some(ReceiverCounters {
-            drops: shoal_common::hostfacts::UdpDrops {
+            drops: shoal_row::hostfacts::UdpDrops {
                 rcvbuf_errors: num("udp_rcvbuf_errors")?,
                 in_errors: num("udp_in_errors")?,
             },

@@ -13,9 +13,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{BufMut, BytesMut};
-use shoal_common::codec::{self, Hello};
-use shoal_common::config::Mode;
-use shoal_common::identity::{self, Identity};
+use shoal_proto::codec::{self, Hello};
+use shoal_transport::config::Mode;
+use shoal_transport::identity::{self, Identity};
 use support::*;
 use tokio::io::AsyncWriteExt;
 
@@ -102,10 +102,10 @@ async fn a_sender_that_vanishes_mid_file_fails_the_run_cleanly() {
         },
         &mut s,
     );
-    let path = shoal_common::relpath::RelPath::from_bytes(b"done", &Default::default()).unwrap();
+    let path = shoal_proto::relpath::RelPath::from_bytes(b"done", &Default::default()).unwrap();
     codec::encode_file_header(&path, 1000, &mut s);
     s.put_slice(&[b'd'; 1000]);
-    let path = shoal_common::relpath::RelPath::from_bytes(b"half", &Default::default()).unwrap();
+    let path = shoal_proto::relpath::RelPath::from_bytes(b"half", &Default::default()).unwrap();
     codec::encode_file_header(&path, 1000, &mut s);
     s.put_slice(&[b'h'; 500]);
 

@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use shoal_common::control::Request;
-use shoal_common::identity::Identity;
-use shoal_common::verify::Manifest;
+use shoal_pipeline::verify::Manifest;
+use shoal_proto::control::Request;
 use shoal_sweep::remote::Remote;
+use shoal_transport::identity::Identity;
 use support::sweep::sweep_in;
 use support::*;
 

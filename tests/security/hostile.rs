@@ -4,8 +4,8 @@
 use crate::support;
 
 use bytes::BufMut;
-use shoal_common::codec::{self, EndMarker, Reply};
-use shoal_common::identity::Identity;
+use shoal_proto::codec::{self, EndMarker, Reply};
+use shoal_transport::identity::Identity;
 use support::raw::*;
 use support::*;
 

@@ -12,9 +12,9 @@ use std::process::Output;
 use std::time::{Duration, Instant};
 
 use bytes::{BufMut, BytesMut};
-use shoal_common::codec::{self, EndMarker, Reply, ReplyDecoder};
-use shoal_common::config::Mode;
-use shoal_common::identity::Identity;
+use shoal_proto::codec::{self, EndMarker, Reply, ReplyDecoder};
+use shoal_transport::config::Mode;
+use shoal_transport::identity::Identity;
 use support::raw::{expect_error, hello_for, raw_file};
 use support::raw_yamux::YamuxClient;
 use support::*;

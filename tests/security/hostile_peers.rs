@@ -7,8 +7,8 @@ use crate::support;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use shoal_common::codec::{self, EndMarker, Reply, ReplyDecoder};
-use shoal_common::identity::Identity;
+use shoal_proto::codec::{self, EndMarker, Reply, ReplyDecoder};
+use shoal_transport::identity::Identity;
 use support::raw::*;
 use support::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -254,7 +254,7 @@ async fn silent_and_trickling_peers_are_dropped_while_others_are_served() {
 /// panic (`unreachable!`) and the peer got nothing (issue 16, item 5).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_quic_mode_over_tcp_is_refused_with_a_reply() {
-    use shoal_common::config::Mode;
+    use shoal_transport::config::Mode;
     let t = tempfile::tempdir().unwrap();
     let id = t.path().join("id");
     let dst = t.path().join("box").join("dst");

@@ -8,7 +8,7 @@ use crate::support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use shoal_common::identity::{self, Identity};
+use shoal_transport::identity::{self, Identity};
 use support::*;
 use tokio::io::AsyncReadExt;
 

@@ -410,7 +410,7 @@ pub fn clear(dst: &Path) {
 
 /// Every mode's `--mode` name, in `--help` order.
 pub fn all_modes() -> impl Iterator<Item = &'static str> {
-    shoal_common::config::Mode::ALL.iter().map(|m| m.name())
+    shoal_transport::config::Mode::ALL.iter().map(|m| m.name())
 }
 
 /// Sends `signal` (a `kill -s` name: STOP, CONT, INT…) to process `pid`.

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{BufMut, BytesMut};
-use shoal_common::codec::{self, Hello, Reply, ReplyDecoder};
-use shoal_common::config::Mode;
-use shoal_common::identity::{self, Identity};
+use shoal_proto::codec::{self, Hello, Reply, ReplyDecoder};
+use shoal_transport::config::Mode;
+use shoal_transport::identity::{self, Identity};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 pub type Tls = tokio_rustls::client::TlsStream<tokio::net::TcpStream>;

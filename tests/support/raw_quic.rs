@@ -4,10 +4,10 @@
 use std::path::Path;
 use std::time::Duration;
 
-use shoal_common::codec::{Reply, ReplyDecoder};
-use shoal_common::config::FlowConfig;
-use shoal_common::identity::Identity;
+use shoal_proto::codec::{Reply, ReplyDecoder};
 use shoal_sender::net::{connect_quic, QuicConn};
+use shoal_transport::config::FlowConfig;
+use shoal_transport::identity::Identity;
 
 /// A pinned QUIC connection to the receiver, handshake done.
 pub async fn connect(addr: &str, id_dir: &Path) -> QuicConn {

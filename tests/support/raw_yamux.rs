@@ -3,13 +3,13 @@
 //!
 //! The sender's own yamux driver (`shoal_sender::streams`) is crate-private and tied to its
 //! file pipeline (bounded outstanding streams, boxed I/O); this is the few lines of it a raw
-//! client needs, with the same yamux settings (`shoal_common::transport::yamux_config`).
+//! client needs, with the same yamux settings (`shoal_transport::transport::yamux_config`).
 
 use std::future::poll_fn;
 use std::path::Path;
 use std::task::Poll;
 
-use shoal_common::transport::{yamux_config, yamux_streams};
+use shoal_transport::transport::{yamux_config, yamux_streams};
 use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;

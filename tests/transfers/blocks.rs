@@ -8,9 +8,9 @@ use crate::support;
 use std::path::Path;
 
 use bytes::{BufMut, BytesMut};
-use shoal_common::codec::{self, EndMarker};
-use shoal_common::identity::Identity;
-use shoal_common::relpath::{PathLimits, RelPath};
+use shoal_proto::codec::{self, EndMarker};
+use shoal_proto::relpath::{PathLimits, RelPath};
+use shoal_transport::identity::Identity;
 use support::raw::*;
 use support::*;
 
@@ -255,10 +255,10 @@ async fn hostile_blocks_are_refused_and_leave_no_complete_looking_file() {
 fn conn_of_two(token: &[u8], run_id: [u8; 16], index: u16, records: &[u8]) -> BytesMut {
     let mut s = BytesMut::new();
     codec::encode_hello(
-        &shoal_common::codec::Hello {
+        &shoal_proto::codec::Hello {
             run_id,
             token: token.to_vec(),
-            mode: shoal_common::config::Mode::TcpBundle,
+            mode: shoal_transport::config::Mode::TcpBundle,
             file_count: 1,
             total_bytes: 10,
             conn_index: index,

@@ -3,7 +3,7 @@
 //! `conditions::start_window`); in a QUIC mode it is `shoal send --initial-window`.
 
 use anyhow::{anyhow, Result};
-use shoal_common::units::parse_size;
+use shoal_proto::units::parse_size;
 
 use crate::axis::{self, AxisValue};
 

@@ -11,12 +11,12 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use bytes::{Buf, BytesMut};
-use shoal_common::control::{
+use shoal_pipeline::verify::Manifest;
+use shoal_proto::control::{
     self, RecvSettings, Reply, Request, KIND_JSON, KIND_MANIFEST, MAX_REPLY,
 };
-use shoal_common::identity::{self, Identity, Pin};
-use shoal_common::metrics;
-use shoal_common::verify::Manifest;
+use shoal_row::metrics;
+use shoal_transport::identity::{self, Identity, Pin};
 
 /// How to reach and authenticate to a remote receiver.
 pub struct Remote {
@@ -284,7 +284,7 @@ pub(crate) fn exchange(
     }
     let m = if manifest {
         match next_frame(tls, buf)? {
-            (KIND_MANIFEST, body) => Some(control::decode_manifest(&body)?),
+            (KIND_MANIFEST, body) => Some(shoal_pipeline::manifest::decode_manifest(&body)?),
             (k, _) => bail!("expected a manifest, got frame kind {k}"),
         }
     } else {

@@ -10,7 +10,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use shoal_common::control::{Reply, Request};
+use shoal_proto::control::{Reply, Request};
 
 use crate::baseline::{shell_quote, tar_tcp_sender};
 use crate::context::Sweep;

@@ -27,7 +27,7 @@ const LIFETIME: &str = "path-state-lifetime";
 fn lifetime(cfg: &Config) -> Result<std::time::Duration> {
     match cfg.get(LIFETIME) {
         None => Ok(shoal_sender::path_state::DEFAULT_LIFETIME),
-        Some(v) => shoal_common::units::parse_duration(&v.text())
+        Some(v) => shoal_proto::units::parse_duration(&v.text())
             .map_err(|e| anyhow::anyhow!("{}: {LIFETIME} = {:?}: {e}", cfg.id, v.text())),
     }
 }
@@ -117,7 +117,7 @@ pub fn apply(link: Option<&LinkCtx>, out: &Path, cfg: &Config) -> Result<Option<
                 Some((state, cap)) => {
                     saved = Some((state.cwnd, cap));
                     // The jump window, as QUIC's `--initial-window saved`.
-                    let jump = shoal_common::careful_resume::jump_cwnd(&state, u64::MAX);
+                    let jump = shoal_proto::careful_resume::jump_cwnd(&state, u64::MAX);
                     ask::segments(jump, mss)
                 }
                 None => {
