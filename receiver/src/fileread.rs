@@ -3,7 +3,7 @@
 //! Through `tokio_util::compat::Compat`, a yamux stream zeroes the caller's whole spare
 //! capacity on every poll (a futures `AsyncRead` needs an initialised slice): for tcp-streams
 //! that was a 4,608-byte memset per poll, two polls per 4 KiB file, 16% of the receiver's
-//! instructions (results/bench-callgrind/callgrind.txt). yamux also hands out each frame's body
+//! instructions (docs/benchmarks.md, "Instructions per file"). yamux also hands out each frame's body
 //! as a whole (`futures::Stream<Item = Packet>`), so reading packets costs one copy into the
 //! buffer and no memset. QUIC streams go through quinn's tokio `AsyncRead`, which copies its
 //! chunks into the uninitialised spare capacity (`put_slice`) and zeroes nothing.

@@ -191,10 +191,9 @@ pub async fn connect_quic_with(
 /// CONNECTION_CLOSE has been handed to the socket: the first datagram after the close, as a
 /// closed connection sends nothing else.
 ///
-/// This used to wait out the endpoint's whole closing period (`Endpoint::wait_idle`): three
-/// probe timeouts, at least 75 ms with quinn's 25 ms `max_ack_delay`, in which a closed
-/// connection only answers the peer's packets with its close again. That was most of a QUIC
-/// `send` process's fixed cost on loopback (results/ab-loopback/one-file-wall.log).
+/// Waiting out the endpoint's whole closing period (`Endpoint::wait_idle`: three probe
+/// timeouts, in which a closed connection only repeats its close) was most of a QUIC `send`
+/// process's fixed cost on loopback (docs/decisions/0006-patched-quinn-proto.md).
 /// The receiver needs only the close: it has sent its completion by then, and it ends its side
 /// when the close arrives or, should the close be lost, 5 s after its completion
 /// (receiver/src/quic.rs). A close made behind a full congestion window was never sent at all

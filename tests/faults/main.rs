@@ -298,8 +298,8 @@ fn make_unreadable_to_the_sender(file: &Path) -> bool {
 /// The receiver must report the run as failed. Its reply to yamux's ping could fail (the
 /// sender gone) before it read the control stream, and the yamux connection then ended at
 /// that write error, losing the stream: 7 and 18 of 30 runs logged "no yamux control stream"
-/// and no run line (results/ab-loopback/first-file-unreadable.log; vendor/yamux's
-/// `write_error` patch). Several rounds, because it is a race.
+/// and no run line (docs/decisions/0005-patched-yamux.md, its `write_error`
+/// patch). Several rounds, because it is a race.
 /// (A bundle sender that fails this early has not sent its hello yet, buffered with the first
 /// files: its receiver logs a connection closed before the hello and has no run to report.)
 #[test]

@@ -30,8 +30,7 @@ impl UdpOffload {
 /// 64 KiB IP packet (65,507 bytes of UDP payload over IPv4), so ten datagrams of 6,500 bytes
 /// fit. Larger datagrams make every batched send fail with `EMSGSIZE`, which quinn-udp takes
 /// for a lost MTU probe; black-hole detection then drops the connection to 1,200 bytes
-/// (measured on loopback with bounds of 8,972 and 65,527: both ended at 1,200;
-/// results/ab-loopback/mtu-bounds-256MiB.log).
+/// (docs/decisions/0008-quic-datagram-size.md).
 pub const QUIC_MAX_UDP_PAYLOAD: u16 = 6_500;
 
 /// UDP payload that fits an Ethernet frame (1,500 − 28 bytes of IPv4 and UDP headers).

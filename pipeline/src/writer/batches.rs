@@ -10,20 +10,10 @@ use super::{WriteBatch, WriteOp};
 /// Data bytes of written ops the bin holds at most; past it the writer frees them itself.
 pub(super) const RECYCLE_BYTES: usize = 1 << 20;
 
-/// Batches the writer takes off its queue at once, at most.
-///
-/// Taken one at a time, every batch written freed one place in the queue and woke the network
-/// task waiting for it: with a writer slower than the network (file creation is the receiver's
-/// bottleneck on tmpfs), the network task slept and woke once per small file, and every wake
-/// from the writer thread cost that thread an `eventfd` write (129,096 of them in a run of
-/// 65,536 × 4 KiB over quic-streams, 2 a file with the room below; 2,634 now:
-/// results/ab-loopback/strace-writes-by-fd-quic-streams.txt). Taken in groups, the
-/// places come back a group at a time: the quic-streams receiver's `write` calls fell 256,086 →
-/// 151,987 and its `epoll_wait`s 127,576 → 25,487 (`strace -c`), its wall time 1.574 → 1.404 s
-/// and its CPU 1.733 → 1.553 s (medians of 5; tcp-streams 1.332 → 1.292 s and 1.441 → 1.358 s):
-/// results/ab-loopback/ab-*-grouped-intake.log, strace-quic-streams-*.txt. The
-/// fourteenth session tried the same and measured no gain (ab-quic-streams-room-inbox-tried.log
-/// in results/ab-loopback), when other costs of the network thread bound the run.
+/// Batches the writer takes off its queue at once, at most. Taken one at a time, every batch
+/// written freed one place in the queue and woke the network task once per small file (an
+/// `eventfd` write each); taken in groups, the places come back a group at a time, with far
+/// fewer `write` and `epoll_wait` calls at the receiver (docs/decisions/0010-writer-batches.md).
 pub(super) const INTAKE_GROUP: usize = 64;
 
 /// Receive-budget room the writer has written out but not yet handed back: given back in steps
@@ -55,14 +45,10 @@ impl HeldRoom {
     }
 }
 
-/// Written batches' ops, handed back to be freed by the network side that allocated them.
-///
-/// The network thread allocates each file's buffers and ops; freed on the writer thread, every
-/// one of them took the allocating thread's malloc arena lock, against that thread's own
-/// allocations. Freed here instead, quic-streams' wall time fell 2.714 → 2.432 s and its
-/// receiver's CPU 2.837 → 2.665 s (medians of 5,
-/// results/ab-loopback/ab-quic-streams-7a36cd4-vs-7f75ceb.log). The bin holds at most
-/// [`RECYCLE_BYTES`] of data, so it adds no more than that to the write budget's memory.
+/// Written batches' ops, handed back to be freed by the network side that allocated them:
+/// freed on the writer thread, every one of them took the allocating thread's malloc arena
+/// lock (docs/decisions/0010-writer-batches.md). The bin holds at most [`RECYCLE_BYTES`] of
+/// data, so it adds no more than that to the write budget's memory.
 #[derive(Debug, Default)]
 pub(super) struct Recycle {
     bin: Mutex<(Vec<Vec<WriteOp>>, usize)>,

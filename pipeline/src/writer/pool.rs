@@ -4,7 +4,7 @@
 //!
 //! Why more than one: creating a file (`O_TMPFILE`, `write`, `linkat`, `close`) is the
 //! receiver's largest cost per small file, about three fifths of its CPU in tcp-streams on
-//! tmpfs (results/ab-loopback/perf-tcp-streams-ack-count.txt), and one thread does it
+//! tmpfs (docs/decisions/0016-writers-per-folder.md), and one thread does it
 //! all. Writers on different folders share no folder lock and no state: a file's ops and a
 //! folder's files always go to the same writer ([`super::file_id`]), so each writer's folder
 //! handles stay its own, and the confinement rules are exactly those of one writer. Two of a
