@@ -6,21 +6,23 @@
 
 #![forbid(unsafe_code)]
 
+mod ctx;
+mod dynamic;
+pub mod flags;
+pub mod fmt;
+pub mod model;
+pub mod noise;
 pub mod obs;
+pub mod render;
+mod rules;
 pub mod verdict;
 
+pub use dynamic::{LOSS_MIN, PER_FILE_RTT_BAND, SLOW_START_MIN};
+pub use noise::MIN_GAIN;
 pub use obs::{
     ArmKind, ArmObs, BufferLimits, CpuObs, EndsObs, FloorRate, LossObs, Observations, PathObs,
     RunObs, SampleObs, SizeSummary,
 };
+pub use render::{render, report_json};
+pub use rules::{diagnose, CPU_BUSY, FLOOR_CONTRADICTED, FLOOR_NEAR};
 pub use verdict::{Bottleneck, Fix, Kind, ToolEstimate, Verdict};
-
-/// Names the binding constraints, the fixes and the predictions from what was observed.
-pub fn diagnose(_obs: &Observations) -> Verdict {
-    Verdict::default()
-}
-
-/// The human summary of a verdict.
-pub fn render(_verdict: &Verdict, _obs: &Observations) -> String {
-    String::new()
-}

@@ -177,6 +177,22 @@ pub enum ArmKind {
     PerFileWait,
 }
 
+impl ArmKind {
+    /// How the arm is named in evidence.
+    pub fn label(&self) -> String {
+        match self {
+            ArmKind::Base => "the base".into(),
+            ArmKind::OtherCc(cc) => format!("the {cc} arm"),
+            ArmKind::Connections(n) => format!("the {n}-connection arm"),
+            ArmKind::PathWindows => "the path-sized windows arm".into(),
+            ArmKind::Quic => "the QUIC arm".into(),
+            ArmKind::QuicStartWindow => "the QUIC saved-window arm".into(),
+            ArmKind::Resume => "the resume arm".into(),
+            ArmKind::PerFileWait => "the per-file-wait arm".into(),
+        }
+    }
+}
+
 /// Counters of one verified run; `None` where the run's row has no such figure.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunObs {

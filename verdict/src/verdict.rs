@@ -76,6 +76,11 @@ pub struct Bottleneck {
     pub share: f64,
     /// The measured figures that show it, one sentence each, with units.
     pub evidence: Vec<String>,
+    /// Set when the constraint holds back an alternative arm rather than the base (the
+    /// QUIC arm's UDP drops, the per-file-wait arm's round trips): why that arm is not the
+    /// fix. Its share is then of that arm's time, and it ranks after the base's constraints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arm: Option<crate::obs::ArmKind>,
 }
 
 /// A change that measured a gain on the sample.
@@ -83,8 +88,9 @@ pub struct Bottleneck {
 pub struct Fix {
     /// What to change: `shoal send` flags (`--cc bbr`), or a sysctl with its value.
     pub change: String,
-    /// The constraint it removes.
-    pub removes: Kind,
+    /// The constraint it removes; `None` when the arm was faster but no measured figure
+    /// showed why.
+    pub removes: Option<Kind>,
     /// Time saved on the sample over the base's time (0.3 = 30% faster), from medians.
     pub measured_gain: f64,
     /// Predicted time for the whole tree with this change alone (s), when the model fits.

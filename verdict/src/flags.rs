@@ -1,0 +1,110 @@
+//! `shoal send` argument lists as options: what an arm changes from the base, and the base
+//! with a fix's options laid over it.
+
+/// Arguments split into leading positionals and `--name [value]` options, in order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Args {
+    pub positionals: Vec<String>,
+    pub options: Vec<(String, Option<String>)>,
+}
+
+impl Args {
+    /// Reads `--name value`, `--name=value` and bare `--name`; a token that follows an option
+    /// and does not start with `--` is its value; other tokens are positionals (rendered
+    /// first).
+    pub fn parse(tokens: &[String]) -> Args {
+        let mut args = Args::default();
+        let mut i = 0;
+        while i < tokens.len() {
+            let t = &tokens[i];
+            if let Some(body) = t.strip_prefix("--") {
+                if let Some((name, value)) = body.split_once('=') {
+                    args.options
+                        .push((name.to_string(), Some(value.to_string())));
+                } else if tokens.get(i + 1).is_some_and(|v| !v.starts_with("--")) {
+                    args.options
+                        .push((body.to_string(), Some(tokens[i + 1].clone())));
+                    i += 1;
+                } else {
+                    args.options.push((body.to_string(), None));
+                }
+            } else {
+                args.positionals.push(t.clone());
+            }
+            i += 1;
+        }
+        args
+    }
+
+    fn get(&self, name: &str) -> Option<&Option<String>> {
+        self.options.iter().find(|(n, _)| n == name).map(|(_, v)| v)
+    }
+
+    /// The options of `self` that `base` does not have with the same value.
+    pub fn changes_from(&self, base: &Args) -> Args {
+        Args {
+            positionals: Vec::new(),
+            options: self
+                .options
+                .iter()
+                .filter(|(n, v)| base.get(n) != Some(v))
+                .cloned()
+                .collect(),
+        }
+    }
+
+    /// `self` with each of `over`'s options set: replaced in place when present, appended
+    /// when not.
+    pub fn overlay(&mut self, over: &Args) {
+        for (name, value) in &over.options {
+            match self.options.iter_mut().find(|(n, _)| n == name) {
+                Some(slot) => slot.1 = value.clone(),
+                None => self.options.push((name.clone(), value.clone())),
+            }
+        }
+    }
+
+    /// Whether it names this option.
+    pub fn has(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+
+    /// Back to one string, shell words separated by spaces.
+    pub fn render(&self) -> String {
+        let mut out: Vec<String> = self.positionals.clone();
+        for (name, value) in &self.options {
+            match value {
+                Some(v) => {
+                    out.push(format!("--{name}"));
+                    out.push(v.clone());
+                }
+                None => out.push(format!("--{name}")),
+            }
+        }
+        out.join(" ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn toks(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn changes_and_overlay() {
+        let base = Args::parse(&toks("198.18.0.2:7474 --src /d --cc cubic --connections 1"));
+        let arm = Args::parse(&toks("198.18.0.2:7474 --src /d --cc=bbr --connections 1"));
+        let change = arm.changes_from(&base);
+        assert_eq!(change.render(), "--cc bbr");
+        let mut best = base.clone();
+        best.overlay(&change);
+        best.overlay(&Args::parse(&toks("--resume")));
+        assert_eq!(
+            best.render(),
+            "198.18.0.2:7474 --src /d --cc bbr --connections 1 --resume"
+        );
+    }
+}

@@ -1,0 +1,249 @@
+//! The time model of a transfer: handshake + slow-start rounds + bytes at the rate the
+//! window allows + files × a per-file cost fitted on the sample; and the common tools priced
+//! from the same figures.
+
+use crate::flags::Args;
+use crate::obs::{ArmKind, ArmObs, FloorRate, Observations};
+use crate::verdict::ToolEstimate;
+
+/// Round trips before the first byte of data: TCP's handshake and TLS 1.3's.
+pub const HANDSHAKE_RTTS: f64 = 2.0;
+/// Round trips before data for QUIC (transport and TLS together).
+pub const QUIC_HANDSHAKE_RTTS: f64 = 1.0;
+/// The initial congestion window (10 segments of 1448 bytes, RFC 6928).
+pub const INITIAL_WINDOW_BYTES: f64 = 14_480.0;
+/// One SSH channel's window: what tar | ssh and rsync keep in flight per round trip.
+pub const SSH_WINDOW_BYTES: f64 = 2.0 * 1024.0 * 1024.0;
+/// Bytes tar adds per file: a 512-byte header, and on average half a 512-byte block of padding.
+pub const TAR_BYTES_PER_FILE: f64 = 768.0;
+/// Bytes of rsync's file list per file (name, size, times, mode).
+pub const RSYNC_LIST_BYTES_PER_FILE: f64 = 100.0;
+
+/// The path figures every estimate uses.
+#[derive(Debug, Clone, Copy)]
+pub struct PathFigures {
+    /// Idle RTT (s).
+    pub rtt_s: f64,
+    /// Bulk goodput sender → receiver (bit/s).
+    pub rate_bps: f64,
+    /// Bandwidth-delay product (bytes).
+    pub bdp_bytes: f64,
+}
+
+impl PathFigures {
+    /// The figures, when the probe measured RTT and goodput.
+    pub fn of(obs: &Observations) -> Option<PathFigures> {
+        let rtt_s = obs.path.idle_rtt_ms? / 1000.0;
+        let rate_bps = obs.path.goodput_to_receiver_bits_per_s?;
+        if !(rtt_s > 0.0 && rate_bps > 0.0) {
+            return None;
+        }
+        let bdp_bytes = obs
+            .path
+            .bdp_bytes
+            .map_or(rate_bps * rtt_s / 8.0, |b| b as f64);
+        Some(PathFigures {
+            rtt_s,
+            rate_bps,
+            bdp_bytes,
+        })
+    }
+
+    /// Round trips slow start takes to reach `window` bytes in flight.
+    pub fn slow_start_rounds(&self, window: f64) -> f64 {
+        if window <= INITIAL_WINDOW_BYTES {
+            0.0
+        } else {
+            (window / INITIAL_WINDOW_BYTES + 1.0).log2().ceil()
+        }
+    }
+
+    /// Time slow start adds over sending `bytes` at the full rate, for a window that grows
+    /// to `window` bytes (s).
+    pub fn slow_start_extra_s(&self, bytes: f64, window: f64) -> f64 {
+        let target = window.min(bytes);
+        let rounds = self.slow_start_rounds(target);
+        let sent = (INITIAL_WINDOW_BYTES * (2f64.powf(rounds) - 1.0)).min(bytes);
+        (rounds * self.rtt_s - sent * 8.0 / self.rate_bps).max(0.0)
+    }
+}
+
+/// The smaller of the kernels' autotuning maxima: the sender's `tcp_wmem` max and the
+/// receiver's `tcp_rmem` max (bytes).
+pub fn kernel_window_cap(obs: &Observations) -> Option<u64> {
+    let s = obs.path.sender_buffers.tcp_wmem.map(|m| m[2]);
+    let r = obs.path.receiver_buffers.tcp_rmem.map(|m| m[2]);
+    match (s, r) {
+        (Some(s), Some(r)) => Some(s.min(r)),
+        (s, r) => s.or(r),
+    }
+}
+
+/// The number of connections an argument list asks for (1 when it does not say).
+pub fn connections(flags: &[String]) -> f64 {
+    Args::parse(flags)
+        .options
+        .iter()
+        .find(|(n, _)| n == "connections")
+        .and_then(|(_, v)| v.as_deref()?.parse::<f64>().ok())
+        .unwrap_or(1.0)
+}
+
+/// A transfer's time as a function of its files and bytes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Model {
+    /// Handshake (s).
+    pub handshake_s: f64,
+    /// Whether slow start is paid (no saved window).
+    pub slow_start: bool,
+    /// The window slow start grows to (bytes).
+    pub window_bytes: f64,
+    /// Rate once the window is open (bit/s).
+    pub rate_bps: f64,
+    /// Cost per file beyond the bytes (s), fitted.
+    pub per_file_s: f64,
+}
+
+impl Model {
+    /// Fits the model to one measured arm: the path's terms from the probe, the per-file
+    /// cost from what is left of the arm's median time. When the path's terms alone exceed
+    /// the median, the rate is lowered to fit instead.
+    pub fn fit(obs: &Observations, arm: &ArmObs, p: &PathFigures) -> Option<Model> {
+        let t = arm.median_s()?;
+        let files = obs.sample.sample_files.max(1) as f64;
+        let bytes = obs.sample.sample_bytes as f64;
+        let quic = matches!(arm.kind, ArmKind::Quic | ArmKind::QuicStartWindow);
+        let n = connections(&arm.flags);
+        let cap = match (&arm.kind, kernel_window_cap(obs)) {
+            (ArmKind::PathWindows, _) | (_, None) => f64::INFINITY,
+            (_, Some(c)) => c as f64 * n,
+        };
+        let window_bytes = p.bdp_bytes.min(cap);
+        let mut m = Model {
+            handshake_s: p.rtt_s
+                * if quic {
+                    QUIC_HANDSHAKE_RTTS
+                } else {
+                    HANDSHAKE_RTTS
+                },
+            slow_start: !matches!(arm.kind, ArmKind::Resume | ArmKind::QuicStartWindow),
+            window_bytes,
+            rate_bps: p.rate_bps.min(window_bytes * 8.0 / p.rtt_s),
+            per_file_s: 0.0,
+        };
+        let fixed = m.fixed_s(p, bytes);
+        let left = t - fixed - bytes * 8.0 / m.rate_bps;
+        if left >= 0.0 {
+            m.per_file_s = left / files;
+        } else if t > fixed && bytes > 0.0 {
+            m.rate_bps = bytes * 8.0 / (t - fixed);
+        } else {
+            // The fixed terms alone exceed the run: scale the run by bytes instead.
+            m.handshake_s = 0.0;
+            m.slow_start = false;
+            m.rate_bps = if t > 0.0 { bytes * 8.0 / t } else { p.rate_bps };
+        }
+        Some(m)
+    }
+
+    fn fixed_s(&self, p: &PathFigures, bytes: f64) -> f64 {
+        let ss = if self.slow_start {
+            p.slow_start_extra_s(bytes, self.window_bytes)
+        } else {
+            0.0
+        };
+        self.handshake_s + ss
+    }
+
+    /// Predicted time for `files` files of `bytes` bytes (s).
+    pub fn predict(&self, p: &PathFigures, files: u64, bytes: u64) -> f64 {
+        self.fixed_s(p, bytes as f64)
+            + bytes as f64 * 8.0 / self.rate_bps
+            + files as f64 * self.per_file_s
+    }
+}
+
+/// The whole tree's time for a measured arm: the fitted model, or the floors that bind the
+/// whole tree (reading it as found, writing it) when those are slower.
+pub fn predict_tree(
+    obs: &Observations,
+    arm: &ArmObs,
+    p: Option<&PathFigures>,
+    floors: &[FloorRate],
+) -> Option<f64> {
+    let (files, bytes) = (obs.sample.tree_files, obs.sample.tree_bytes);
+    let model = match p {
+        Some(p) => Model::fit(obs, arm, p)?.predict(p, files, bytes),
+        None => {
+            // No path figures: scale the run by the tree's size over the sample's.
+            let t = arm.median_s()?;
+            let scale = if obs.sample.sample_bytes > 0 {
+                bytes as f64 / obs.sample.sample_bytes as f64
+            } else {
+                files as f64 / obs.sample.sample_files.max(1) as f64
+            };
+            t * scale
+        }
+    };
+    let floor = floors
+        .iter()
+        .filter_map(|f| f.seconds_for(files, bytes))
+        .fold(0.0, f64::max);
+    Some(model.max(floor))
+}
+
+/// What common tools would take on this path for the whole tree, from the probe's RTT and
+/// rate and the ends' floors: estimates from the model, not runs.
+pub fn common_tools(
+    obs: &Observations,
+    p: &PathFigures,
+    floors: &[FloorRate],
+) -> Vec<ToolEstimate> {
+    let files = obs.sample.tree_files as f64;
+    let bytes = obs.sample.tree_bytes as f64;
+    let floor = floors
+        .iter()
+        .filter_map(|f| f.seconds_for(obs.sample.tree_files, obs.sample.tree_bytes))
+        .fold(0.0, f64::max);
+    let rtt = p.rtt_s;
+    let ssh_rate = p.rate_bps.min(SSH_WINDOW_BYTES * 8.0 / rtt);
+    let rate = crate::fmt::rate(p.rate_bps);
+    let ssh = crate::fmt::rate(ssh_rate);
+    let rtt_text = crate::fmt::secs(rtt);
+    let floor_note = if floor > 0.0 {
+        format!("; not below the ends' floors ({})", crate::fmt::secs(floor))
+    } else {
+        String::new()
+    };
+    let sftp = 3.0 * rtt + files * rtt + bytes * 8.0 / p.rate_bps;
+    let tar_bytes = bytes + files * TAR_BYTES_PER_FILE;
+    let tar = 3.0 * rtt + tar_bytes * 8.0 / ssh_rate;
+    let rsync = tar + 2.0 * rtt + files * RSYNC_LIST_BYTES_PER_FILE * 8.0 / ssh_rate;
+    let est = "an estimate from the model, not a run";
+    vec![
+        ToolEstimate {
+            tool: "sftp / scp (one round trip per file)".into(),
+            predicted_seconds: sftp.max(floor),
+            why: format!(
+                "{est}: {files} files × {rtt_text} RTT + the bytes at {rate}{floor_note}",
+                files = obs.sample.tree_files
+            ),
+        },
+        ToolEstimate {
+            tool: "tar | ssh".into(),
+            predicted_seconds: tar.max(floor),
+            why: format!(
+                "{est}: one SSH channel window (2 MiB per RTT) allows {ssh}; tar adds a \
+                 512-byte header and padding per file{floor_note}"
+            ),
+        },
+        ToolEstimate {
+            tool: "rsync over ssh".into(),
+            predicted_seconds: rsync.max(floor),
+            why: format!(
+                "{est}: as tar | ssh ({ssh}), plus its file list (~100 B per file) and a \
+                 round trip to exchange it{floor_note}"
+            ),
+        },
+    ]
+}
