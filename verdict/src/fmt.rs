@@ -4,12 +4,24 @@
 use shoal_proto::units;
 use std::time::Duration;
 
-/// Seconds as a duration (`1.25s`, `141ms`).
+/// Seconds as a duration (`1.25s`, `141ms`; whole seconds from 100 s, with hours or
+/// minutes alongside from 10 minutes: `9275s (~2.6h)`).
 pub fn secs(s: f64) -> String {
     if !s.is_finite() {
         return "?".into();
     }
-    units::format_duration(Duration::from_secs_f64(s.max(0.0)))
+    let s = s.max(0.0);
+    if s >= 3600.0 {
+        format!("{s:.0}s (~{:.1}h)", s / 3600.0)
+    } else if s >= 600.0 {
+        format!("{s:.0}s (~{:.0}min)", s / 60.0)
+    } else if s >= 100.0 {
+        format!("{s:.0}s")
+    } else if s >= 10.0 {
+        format!("{}s", units::trim_float((s * 10.0).round() / 10.0))
+    } else {
+        units::format_duration(Duration::from_secs_f64(s))
+    }
 }
 
 /// Bits per second (`96 Mbit/s`).

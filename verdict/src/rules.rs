@@ -113,7 +113,8 @@ fn sysctl_note(cx: &Ctx, arm: &ArmObs) -> Option<String> {
     if arm.kind != ArmKind::PathWindows {
         return None;
     }
-    let bdp = cx.path?.bdp_bytes.ceil() as u64;
+    // The BDP rounded up to a power of two, as people write buffer sizes.
+    let bdp = (cx.path?.bdp_bytes.ceil() as u64).next_power_of_two();
     let mut notes = Vec::new();
     let (r, s) = (&cx.obs.path.receiver_buffers, &cx.obs.path.sender_buffers);
     if r.rmem_max.is_some_and(|m| m < bdp) {
