@@ -114,8 +114,11 @@ impl Model {
         let bytes = obs.sample.sample_bytes as f64;
         let quic = matches!(arm.kind, ArmKind::Quic | ArmKind::QuicStartWindow);
         let n = connections(&arm.flags);
+        // The kernels' TCP maxima do not bound path-sized windows, nor QUIC's own.
         let cap = match (&arm.kind, kernel_window_cap(obs)) {
-            (ArmKind::PathWindows, _) | (_, None) => f64::INFINITY,
+            (ArmKind::PathWindows | ArmKind::Quic | ArmKind::QuicStartWindow, _) | (_, None) => {
+                f64::INFINITY
+            }
             (_, Some(c)) => c as f64 * n,
         };
         let window_bytes = p.bdp_bytes.min(cap);
@@ -246,4 +249,77 @@ pub fn common_tools(
             ),
         },
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::obs::{PathObs, SampleObs};
+
+    fn obs(files: u64, bytes: u64) -> Observations {
+        Observations {
+            path: PathObs {
+                idle_rtt_ms: Some(141.0),
+                goodput_to_receiver_bits_per_s: Some(100e6),
+                ..PathObs::default()
+            },
+            sample: SampleObs {
+                sample_files: files,
+                sample_bytes: bytes,
+                tree_files: files * 16,
+                tree_bytes: bytes * 16,
+                sizes: None,
+            },
+            ..Observations::default()
+        }
+    }
+
+    /// A run that follows the model exactly, with a per-file cost of 1 ms.
+    fn modelled(p: &PathFigures, files: u64, bytes: u64, ss: bool) -> f64 {
+        let ss = if ss {
+            p.slow_start_extra_s(bytes as f64, p.bdp_bytes)
+        } else {
+            0.0
+        };
+        HANDSHAKE_RTTS * p.rtt_s + ss + bytes as f64 * 8.0 / p.rate_bps + files as f64 * 1e-3
+    }
+
+    #[test]
+    fn the_fit_reproduces_the_sample_and_scales_to_the_tree() {
+        let o = obs(4096, 16 << 20);
+        let p = PathFigures::of(&o).unwrap();
+        let t = modelled(&p, 4096, 16 << 20, true);
+        let arm = ArmObs::with_seconds(ArmKind::Base, &[], &[t]);
+        let m = Model::fit(&o, &arm, &p).unwrap();
+        assert!((m.per_file_s - 1e-3).abs() < 1e-9, "{m:?}");
+        assert!((m.predict(&p, 4096, 16 << 20) - t).abs() < 1e-9);
+        let tree = predict_tree(&o, &arm, Some(&p), &[]).unwrap();
+        let want = modelled(&p, 4096 * 16, 256 << 20, true);
+        assert!((tree - want).abs() < 1e-6, "{tree} {want}");
+    }
+
+    #[test]
+    fn a_saved_window_saves_slow_start_once_not_per_file() {
+        let o = obs(4096, 16 << 20);
+        let p = PathFigures::of(&o).unwrap();
+        let base = ArmObs::with_seconds(ArmKind::Base, &[], &[modelled(&p, 4096, 16 << 20, true)]);
+        let resume =
+            ArmObs::with_seconds(ArmKind::Resume, &[], &[modelled(&p, 4096, 16 << 20, false)]);
+        let saved = predict_tree(&o, &base, Some(&p), &[]).unwrap()
+            - predict_tree(&o, &resume, Some(&p), &[]).unwrap();
+        let ss = p.slow_start_extra_s((256u64 << 20) as f64, p.bdp_bytes);
+        assert!(ss > 0.5 && (saved - ss).abs() < 1e-6, "{saved} {ss}");
+    }
+
+    #[test]
+    fn sftp_pays_a_round_trip_per_file() {
+        let o = obs(4096, 16 << 20);
+        let p = PathFigures::of(&o).unwrap();
+        let tools = common_tools(&o, &p, &[]);
+        let rtts = 65536.0 * 0.141;
+        assert!(tools[0].predicted_seconds > rtts && tools[0].predicted_seconds < rtts + 30.0);
+        // One SSH window per RTT: 2 MiB / 141 ms = 119 Mbit/s, above the link's 100.
+        let bytes = (256u64 << 20) as f64 + 65536.0 * TAR_BYTES_PER_FILE;
+        assert!((tools[1].predicted_seconds - (3.0 * 0.141 + bytes * 8.0 / 100e6)).abs() < 1e-6);
+    }
 }
