@@ -85,6 +85,10 @@ pub struct PathObs {
 pub struct FloorRate {
     pub files_per_s: f64,
     pub bytes_per_s: f64,
+    /// CPU seconds the measuring end used over the measurement's wall time × its usable
+    /// cores (0..=1), when counted: near 1, the floor is that end's CPU, not its disk.
+    #[serde(default)]
+    pub cpu_busy: Option<f64>,
 }
 
 impl FloorRate {

@@ -56,6 +56,7 @@ pub fn diagnose(obs: &Observations) -> Verdict {
     let floors = floors(&cx, &mut found, &mut v.skipped);
     cpu(&cx, &mut found);
     let fix_arms = dynamic(&cx, &mut found, &mut v.skipped);
+    supporting(&cx, &mut found);
     rank(&mut v, found);
 
     // Fixes: every arm faster than the base beyond noise, largest gain first.
@@ -135,11 +136,16 @@ fn floors(cx: &Ctx, found: &mut Vec<Found>, skipped: &mut Vec<String>) -> Vec<Fl
         .filter_map(|a| a.range_s().map(|r| (r.0, a)))
         .min_by(|a, b| a.0.total_cmp(&b.0));
     let ends = &cx.obs.ends;
-    let mut cands: Vec<(Kind, f64, String)> = Vec::new();
+    let mut cands: Vec<(Kind, f64, String, Option<f64>)> = Vec::new();
     let mut tree_floors = Vec::new();
     if let Some(f) = ends.source_read_warm.or(ends.source_read_found) {
         if let Some(s) = f.seconds_for(files, bytes) {
-            cands.push((Kind::SourceRead, s, floor_text("the source reads", &f)));
+            cands.push((
+                Kind::SourceRead,
+                s,
+                floor_text("the source reads", &f),
+                f.cpu_busy,
+            ));
         }
     }
     if let Some(f) = ends.receiver_write {
@@ -148,6 +154,7 @@ fn floors(cx: &Ctx, found: &mut Vec<Found>, skipped: &mut Vec<String>) -> Vec<Fl
                 Kind::ReceiverFs,
                 s,
                 floor_text("the receiver's writer alone (no network) creates", &f),
+                f.cpu_busy,
             ));
         }
     }
@@ -162,10 +169,10 @@ fn floors(cx: &Ctx, found: &mut Vec<Found>, skipped: &mut Vec<String>) -> Vec<Fl
         for u in &cx.obs.path.unreliable {
             text.push_str(&format!("; probe unreliable: {u}"));
         }
-        cands.push((Kind::LinkRate, s, text));
+        cands.push((Kind::LinkRate, s, text, None));
     }
     let mut standing = Vec::new();
-    for (kind, s, text) in cands {
+    for (kind, s, text, busy) in cands {
         match fastest {
             Some((run, arm)) if run < s * FLOOR_CONTRADICTED => skipped.push(format!(
                 "{kind} floor left out: it allows no run under {}, but {} ran in {}, so the \
@@ -180,29 +187,42 @@ fn floors(cx: &Ctx, found: &mut Vec<Found>, skipped: &mut Vec<String>) -> Vec<Fl
                     Kind::ReceiverFs => tree_floors.extend(ends.receiver_write),
                     _ => {}
                 }
-                standing.push((kind, s, text));
+                standing.push((kind, s, text, busy));
             }
         }
     }
     let slowest = standing.iter().map(|c| c.1).fold(0.0, f64::max);
     let noise = half_range(cx.base) / cx.t;
-    for (kind, s, text) in standing {
+    for (kind, s, text, busy) in standing {
         let near = s >= FLOOR_NEAR * cx.t;
         // The slowest floor binds; another within noise of it is reported with it (a tie).
         let tied = s >= slowest * (1.0 - MIN_GAIN.max(noise));
         if near && tied {
+            let mut evidence = vec![
+                format!("{text}; the base took {}", secs(cx.t)),
+                format!(
+                    "the floor is {} of the base's time (binds from {})",
+                    pct(s / cx.t),
+                    pct(FLOOR_NEAR)
+                ),
+            ];
+            // A floor measured with its end's CPU full is that end's CPU.
+            let kind = match (kind, busy) {
+                (Kind::SourceRead, Some(b)) if b >= CPU_BUSY => {
+                    evidence.push(cpu_floor_text("sender", b));
+                    Kind::SenderCpu
+                }
+                (Kind::ReceiverFs, Some(b)) if b >= CPU_BUSY => {
+                    evidence.push(cpu_floor_text("receiver", b));
+                    Kind::ReceiverCpu
+                }
+                (k, _) => k,
+            };
             found.push(Found {
                 b: Bottleneck {
                     kind,
                     share: (s / cx.t).min(1.0),
-                    evidence: vec![
-                        format!("{text}; the base took {}", secs(cx.t)),
-                        format!(
-                            "the floor is {} of the base's time (binds from {})",
-                            pct(s / cx.t),
-                            pct(FLOOR_NEAR)
-                        ),
-                    ],
+                    evidence,
                     arm: None,
                 },
                 noise,
@@ -210,6 +230,14 @@ fn floors(cx: &Ctx, found: &mut Vec<Found>, skipped: &mut Vec<String>) -> Vec<Fl
         }
     }
     tree_floors
+}
+
+fn cpu_floor_text(who: &str, busy: f64) -> String {
+    format!(
+        "the {who} used {} of its usable cores while that floor was measured: the floor is \
+         its CPU, not its disk",
+        pct(busy)
+    )
 }
 
 fn floor_text(what: &str, f: &FloorRate) -> String {
@@ -261,6 +289,12 @@ fn cpu(cx: &Ctx, found: &mut Vec<Found>) {
                 pct(st)
             ));
         }
+        // Already named from its floor: one constraint, both figures.
+        if let Some(f) = found.iter_mut().find(|f| f.b.kind == kind) {
+            f.b.share = f.b.share.max(busy.min(1.0));
+            f.b.evidence.extend(evidence);
+            continue;
+        }
         found.push(Found {
             b: Bottleneck {
                 kind,
@@ -293,4 +327,32 @@ fn rank(v: &mut Verdict, mut found: Vec<Found>) {
         }
     }
     v.bottlenecks = found.into_iter().map(|f| f.b).collect();
+}
+
+/// Counters of the base that support a named constraint, added to its evidence (they name
+/// nothing on their own).
+fn supporting(cx: &Ctx, found: &mut [Found]) {
+    let b = cx.base;
+    for f in found.iter_mut().filter(|f| f.b.arm.is_none()) {
+        let line = match f.b.kind {
+            Kind::ReceiverFs => b.median_of(|r| r.receiver_write_wait_s).map(|w| {
+                format!(
+                    "the receiver's network side waited {} on its writers in the base ({} of \
+                     its time)",
+                    secs(w),
+                    pct(w / cx.t)
+                )
+            }),
+            Kind::Window => b
+                .median_of(|r| r.flow_control_stalls.map(|n| n as f64))
+                .filter(|n| *n > 0.0)
+                .map(|n| format!("the sender stalled {n:.0} times on a full window in the base")),
+            Kind::Loss => b
+                .median_of(|r| r.congestion_events.map(|n| n as f64))
+                .filter(|n| *n > 0.0)
+                .map(|n| format!("{n:.0} congestion events per run in the base")),
+            _ => None,
+        };
+        f.b.evidence.extend(line);
+    }
 }

@@ -33,18 +33,9 @@ fn planted(mbit: f64, rtt_ms: f64, files: u64, file_size: u64) -> Observations {
             ..PathObs::default()
         },
         ends: EndsObs {
-            source_read_found: Some(FloorRate {
-                files_per_s: 200_000.0,
-                bytes_per_s: 2e9,
-            }),
-            source_read_warm: Some(FloorRate {
-                files_per_s: 400_000.0,
-                bytes_per_s: 4e9,
-            }),
-            receiver_write: Some(FloorRate {
-                files_per_s: 100_000.0,
-                bytes_per_s: 1e9,
-            }),
+            source_read_found: Some(floor(200_000.0, 2e9)),
+            source_read_warm: Some(floor(400_000.0, 4e9)),
+            receiver_write: Some(floor(100_000.0, 1e9)),
             sender_cpu: CpuObs {
                 cpus: Some(4),
                 ..CpuObs::default()
@@ -62,6 +53,14 @@ fn planted(mbit: f64, rtt_ms: f64, files: u64, file_size: u64) -> Observations {
             sizes: None,
         },
         arms: Vec::new(),
+    }
+}
+
+fn floor(files_per_s: f64, bytes_per_s: f64) -> FloorRate {
+    FloorRate {
+        files_per_s,
+        bytes_per_s,
+        cpu_busy: None,
     }
 }
 
@@ -100,7 +99,10 @@ fn loss_is_named_when_bbr_is_faster_and_segments_were_retransmitted() {
         queue_overflow: Some(0.001),
     };
     let mut b = base(&[10.0, 10.3, 10.1]);
-    set_runs(&mut b, |r| r.retrans_fraction = Some(0.01));
+    set_runs(&mut b, |r| {
+        r.retrans_fraction = Some(0.01);
+        r.congestion_events = Some(40);
+    });
     o.arms = vec![
         b,
         bbr(&[4.0, 4.1, 4.2]),
@@ -112,6 +114,9 @@ fn loss_is_named_when_bbr_is_faster_and_segments_were_retransmitted() {
     ];
     let v = diagnose(&o);
     assert_eq!(kinds(&v), vec![Kind::Loss], "{v:#?}");
+    assert!(v.bottlenecks[0]
+        .evidence
+        .contains(&"40 congestion events per run in the base".into()));
     let share = v.bottlenecks[0].share;
     assert!((share - (10.1 - 4.1) / 10.1).abs() < 1e-9);
     assert_eq!(v.fixes.len(), 1);
@@ -209,16 +214,39 @@ fn receiver_cpu_is_named_when_its_cpu_fills_the_quota() {
 }
 
 #[test]
+fn a_write_floor_measured_with_the_receiver_cpu_full_is_receiver_cpu() {
+    let mut o = planted(1000.0, 10.0, 4096, 4096);
+    o.ends.receiver_cpu.quota_cores = Some(0.25);
+    o.ends.receiver_write = Some(FloorRate {
+        cpu_busy: Some(0.98),
+        ..floor(400.0, 1e9)
+    });
+    let mut b = base(&[10.4, 10.5, 10.6]);
+    set_runs(&mut b, |r| r.receiver_cpu_s = Some(r.seconds * 0.25 * 0.96));
+    o.arms = vec![b];
+    let v = diagnose(&o);
+    assert_eq!(kinds(&v), vec![Kind::ReceiverCpu], "{v:#?}");
+    assert!(v.bottlenecks[0]
+        .evidence
+        .iter()
+        .any(|e| e.contains("not its disk")));
+    assert!(v.bottlenecks[0]
+        .evidence
+        .iter()
+        .any(|e| e.contains("quota of 0.25 cores")));
+}
+
+#[test]
 fn receiver_fs_binds_when_the_writer_floor_is_near_the_base() {
     let mut o = planted(1000.0, 10.0, 4096, 4096);
     // 4096 files at 400 files/s: 10.24 s; the base takes 10.5 s.
-    o.ends.receiver_write = Some(FloorRate {
-        files_per_s: 400.0,
-        bytes_per_s: 1e9,
-    });
-    o.arms = vec![base(&[10.4, 10.5, 10.6]), bbr(&[10.3, 10.5, 10.7])];
+    o.ends.receiver_write = Some(floor(400.0, 1e9));
+    let mut b = base(&[10.4, 10.5, 10.6]);
+    set_runs(&mut b, |r| r.receiver_write_wait_s = Some(9.0));
+    o.arms = vec![b, bbr(&[10.3, 10.5, 10.7])];
     let v = diagnose(&o);
     assert_eq!(kinds(&v), vec![Kind::ReceiverFs], "{v:#?}");
+    assert!(v.bottlenecks[0].evidence[2].contains("waited 9s on its writers"));
     // The whole tree cannot be written faster than its floor: 65536 files at 400 files/s.
     assert!(v.predicted_seconds.unwrap() >= 65536.0 / 400.0);
     assert!(v
@@ -401,10 +429,7 @@ fn a_base_that_did_not_run_gives_no_verdict() {
 fn a_floor_the_transfer_beat_is_left_out_and_said_so() {
     let mut o = planted(1000.0, 10.0, 4096, 4096);
     // 4096 files at 100 files/s would need 41 s; the base took 10 s.
-    o.ends.receiver_write = Some(FloorRate {
-        files_per_s: 100.0,
-        bytes_per_s: 1e9,
-    });
+    o.ends.receiver_write = Some(floor(100.0, 1e9));
     o.arms = vec![base(&[10.0, 10.1, 10.2])];
     let v = diagnose(&o);
     assert!(!kinds(&v).contains(&Kind::ReceiverFs), "{v:#?}");
