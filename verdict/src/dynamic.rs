@@ -132,8 +132,19 @@ fn loss_cause(cx: &Ctx) -> Option<Vec<String>> {
 }
 
 fn window_cause(cx: &Ctx) -> Option<Vec<String>> {
-    let bdp = cx.path?.bdp_bytes;
+    let p = cx.path.as_ref()?;
+    let bdp = p.bdp_bytes;
     let mut ev = Vec::new();
+    if let Some(arm) = &p.raised_by {
+        ev.push(format!(
+            "the path carries at least {} ({} on the sample, above the probe's goodput): a BDP \
+             of {} at {} RTT",
+            crate::fmt::rate(p.rate_bps),
+            arm.label(),
+            size(bdp as u64),
+            secs(p.rtt_s)
+        ));
+    }
     if let Some(cap) = kernel_window_cap(cx.obs).filter(|c| (*c as f64) < bdp) {
         let p = &cx.obs.path;
         ev.push(format!(
@@ -163,11 +174,12 @@ fn window_cause(cx: &Ctx) -> Option<Vec<String>> {
             size(bdp as u64)
         ));
     }
-    (!ev.is_empty()).then_some(ev)
+    // The line on the BDP is context, not a cause.
+    (ev.len() > usize::from(p.raised_by.is_some())).then_some(ev)
 }
 
 fn slow_start_cause(cx: &Ctx) -> Option<Vec<String>> {
-    let p = cx.path?;
+    let p = cx.path.as_ref()?;
     let bytes = cx.obs.sample.sample_bytes as f64;
     let window = kernel_window_cap(cx.obs).map_or(p.bdp_bytes, |c| p.bdp_bytes.min(c as f64));
     let rounds = p.slow_start_rounds(window.min(bytes));
@@ -245,7 +257,7 @@ fn per_file_rtt(cx: &Ctx, found: &mut Vec<Found>, skipped: &mut Vec<String>) {
     let Some(wait) = cx.arms(|k| *k == ArmKind::PerFileWait).next() else {
         return;
     };
-    let (Some(p), Some(tw)) = (cx.path, wait.median_s()) else {
+    let (Some(p), Some(tw)) = (cx.path.as_ref(), wait.median_s()) else {
         return;
     };
     let files = cx.obs.sample.sample_files as f64;

@@ -20,32 +20,45 @@ pub const TAR_BYTES_PER_FILE: f64 = 768.0;
 pub const RSYNC_LIST_BYTES_PER_FILE: f64 = 100.0;
 
 /// The path figures every estimate uses.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct PathFigures {
     /// Idle RTT (s).
     pub rtt_s: f64,
-    /// Bulk goodput sender → receiver (bit/s).
+    /// The path's rate sender → receiver (bit/s): the probe's bulk goodput, or the fastest
+    /// arm's goodput on the sample when that is higher (a probe flow held back by a small
+    /// window or by loss understates the path).
     pub rate_bps: f64,
-    /// Bandwidth-delay product (bytes).
+    /// Bandwidth-delay product at that rate (bytes), at least the probe's.
     pub bdp_bytes: f64,
+    /// The arm whose goodput raised the rate above the probe's, if one did.
+    pub raised_by: Option<ArmKind>,
 }
 
 impl PathFigures {
-    /// The figures, when the probe measured RTT and goodput.
+    /// The figures, when the probe measured the RTT and the probe or an arm a rate.
     pub fn of(obs: &Observations) -> Option<PathFigures> {
         let rtt_s = obs.path.idle_rtt_ms? / 1000.0;
-        let rate_bps = obs.path.goodput_to_receiver_bits_per_s?;
+        let probe = obs.path.goodput_to_receiver_bits_per_s.unwrap_or(0.0);
+        let bytes = obs.sample.sample_bytes as f64 * 8.0;
+        let best = obs
+            .arms
+            .iter()
+            .filter(|a| a.measured() && a.kind != ArmKind::PerFileWait)
+            .filter_map(|a| Some((bytes / a.median_s().filter(|t| *t > 0.0)?, a)))
+            .max_by(|a, b| a.0.total_cmp(&b.0));
+        let (rate_bps, raised_by) = match best {
+            Some((r, a)) if r > probe => (r, Some(a.kind.clone())),
+            _ => (probe, None),
+        };
         if !(rtt_s > 0.0 && rate_bps > 0.0) {
             return None;
         }
-        let bdp_bytes = obs
-            .path
-            .bdp_bytes
-            .map_or(rate_bps * rtt_s / 8.0, |b| b as f64);
+        let bdp_bytes = (rate_bps * rtt_s / 8.0).max(obs.path.bdp_bytes.unwrap_or(0) as f64);
         Some(PathFigures {
             rtt_s,
             rate_bps,
             bdp_bytes,
+            raised_by,
         })
     }
 

@@ -115,7 +115,7 @@ fn sysctl_note(cx: &Ctx, arm: &ArmObs) -> Option<String> {
         return None;
     }
     // The BDP rounded up to a power of two, as people write buffer sizes.
-    let bdp = (cx.path?.bdp_bytes.ceil() as u64).next_power_of_two();
+    let bdp = (cx.path.as_ref()?.bdp_bytes.ceil() as u64).next_power_of_two();
     let mut notes = Vec::new();
     let (r, s) = (&cx.obs.path.receiver_buffers, &cx.obs.path.sender_buffers);
     if r.rmem_max.is_some_and(|m| m < bdp) {
@@ -158,11 +158,17 @@ fn floors(cx: &Ctx, found: &mut Vec<Found>, skipped: &mut Vec<String>) -> Vec<Fl
             ));
         }
     }
-    if let Some(p) = &cx.path {
-        let s = bytes as f64 * 8.0 / p.rate_bps;
+    // The probe's own figure: the arms' goodput would make the fastest arm its own floor.
+    if let Some(probe) = cx
+        .obs
+        .path
+        .goodput_to_receiver_bits_per_s
+        .filter(|r| *r > 0.0)
+    {
+        let s = bytes as f64 * 8.0 / probe;
         let mut text = format!(
-            "the path's bulk goodput is {}: the sample's {} need {} at that rate",
-            rate(p.rate_bps),
+            "the probe's bulk goodput is {}: the sample's {} need {} at that rate",
+            rate(probe),
             size(bytes),
             secs(s)
         );

@@ -164,6 +164,41 @@ fn window_is_named_when_kernel_max_is_below_the_bdp_and_path_windows_are_faster(
 }
 
 #[test]
+fn window_is_named_when_the_probe_itself_was_window_limited() {
+    // 1 Gbit/s, 141 ms, kernel maxima of 2 MiB and rmem_max at its default: the probe's one
+    // flow sees 110 Mbit/s (its BDP 1.8 MiB, below the cap), 8 connections carry 520 Mbit/s.
+    let mut o = planted(110.0, 141.0, 4096, 64 << 10);
+    let small = [4096, 131072, 2 * MIB];
+    for b in [&mut o.path.sender_buffers, &mut o.path.receiver_buffers] {
+        b.tcp_rmem = Some(small);
+        b.tcp_wmem = Some(small);
+        b.rmem_max = Some(212_992);
+        b.wmem_max = Some(212_992);
+    }
+    o.arms = vec![
+        base(&[18.8, 19.0, 19.2]),
+        arm(
+            ArmKind::PathWindows,
+            &["--rcvbuf", "32MiB"],
+            &[19.0, 19.3, 19.5],
+        ),
+        arm(
+            ArmKind::Connections(8),
+            &["--connections", "8"],
+            &[4.0, 4.1, 4.2],
+        ),
+    ];
+    let v = diagnose(&o);
+    assert_eq!(kinds(&v), vec![Kind::Window], "{v:#?}");
+    assert!(v.bottlenecks[0].evidence[0].contains("the 8-connection arm"));
+    assert!(v
+        .skipped
+        .iter()
+        .any(|s| s.starts_with("link-rate floor left out")));
+    assert_eq!(v.fixes[0].change, "--connections 8");
+}
+
+#[test]
 fn link_rate_binds_and_no_fix_claims_a_gain() {
     // 16 MiB at 20 Mbit/s: 6.71 s at the link's rate; the base runs at 7.0 s.
     let mut o = planted(20.0, 2.0, 4096, 4096);
