@@ -18,7 +18,7 @@ mod rules;
 pub mod verdict;
 
 pub use dynamic::{LOSS_MIN, PER_FILE_RTT_BAND, SLOW_START_MIN};
-pub use noise::MIN_GAIN;
+pub use noise::{MIN_GAIN, SINGLE_RUN_MIN_GAIN};
 pub use obs::{
     ArmKind, ArmObs, BufferLimits, CpuObs, EndsObs, FloorRate, LossObs, Observations, PathObs,
     RunObs, SampleObs, SizeSummary,

@@ -7,6 +7,10 @@ use crate::obs::ArmObs;
 /// spread of the runs.
 pub const MIN_GAIN: f64 = 0.05;
 
+/// With a single run in either arm there is no measured spread: a difference must reach this
+/// fraction instead.
+pub const SINGLE_RUN_MIN_GAIN: f64 = 0.10;
+
 /// How one arm compares with a reference arm.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Compare {
@@ -24,8 +28,9 @@ pub fn half_range(arm: &ArmObs) -> f64 {
 }
 
 /// Compares `arm` with `reference`: a difference counts only if the two arms' run ranges do
-/// not overlap, the difference of medians exceeds each arm's half-range and is above
-/// [`MIN_GAIN`] of the slower one. Both arms must have been measured.
+/// not overlap, the difference of medians exceeds each arm's half-range and is at least
+/// [`MIN_GAIN`] of the slower one ([`SINGLE_RUN_MIN_GAIN`] when an arm has one run). Both
+/// arms must have been measured.
 pub fn compare(arm: &ArmObs, reference: &ArmObs) -> Compare {
     let (Some(a), Some(r), Some((alo, ahi)), Some((rlo, rhi))) = (
         arm.median_s(),
@@ -52,11 +57,21 @@ pub fn compare(arm: &ArmObs, reference: &ArmObs) -> Compare {
             secs(hr)
         ));
     }
-    if slower <= 0.0 || diff / slower < MIN_GAIN {
+    let min = if arm.runs.len() < 2 || reference.runs.len() < 2 {
+        SINGLE_RUN_MIN_GAIN
+    } else {
+        MIN_GAIN
+    };
+    if slower <= 0.0 || diff / slower < min {
         return Compare::Noise(format!(
-            "the difference {:.1}% is below {:.0}%",
+            "the difference {:.1}% is below {:.0}%{}",
             100.0 * diff / slower.max(f64::MIN_POSITIVE),
-            100.0 * MIN_GAIN
+            100.0 * min,
+            if min > MIN_GAIN {
+                " (one run: no measured spread)"
+            } else {
+                ""
+            }
         ));
     }
     if a < r {

@@ -509,6 +509,32 @@ fn a_gain_within_a_half_range_is_noise() {
 }
 
 #[test]
+fn a_single_run_needs_a_ten_percent_gain() {
+    let mut o = planted(100.0, 141.0, 4096, 4096);
+    o.path.loss_to_receiver.random = Some(0.01);
+    o.arms = vec![base(&[10.0]), bbr(&[9.2])];
+    let v = diagnose(&o);
+    assert!(v.fixes.is_empty(), "{v:#?}");
+    assert!(v.skipped.iter().any(|s| s.contains("one run")));
+    o.arms = vec![base(&[10.0]), bbr(&[8.5])];
+    assert_eq!(kinds(&diagnose(&o)), vec![Kind::Loss]);
+}
+
+#[test]
+fn nothing_measured_to_bind_is_said_so() {
+    let mut o = planted(1000.0, 10.0, 4096, 4096);
+    o.arms = vec![base(&[2.0, 2.1, 2.05]), bbr(&[2.0, 2.05, 2.1])];
+    let v = diagnose(&o);
+    assert!(v.bottlenecks.is_empty() && v.fixes.is_empty(), "{v:#?}");
+    let text = render(&v, &o);
+    assert!(
+        text.contains("No constraint was measured to bind"),
+        "{text}"
+    );
+    assert!(text.contains("no arm was faster than the base beyond noise"));
+}
+
+#[test]
 fn json_has_the_documented_shape_and_kebab_case_kinds() {
     let mut o = planted(100.0, 141.0, 4096, 4096);
     o.path.loss_to_receiver.random = Some(0.01);
