@@ -346,11 +346,19 @@ fn udp_drops(cx: &Ctx, found: &mut Vec<Found>) {
                 pct(loss)
             ),
         ];
-        if let Some(m) = cx.obs.path.receiver_buffers.rmem_max {
+        let bdp = cx.path.as_ref().map_or(0.0, |p| p.bdp_bytes);
+        if let Some(m) = cx
+            .obs
+            .path
+            .receiver_buffers
+            .rmem_max
+            .filter(|m| (*m as f64) < bdp)
+        {
             evidence.push(format!(
-                "the receiver's net.core.rmem_max is {}: raising it lets the UDP socket buffer \
-                 hold a burst",
-                size(m)
+                "the receiver's net.core.rmem_max is {}, below the BDP of {}: raising it lets \
+                 the UDP socket buffer hold a window's burst",
+                size(m),
+                size(bdp as u64)
             ));
         }
         found.push(Found {

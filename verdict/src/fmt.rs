@@ -24,9 +24,16 @@ pub fn secs(s: f64) -> String {
     }
 }
 
-/// Bits per second (`96 Mbit/s`).
+/// Bits per second to three significant digits (`96 Mbit/s`, `119 Mbit/s`).
 pub fn rate(bps: f64) -> String {
-    units::format_rate(bps.max(0.0).round() as u64)
+    let bps = bps.max(0.0);
+    let rounded = if bps >= 1000.0 {
+        let unit = 10f64.powi(bps.log10().floor() as i32 - 2);
+        (bps / unit).round() * unit
+    } else {
+        bps.round()
+    };
+    units::format_rate(rounded as u64)
 }
 
 /// Bytes (`4.0 KiB`).
@@ -41,5 +48,22 @@ pub fn pct(f: f64) -> String {
         format!("{p:.3}%")
     } else {
         format!("{p:.1}%")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units_as_the_table_writes_them() {
+        assert_eq!(rate(118_987_000.0), "119 Mbit/s");
+        assert_eq!(rate(1e9), "1 Gbit/s");
+        assert_eq!(rate(95_997_000.0), "96 Mbit/s");
+        assert_eq!(secs(0.141), "141ms");
+        assert_eq!(secs(12.34), "12.3s");
+        assert_eq!(secs(9275.4), "9275s (~2.6h)");
+        assert_eq!(pct(0.0123), "1.2%");
+        assert_eq!(pct(0.0005), "0.050%");
     }
 }

@@ -50,7 +50,8 @@ pub fn render(v: &Verdict, obs: &Observations) -> String {
         .find(|a| a.kind == crate::obs::ArmKind::Base)
         .and_then(|a| a.median_s());
     o.push('\n');
-    if v.bottlenecks.is_empty() {
+    let (own, others): (Vec<_>, Vec<_>) = v.bottlenecks.iter().partition(|b| b.arm.is_none());
+    if own.is_empty() {
         o.push_str(
             "No constraint was measured to bind: no floor is near the transfer's time and no arm \
              that removes a constraint was faster beyond noise.\n",
@@ -61,12 +62,8 @@ pub fn render(v: &Verdict, obs: &Observations) -> String {
             "What holds it back (share of the base's {}):",
             base_t.map_or("?".into(), secs)
         );
-        for (i, b) in v.bottlenecks.iter().enumerate() {
-            let of = match &b.arm {
-                Some(arm) => format!(" of {}'s time", arm.label()),
-                None => String::new(),
-            };
-            let _ = writeln!(o, "  {}. {}  {}{of}", i + 1, b.kind, pct(b.share));
+        for (i, b) in own.iter().enumerate() {
+            let _ = writeln!(o, "  {}. {}  {}", i + 1, b.kind, pct(b.share));
             for e in &b.evidence {
                 let _ = writeln!(o, "     - {e}");
             }
@@ -76,6 +73,16 @@ pub fn render(v: &Verdict, obs: &Observations) -> String {
                 o,
                 "  {a} and {b}: shares within noise of each other; neither is picked"
             );
+        }
+    }
+    if !others.is_empty() {
+        o.push_str("\nWhat holds other configurations back (share of that arm's time):\n");
+        for b in others {
+            let arm = b.arm.as_ref().map_or(String::new(), |a| a.label());
+            let _ = writeln!(o, "  {} in {arm}  {}", b.kind, pct(b.share));
+            for e in &b.evidence {
+                let _ = writeln!(o, "     - {e}");
+            }
         }
     }
     o.push('\n');

@@ -252,6 +252,15 @@ fn per_file_rtt_is_named_for_the_per_file_wait_arm() {
     let v = diagnose(&o);
     assert_eq!(kinds(&v), vec![Kind::PerFileRtt], "{v:#?}");
     assert_eq!(v.bottlenecks[0].arm, Some(ArmKind::PerFileWait));
+    let text = render(&v, &o);
+    assert!(
+        text.contains("No constraint was measured to bind"),
+        "{text}"
+    );
+    assert!(
+        text.contains("per-file-rtt in the per-file-wait arm  97"),
+        "{text}"
+    );
     assert!(v.bottlenecks[0].share > 0.95);
     assert!(v.fixes.is_empty());
     // SFTP-like: one round trip per file for the 4096-file tree.
