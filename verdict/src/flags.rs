@@ -69,19 +69,29 @@ impl Args {
         self.get(name).is_some()
     }
 
-    /// Back to one string, shell words separated by spaces.
+    /// Back to one string, shell words separated by spaces (quoted where a shell needs it).
     pub fn render(&self) -> String {
-        let mut out: Vec<String> = self.positionals.clone();
+        let mut out: Vec<String> = self.positionals.iter().map(|p| quote(p)).collect();
         for (name, value) in &self.options {
             match value {
                 Some(v) => {
                     out.push(format!("--{name}"));
-                    out.push(v.clone());
+                    out.push(quote(v));
                 }
                 None => out.push(format!("--{name}")),
             }
         }
         out.join(" ")
+    }
+}
+
+/// A word as a POSIX shell reads it back: as is when it is plain, else in single quotes.
+fn quote(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
     }
 }
 
@@ -106,5 +116,11 @@ mod tests {
             best.render(),
             "198.18.0.2:7474 --src /d --cc bbr --connections 1 --resume"
         );
+    }
+
+    #[test]
+    fn words_a_shell_would_split_are_quoted() {
+        let a = Args::parse(&["host:1".into(), "--src".into(), "/my data/it's".into()]);
+        assert_eq!(a.render(), r"host:1 --src '/my data/it'\''s'");
     }
 }

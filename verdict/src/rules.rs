@@ -81,9 +81,14 @@ pub fn diagnose(obs: &Observations) -> Verdict {
         }
     }
     fixes.sort_by(|a, b| b.0.measured_gain.total_cmp(&a.0.measured_gain));
+    // Largest gain first: an option two fixes set keeps the larger gain's value.
     let mut best = base_args.clone();
+    let mut set: Vec<String> = Vec::new();
     for (_, arm) in &fixes {
-        best.overlay(&Args::parse(&arm.flags).changes_from(&base_args));
+        let mut change = Args::parse(&arm.flags).changes_from(&base_args);
+        change.options.retain(|(n, _)| !set.contains(n));
+        set.extend(change.options.iter().map(|(n, _)| n.clone()));
+        best.overlay(&change);
     }
     v.best_command = command(&best);
     let best_arm = fixes.first().map_or(base, |(_, a)| *a);

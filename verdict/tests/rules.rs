@@ -201,3 +201,30 @@ fn the_summary_writes_units_as_the_units_table() {
     }
     assert!(!text.contains("mbps"));
 }
+
+#[test]
+fn the_best_command_keeps_the_larger_gains_value_for_a_shared_option() {
+    let mut o = planted(100.0, 141.0, 4096, 4096);
+    o.path.loss_to_receiver.random = Some(0.01);
+    o.arms = vec![
+        base(&[10.0, 10.1, 10.2]),
+        arm(
+            ArmKind::Connections(4),
+            &["--connections", "4"],
+            &[7.0, 7.1, 7.2],
+        ),
+        arm(
+            ArmKind::Connections(8),
+            &["--connections", "8"],
+            &[5.0, 5.1, 5.2],
+        ),
+        arm(ArmKind::Resume, &["--resume"], &[8.0, 8.1, 8.2]),
+    ];
+    let v = diagnose(&o);
+    assert_eq!(
+        v.best_command,
+        "shoal send 198.18.0.2:7474 --src /data --cc cubic --connections 8 --resume"
+    );
+    assert_eq!(v.fixes.len(), 3, "{:#?}", v.fixes);
+    assert_eq!(v.fixes[0].change, "--connections 8");
+}
