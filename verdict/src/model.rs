@@ -179,6 +179,43 @@ impl Model {
     }
 }
 
+/// Where one arm's median time went on the sample, by the fitted model (the parts add up to
+/// the median): for the chart of `--out` (a stacked bar per configuration).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Breakdown {
+    pub handshake_s: f64,
+    pub slow_start_s: f64,
+    /// The sample's bytes at the rate the window allows.
+    pub at_rate_s: f64,
+    /// The receiver's measured write wait, up to what the model leaves per file.
+    pub receiver_writes_s: f64,
+    /// The rest: per-file waits and costs the model does not split further.
+    pub per_file_s: f64,
+}
+
+/// The parts of an arm's median time on the sample.
+pub fn breakdown(obs: &Observations, arm: &ArmObs, p: &PathFigures) -> Option<Breakdown> {
+    let m = Model::fit(obs, arm, p)?;
+    let bytes = obs.sample.sample_bytes as f64;
+    let slow_start_s = if m.slow_start {
+        p.slow_start_extra_s(bytes, m.window_bytes)
+    } else {
+        0.0
+    };
+    let rest = m.per_file_s * obs.sample.sample_files.max(1) as f64;
+    let writes = arm
+        .median_of(|r| r.receiver_write_wait_s)
+        .unwrap_or(0.0)
+        .clamp(0.0, rest);
+    Some(Breakdown {
+        handshake_s: m.handshake_s,
+        slow_start_s,
+        at_rate_s: bytes * 8.0 / m.rate_bps,
+        receiver_writes_s: writes,
+        per_file_s: rest - writes,
+    })
+}
+
 /// The whole tree's time for a measured arm: the fitted model, or the floors that bind the
 /// whole tree (reading it as found, writing it) when those are slower.
 pub fn predict_tree(
@@ -309,6 +346,19 @@ mod tests {
         let tree = predict_tree(&o, &arm, Some(&p), &[]).unwrap();
         let want = modelled(&p, 4096 * 16, 256 << 20, true);
         assert!((tree - want).abs() < 1e-6, "{tree} {want}");
+    }
+
+    #[test]
+    fn the_breakdown_adds_up_to_the_median() {
+        let o = obs(4096, 16 << 20);
+        let p = PathFigures::of(&o).unwrap();
+        let t = modelled(&p, 4096, 16 << 20, true);
+        let mut arm = ArmObs::with_seconds(ArmKind::Base, &[], &[t]);
+        arm.runs[0].receiver_write_wait_s = Some(1.0);
+        let b = breakdown(&o, &arm, &p).unwrap();
+        let sum = b.handshake_s + b.slow_start_s + b.at_rate_s + b.receiver_writes_s + b.per_file_s;
+        assert!((sum - t).abs() < 1e-9, "{b:?}");
+        assert!((b.receiver_writes_s - 1.0).abs() < 1e-12 && b.slow_start_s > 0.0);
     }
 
     #[test]
