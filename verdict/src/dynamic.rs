@@ -23,7 +23,13 @@ pub fn dynamic<'a>(
     skipped: &mut Vec<String>,
 ) -> Vec<(&'a ArmObs, Option<Kind>)> {
     let loss = loss_cause(cx);
-    let window = window_cause(cx);
+    let mut window = window_cause(cx);
+    if window.is_some() {
+        if let Some(why) = path_windows_refute(cx) {
+            skipped.push(why);
+            window = None;
+        }
+    }
     let slow = slow_start_cause(cx);
     let mut faster = Vec::new();
     // Per kind: the arm with the largest gain that removes it.
@@ -176,6 +182,28 @@ fn window_cause(cx: &Ctx) -> Option<Vec<String>> {
     }
     // The line on the BDP is context, not a cause.
     (ev.len() > usize::from(p.raised_by.is_some())).then_some(ev)
+}
+
+/// The path-sized windows arm measured and not faster, with the kernels letting it set
+/// windows of the BDP: the window is then not what holds the transfer back, whatever another
+/// arm (more connections, QUIC) gained.
+fn path_windows_refute(cx: &Ctx) -> Option<String> {
+    let arm = cx.arms(|k| *k == ArmKind::PathWindows).next()?;
+    if matches!(compare(arm, cx.base), Compare::Faster { .. }) {
+        return None;
+    }
+    let bdp = cx.path.as_ref()?.bdp_bytes;
+    let (r, s) = (&cx.obs.path.receiver_buffers, &cx.obs.path.sender_buffers);
+    let allowed =
+        r.rmem_max.is_some_and(|m| m as f64 >= bdp) && s.wmem_max.is_some_and(|m| m as f64 >= bdp);
+    allowed.then(|| {
+        format!(
+            "window not named: {} (rmem_max and wmem_max allow the BDP of {}) was not faster \
+             than the base",
+            arm.kind.label(),
+            size(bdp as u64)
+        )
+    })
 }
 
 fn slow_start_cause(cx: &Ctx) -> Option<Vec<String>> {

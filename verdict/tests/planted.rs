@@ -115,6 +115,34 @@ fn window_is_named_when_the_probe_itself_was_window_limited() {
 }
 
 #[test]
+fn path_windows_not_faster_where_they_could_be_set_refute_window() {
+    // Kernel maxima of 2 MiB below the BDP, but rmem_max/wmem_max allow path-sized windows and
+    // that arm gained nothing: more connections won for another reason (here: none shown).
+    let mut o = planted(1000.0, 141.0, 4096, 64 << 10);
+    let small = [4096, 131072, 2 * MIB];
+    o.path.sender_buffers.tcp_wmem = Some(small);
+    o.path.receiver_buffers.tcp_rmem = Some(small);
+    o.arms = vec![
+        base(&[10.0, 10.1, 10.2]),
+        arm(
+            ArmKind::PathWindows,
+            &["--rcvbuf", "32MiB"],
+            &[10.0, 10.1, 10.3],
+        ),
+        arm(
+            ArmKind::Connections(8),
+            &["--connections", "8"],
+            &[6.0, 6.1, 6.2],
+        ),
+    ];
+    let v = diagnose(&o);
+    assert!(!kinds(&v).contains(&Kind::Window), "{v:#?}");
+    assert!(v.skipped.iter().any(|s| s.starts_with("window not named")));
+    // The gain stands as a fix with no constraint named.
+    assert_eq!(v.fixes[0].removes, None);
+}
+
+#[test]
 fn link_rate_binds_and_no_fix_claims_a_gain() {
     // 16 MiB at 20 Mbit/s: 6.71 s at the link's rate; the base runs at 7.0 s.
     let mut o = planted(20.0, 2.0, 4096, 4096);
