@@ -39,7 +39,7 @@ pub fn diagnose(obs: &Observations) -> Verdict {
     let base_args = Args::parse(base.map_or(&[][..], |b| &b.flags[..]));
     let Some((base, t)) = base
         .and_then(|b| Some((b, b.median_s()?)))
-        .filter(|(b, _)| b.measured())
+        .filter(|(b, t)| b.measured() && *t > 0.0)
     else {
         v.skipped
             .push("the base did not run: no constraint can be named".into());
