@@ -228,9 +228,9 @@ pub struct RunObs {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ArmObs {
     pub kind: ArmKind,
-    /// The exact `shoal send` arguments of this arm, one token each (`--cc`, `bbr`): the
-    /// options first, `--name value` or `--name=value`; the base's positional arguments (the
-    /// receiver) come first in its list.
+    /// The exact `shoal send` arguments of this arm, one token each (`198.18.0.2:7474`,
+    /// `--cc`, `bbr`): positionals first, then `--name value` or `--name=value` options (a
+    /// token after an option that does not start with `--` is read as its value).
     pub flags: Vec<String>,
     /// Verified runs, in the order they ran.
     pub runs: Vec<RunObs>,
