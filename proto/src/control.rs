@@ -63,8 +63,13 @@ pub enum Request {
     /// (`bulk`), the first `warmup_ms` counted apart.
     ProbeSink { warmup_ms: u64 },
     /// Path probe: send probe data frames for `duration_ms` (capped), then the empty one, then
-    /// the reply with this end's TCP_INFO once every byte was acknowledged (`bulk`).
-    ProbeSource { duration_ms: u64 },
+    /// the reply with this end's TCP_INFO once every byte was acknowledged (`bulk`), and
+    /// what it acknowledged after the first `warmup_ms` (`bulk.acked`).
+    ProbeSource {
+        duration_ms: u64,
+        #[serde(default)]
+        warmup_ms: u64,
+    },
     /// Baseline `tar-tcp` (receiver started with `--allow-baselines`): listen on an ephemeral
     /// port for one connection from the asking host and unpack it with `tar -x` into the run's
     /// prepared folder; the reply's `port` names the port. `limit_s` bounds the whole run on

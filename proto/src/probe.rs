@@ -36,6 +36,10 @@ pub struct BulkReport {
     /// The sending end's TCP_INFO once the flow was over.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sender_tcp: Option<SenderTcp>,
+    /// What the sending end's kernel acknowledged over the flow, read every
+    /// [`SAMPLE_INTERVAL_MS`]: the goodput that can be trusted (absent from an older peer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acked: Option<AckedFlow>,
 }
 
 impl BulkReport {
@@ -84,6 +88,96 @@ impl SenderTcp {
         } else {
             self.retransmits as f64 / self.segments_out as f64
         }
+    }
+}
+
+/// How often the sending end reads its socket's TCP_INFO during a bulk flow.
+pub const SAMPLE_INTERVAL_MS: u64 = 50;
+
+/// One TCP_INFO reading of a bulk flow's sending socket, `t` seconds after the flow started.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct TcpSample {
+    pub t: f64,
+    pub bytes_acked: u64,
+    pub retransmits: u64,
+    pub segments_out: u64,
+}
+
+/// A bulk flow as its sender's kernel saw it: acknowledged bytes over the steady interval
+/// (from the first reading at or after the warm-up to the last, taken once all was
+/// acknowledged), so the goodput is never above what was delivered; and retransmissions
+/// split at the warm-up, since slow start's overshoot of the bottleneck queue is the
+/// probe's own loss, not the path's.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AckedFlow {
+    /// Bytes acknowledged within the steady interval.
+    pub bytes: u64,
+    /// The steady interval's length (s).
+    pub interval_s: f64,
+    /// TCP_INFO readings within it (its two ends included).
+    pub samples: usize,
+    /// `bytes` × 8 / `interval_s` (bit/s).
+    pub goodput_bit_s: f64,
+    /// Longest time within the interval the acknowledged bytes did not grow (s).
+    pub longest_stall_s: f64,
+    /// Retransmitted and sent segments before the steady interval (slow start).
+    pub warmup_retransmits: u64,
+    pub warmup_segments: u64,
+    /// Retransmitted and sent segments within it.
+    pub steady_retransmits: u64,
+    pub steady_segments: u64,
+}
+
+impl AckedFlow {
+    /// The flow from its readings (time order) and warm-up (s); `None` without two readings
+    /// after the warm-up's end.
+    pub fn of(samples: &[TcpSample], warmup: f64) -> Option<AckedFlow> {
+        let start = samples.iter().position(|s| s.t >= warmup)?;
+        let (first, last) = (samples[start], *samples.last()?);
+        if last.t <= first.t {
+            return None;
+        }
+        let steady = &samples[start..];
+        let mut stall = 0.0f64;
+        let mut grew_at = first.t;
+        for w in steady.windows(2) {
+            if w[1].bytes_acked > w[0].bytes_acked {
+                grew_at = w[1].t;
+            } else {
+                stall = stall.max(w[1].t - grew_at);
+            }
+        }
+        let bytes = last.bytes_acked.saturating_sub(first.bytes_acked);
+        let interval_s = last.t - first.t;
+        Some(AckedFlow {
+            bytes,
+            interval_s,
+            samples: steady.len(),
+            goodput_bit_s: bytes as f64 * 8.0 / interval_s,
+            longest_stall_s: stall,
+            warmup_retransmits: first.retransmits,
+            warmup_segments: first.segments_out,
+            steady_retransmits: last.retransmits.saturating_sub(first.retransmits),
+            steady_segments: last.segments_out.saturating_sub(first.segments_out),
+        })
+    }
+
+    /// Retransmitted over sent segments after the warm-up: the path's own loss.
+    pub fn steady_loss(&self) -> f64 {
+        ratio(self.steady_retransmits, self.steady_segments)
+    }
+
+    /// The same during the warm-up (mostly the probe overflowing the bottleneck queue).
+    pub fn warmup_loss(&self) -> f64 {
+        ratio(self.warmup_retransmits, self.warmup_segments)
+    }
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
     }
 }
 
@@ -139,6 +233,7 @@ impl GoodputMeter {
             steady_seconds,
             warmup: self.warmup,
             sender_tcp: None,
+            acked: None,
         }
     }
 }
@@ -178,6 +273,42 @@ mod tests {
             (empty.bytes, empty.seconds, empty.goodput_bps()),
             (0, 0.0, 0.0)
         );
+    }
+
+    fn sample(t: f64, bytes_acked: u64, retransmits: u64, segments_out: u64) -> TcpSample {
+        TcpSample {
+            t,
+            bytes_acked,
+            retransmits,
+            segments_out,
+        }
+    }
+
+    #[test]
+    fn acked_goodput_is_acknowledged_bytes_over_the_steady_interval() {
+        // 1 MB acknowledged per 0.1 s; 40 retransmits in slow start, 2 after it; a 0.3 s stall.
+        let mut s = vec![sample(0.0, 0, 0, 0), sample(0.5, 2_000_000, 40, 1_000)];
+        for i in 0u32..=10 {
+            let t = 1.0 + f64::from(i) * 0.1;
+            let acked = 5_000_000 + u64::from(i.min(5) + i.saturating_sub(8)) * 1_000_000;
+            s.push(sample(
+                t,
+                acked,
+                40 + u64::from(i / 5),
+                3_000 + u64::from(i) * 100,
+            ));
+        }
+        let a = AckedFlow::of(&s, 1.0).unwrap();
+        assert_eq!((a.bytes, a.samples), (7_000_000, 11));
+        assert!((a.interval_s - 1.0).abs() < 1e-9);
+        assert!((a.goodput_bit_s - 56e6).abs() < 1.0);
+        assert!((a.longest_stall_s - 0.3).abs() < 1e-9, "{a:?}");
+        assert_eq!((a.warmup_retransmits, a.steady_retransmits), (40, 2));
+        assert!((a.steady_loss() - 2.0 / 1000.0).abs() < 1e-12);
+        assert!((a.warmup_loss() - 40.0 / 3000.0).abs() < 1e-12);
+        // Nothing after the warm-up, or a single reading: no figure.
+        assert_eq!(AckedFlow::of(&s[..2], 1.0), None);
+        assert_eq!(AckedFlow::of(&s[..3], 1.0), None);
     }
 
     #[test]

@@ -119,8 +119,18 @@ where
                 probe::sink(rd, buf, warmup_ms, config.idle_timeout).await?,
                 None,
             ),
-            Request::ProbeSource { duration_ms } => (
-                probe::source(wr, duration_ms, conn.socket.as_ref(), config.idle_timeout).await?,
+            Request::ProbeSource {
+                duration_ms,
+                warmup_ms,
+            } => (
+                probe::source(
+                    wr,
+                    duration_ms,
+                    warmup_ms,
+                    conn.socket.as_ref(),
+                    config.idle_timeout,
+                )
+                .await?,
                 None,
             ),
             request => match handle(ctx, request, peer).await {

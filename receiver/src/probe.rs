@@ -4,14 +4,16 @@
 //! written to disk; the frames go straight from the socket to nowhere and back.
 
 use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use bytes::{Buf, BytesMut};
 use shoal_proto::control::{self, Reply};
 use shoal_proto::probe::{
-    BulkReport, GoodputMeter, KIND_PROBE_DATA, MAX_PROBE_BYTES, MAX_PROBE_FRAME, MAX_PROBE_SECONDS,
-    PROBE_FRAME,
+    AckedFlow, BulkReport, GoodputMeter, KIND_PROBE_DATA, MAX_PROBE_BYTES, MAX_PROBE_FRAME,
+    MAX_PROBE_SECONDS, PROBE_FRAME, SAMPLE_INTERVAL_MS,
 };
 use shoal_transport::stats;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
@@ -56,11 +58,13 @@ pub(crate) async fn sink<R: AsyncRead + Unpin>(
 }
 
 /// `probe-source`: sends probe frames for `duration_ms` (capped), the empty one, and reports
-/// this end's TCP_INFO once every byte was acknowledged. A peer that stops reading for
+/// this end's TCP_INFO once every byte was acknowledged, with what it acknowledged over the
+/// flow ([`AckedFlow`], after a warm-up of `warmup_ms`). A peer that stops reading for
 /// `idle` ends the flow.
 pub(crate) async fn source<W: AsyncWrite + Unpin>(
     wr: &mut W,
     duration_ms: u64,
+    warmup_ms: u64,
     socket: Option<&OwnedFd>,
     idle: Duration,
 ) -> Result<Reply> {
@@ -70,6 +74,23 @@ pub(crate) async fn source<W: AsyncWrite + Unpin>(
     control::encode_frame(KIND_PROBE_DATA, &vec![0u8; PROBE_FRAME], &mut frame);
     let start = Instant::now();
     let mut sent = 0u64;
+    // TCP_INFO every SAMPLE_INTERVAL_MS on a second handle, while the writes may block.
+    let stop = Arc::new(AtomicBool::new(false));
+    let sampler = socket.and_then(|s| s.try_clone().ok()).map(|sock| {
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let mut out = Vec::new();
+            let mut tick = tokio::time::interval(Duration::from_millis(SAMPLE_INTERVAL_MS));
+            // Bounded by the flow's own limit, whatever happens to the writer.
+            while !stop.load(Ordering::Relaxed)
+                && start.elapsed().as_secs_f64() < MAX_PROBE_SECONDS + 20.0
+            {
+                out.extend(stats::probe_sample(&sock, start.elapsed().as_secs_f64()));
+                tick.tick().await;
+            }
+            out
+        })
+    });
     while start.elapsed() < duration && sent < MAX_PROBE_BYTES {
         tokio::time::timeout(idle, wr.write_all(&frame))
             .await
@@ -93,6 +114,12 @@ pub(crate) async fn source<W: AsyncWrite + Unpin>(
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         report.sender_tcp = stats::probe_sender_tcp(sock);
+        stop.store(true, Ordering::Relaxed);
+        if let Some(task) = sampler {
+            let mut samples = task.await.unwrap_or_default();
+            samples.extend(stats::probe_sample(sock, start.elapsed().as_secs_f64()));
+            report.acked = AckedFlow::of(&samples, warmup_ms.min(60_000) as f64 / 1e3);
+        }
     }
     Ok(bulk_reply(report))
 }

@@ -44,15 +44,34 @@ impl RttSummary {
     }
 }
 
+/// Steady intervals shorter than this are too short to trust (s).
+pub const MIN_INTERVAL_S: f64 = 1.0;
+/// Fewer TCP_INFO readings than this within the steady interval are too few.
+pub const MIN_SAMPLES: usize = 5;
+/// A flow whose acknowledged bytes stood still this long (s) stalled.
+pub const STALL_S: f64 = 1.0;
+
 /// One direction's bulk TCP flow.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Direction {
-    /// Goodput after the warm-up (Mbit/s = 10^6 bit/s), counted where the bytes arrived.
-    pub goodput_mbps: f64,
-    /// Goodput over the whole flow, slow start included.
-    pub whole_goodput_mbps: f64,
-    /// Retransmitted over sent segments at the sending end (TCP_INFO), when it could be read.
-    pub loss: Option<f64>,
+    /// Goodput (bit/s): bytes the sending end's kernel saw acknowledged over the steady
+    /// interval (after the warm-up), so never above what was delivered.
+    pub goodput_bit_s: f64,
+    /// The steady interval's length (s) and the TCP_INFO readings within it.
+    pub interval_s: f64,
+    pub samples: usize,
+    /// Goodput counted where the bytes arrived, over the whole flow, slow start included
+    /// (bit/s).
+    pub whole_goodput_bit_s: f64,
+    /// The path's loss: retransmitted over sent segments after the warm-up, as a fraction
+    /// (0.01 = 1 %); none without the sending end's readings.
+    pub loss_fraction: Option<f64>,
+    /// The same during the warm-up: mostly the probe's own slow start overflowing the
+    /// bottleneck's queue, not the path's loss.
+    pub warmup_loss_fraction: Option<f64>,
+    /// Why these figures cannot be trusted (a short interval, a stalled flow, one RTT
+    /// sample, …); empty when they can.
+    pub unreliable: Vec<String>,
     /// Control round trips on a second connection while the flow ran (after its warm-up).
     pub loaded_rtt: RttSummary,
     /// The receiving end's counts and the sending end's TCP_INFO.
@@ -61,13 +80,51 @@ pub struct Direction {
 
 impl Direction {
     pub fn new(bulk: BulkReport, loaded: &[f64]) -> Direction {
+        let mut why = Vec::new();
+        let (goodput, interval, samples) = match &bulk.acked {
+            Some(a) => {
+                if a.interval_s < MIN_INTERVAL_S {
+                    why.push(format!(
+                        "the steady interval is {:.2} s (under {MIN_INTERVAL_S} s)",
+                        a.interval_s
+                    ));
+                }
+                if a.samples < MIN_SAMPLES {
+                    why.push(format!("{} TCP_INFO readings only", a.samples));
+                }
+                if a.longest_stall_s >= STALL_S {
+                    why.push(format!(
+                        "the flow stalled for {:.1} s (nothing acknowledged)",
+                        a.longest_stall_s
+                    ));
+                }
+                (a.goodput_bit_s, a.interval_s, a.samples)
+            }
+            None => {
+                why.push("no acknowledged-bytes readings from the sending end".into());
+                (0.0, 0.0, 0)
+            }
+        };
+        let rtt = RttSummary::of(loaded);
+        if rtt.probes < 2 {
+            why.push(format!("{} RTT sample(s) under load", rtt.probes));
+        }
         Direction {
-            goodput_mbps: bulk.goodput_bps() / 1e6,
-            whole_goodput_mbps: bulk.whole_goodput_bps() / 1e6,
-            loss: bulk.sender_tcp.as_ref().map(|t| t.loss()),
-            loaded_rtt: RttSummary::of(loaded),
+            goodput_bit_s: goodput,
+            interval_s: interval,
+            samples,
+            whole_goodput_bit_s: bulk.whole_goodput_bps(),
+            loss_fraction: bulk.acked.as_ref().map(|a| a.steady_loss()),
+            warmup_loss_fraction: bulk.acked.as_ref().map(|a| a.warmup_loss()),
+            unreliable: why,
+            loaded_rtt: rtt,
             bulk,
         }
+    }
+
+    /// Goodput in Mbit/s (10^6 bit/s).
+    pub fn goodput_mbit_s(&self) -> f64 {
+        self.goodput_bit_s / 1e6
     }
 }
 
@@ -100,27 +157,33 @@ impl PathProbe {
             ("this → receiver", &self.up),
             ("receiver → this", &self.down),
         ] {
-            let loss = match (&d.loss, &d.bulk.sender_tcp) {
-                (Some(l), Some(t)) => format!(
-                    "loss {:.3}% ({} of {} segments retransmitted)",
+            let loss = match (d.loss_fraction, &d.bulk.acked) {
+                (Some(l), Some(a)) => format!(
+                    "loss {:.3}% after the warm-up ({} of {} segments retransmitted; {:.3}% in the warm-up, the probe's own overshoot of the queue)",
                     l * 100.0,
-                    t.retransmits,
-                    t.segments_out
+                    a.steady_retransmits,
+                    a.steady_segments,
+                    d.warmup_loss_fraction.unwrap_or(0.0) * 100.0
                 ),
-                _ => "loss not read (no TCP_INFO at the sending end)".into(),
+                _ => "loss not read (no TCP_INFO readings at the sending end)".into(),
             };
             let l = &d.loaded_rtt;
             s += &format!(
-                "  {name} {:.2} Mbit/s after a {:.1} s warm-up ({:.2} Mbit/s over all {:.1} s), {loss}, RTT under load {:.2} ms median ({:.2}–{:.2} ms, {} round trips)\n",
-                d.goodput_mbps,
+                "  {name} {:.2} Mbit/s acknowledged over {:.2} s after a {:.1} s warm-up ({} readings; {:.2} Mbit/s arrived over all {:.1} s), {loss}, RTT under load {:.2} ms median ({:.2}–{:.2} ms, {} round trips)\n",
+                d.goodput_mbit_s(),
+                d.interval_s,
                 d.bulk.warmup,
-                d.whole_goodput_mbps,
+                d.samples,
+                d.whole_goodput_bit_s / 1e6,
                 d.bulk.seconds,
                 l.median_ms,
                 l.min_ms,
                 l.max_ms,
                 l.probes
             );
+            if !d.unreliable.is_empty() {
+                s += &format!("    unreliable: {}\n", d.unreliable.join("; "));
+            }
         }
         s
     }
@@ -149,15 +212,15 @@ pub fn changes(start: &PathProbe, end: &PathProbe) -> Vec<String> {
     check(
         "goodput this → receiver",
         "Mbit/s",
-        start.up.goodput_mbps,
-        end.up.goodput_mbps,
+        start.up.goodput_mbit_s(),
+        end.up.goodput_mbit_s(),
         GOODPUT_TOLERANCE,
     );
     check(
         "goodput receiver → this",
         "Mbit/s",
-        start.down.goodput_mbps,
-        end.down.goodput_mbps,
+        start.down.goodput_mbit_s(),
+        end.down.goodput_mbit_s(),
         GOODPUT_TOLERANCE,
     );
     out
@@ -172,8 +235,8 @@ mod tests {
             idle_rtt: RttSummary::of(&[rtt, rtt + 1.0]),
             ..Default::default()
         };
-        p.up.goodput_mbps = up;
-        p.down.goodput_mbps = down;
+        p.up.goodput_bit_s = up * 1e6;
+        p.down.goodput_bit_s = down * 1e6;
         p
     }
 

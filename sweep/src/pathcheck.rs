@@ -39,7 +39,7 @@ pub fn to_meta(start: &Outcome, end: &Outcome) -> serde_json::Value {
         _ => Vec::new(),
     };
     serde_json::json!({
-        "method": "shoal probe through the receiver's control channel: idle RTT = control round trips on one TLS connection; a bulk TLS/TCP flow each way (goodput counted where it arrives, after the warm-up; loss = retransmitted / sent segments in the sending end's TCP_INFO); RTT under load = control round trips on a second connection during each flow",
+        "method": "shoal probe through the receiver's control channel: idle RTT = control round trips on one TLS connection; a bulk TLS/TCP flow each way (goodput = bytes the sending end saw acknowledged after the warm-up, over that interval; loss_fraction = retransmitted / sent segments after the warm-up in the sending end's TCP_INFO, the warm-up's apart); RTT under load = control round trips on a second connection during each flow",
         "start": side(start),
         "end": side(end),
         "changed": changed,
@@ -69,13 +69,22 @@ pub fn summary_lines(out: &Path) -> Vec<String> {
             continue;
         }
         let f = |d: &str, k: &str| side[d][k].as_f64().unwrap_or(f64::NAN);
+        // Folders written before the units were named keep `goodput_mbps` and `loss`.
+        let mbit = |d: &str| match side[d]["goodput_bit_s"].as_f64() {
+            Some(b) => b / 1e6,
+            None => f(d, "goodput_mbps"),
+        };
+        let loss = |d: &str| match side[d]["loss_fraction"].as_f64() {
+            Some(l) => l,
+            None => f(d, "loss"),
+        };
         lines.push(format!(
             "path at the {when}: idle RTT {:.2} ms, goodput {:.1} Mbit/s to the receiver and {:.1} Mbit/s back, loss {:.3}% / {:.3}%",
             side["idle_rtt"]["min_ms"].as_f64().unwrap_or(f64::NAN),
-            f("up", "goodput_mbps"),
-            f("down", "goodput_mbps"),
-            f("up", "loss") * 100.0,
-            f("down", "loss") * 100.0,
+            mbit("up"),
+            mbit("down"),
+            loss("up") * 100.0,
+            loss("down") * 100.0,
         ));
     }
     for c in p["changed"].as_array().into_iter().flatten() {
@@ -96,8 +105,8 @@ mod tests {
     fn the_summary_names_both_probes_and_warns_of_a_changed_path() {
         let mut a = PathProbe::default();
         a.idle_rtt.min_ms = 40.0;
-        a.up.goodput_mbps = 100.0;
-        a.down.goodput_mbps = 100.0;
+        a.up.goodput_bit_s = 100e6;
+        a.down.goodput_bit_s = 100e6;
         let mut b = a.clone();
         b.idle_rtt.min_ms = 50.0;
         let dir = tempfile::tempdir().unwrap();

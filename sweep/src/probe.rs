@@ -16,8 +16,11 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use bytes::BytesMut;
 use shoal_proto::control::{self, Reply, Request, KIND_JSON};
-use shoal_proto::probe::{BulkReport, GoodputMeter, KIND_PROBE_DATA, PROBE_FRAME};
 use shoal_row::metrics;
+use shoal_proto::probe::{
+    AckedFlow, BulkReport, GoodputMeter, TcpSample, KIND_PROBE_DATA, PROBE_FRAME,
+    SAMPLE_INTERVAL_MS,
+};
 use shoal_transport::stats;
 
 use crate::pathreport::{Direction, PathProbe, RttSummary};
@@ -149,22 +152,25 @@ fn bulk_up(tls: &mut TlsStream, buf: &mut BytesMut, opts: &ProbeOptions) -> Resu
     let mut frame = BytesMut::with_capacity(PROBE_FRAME + 5);
     control::encode_frame(KIND_PROBE_DATA, &vec![0u8; PROBE_FRAME], &mut frame);
     let start = Instant::now();
-    while start.elapsed() < opts.duration {
-        tls.write_all(&frame).context("sending the bulk flow")?;
-    }
-    let mut end = BytesMut::new();
-    control::encode_frame(KIND_PROBE_DATA, &[], &mut end);
-    tls.write_all(&end)?;
-    tls.flush()?;
+    let sampler = Sampler::start(&tls.sock, start)?;
+    let sent = (|| -> Result<()> {
+        while start.elapsed() < opts.duration {
+            tls.write_all(&frame).context("sending the bulk flow")?;
+        }
+        let mut end = BytesMut::new();
+        control::encode_frame(KIND_PROBE_DATA, &[], &mut end);
+        tls.write_all(&end)?;
+        tls.flush()?;
+        Ok(())
+    })();
+    let samples = sampler.stop(&tls.sock, start);
+    sent?;
     let reply = read_reply(tls, buf)?;
     let mut report = reply
         .bulk
         .context("the receiver's probe reply has no figures")?;
-    let waited = Instant::now();
-    while !stats::tcp_all_acked(&tls.sock).unwrap_or(true) && waited.elapsed() < ACK_WAIT {
-        std::thread::sleep(Duration::from_millis(5));
-    }
     report.sender_tcp = stats::probe_sender_tcp(&tls.sock);
+    report.acked = AckedFlow::of(&samples, opts.warmup.as_secs_f64());
     Ok(report)
 }
 
@@ -173,6 +179,7 @@ fn bulk_down(tls: &mut TlsStream, buf: &mut BytesMut, opts: &ProbeOptions) -> Re
     let mut out = BytesMut::new();
     let req = Request::ProbeSource {
         duration_ms: opts.duration.as_millis() as u64,
+        warmup_ms: opts.warmup.as_millis() as u64,
     };
     control::encode_frame(KIND_JSON, &serde_json::to_vec(&req)?, &mut out);
     tls.write_all(&out)?;
@@ -192,8 +199,50 @@ fn bulk_down(tls: &mut TlsStream, buf: &mut BytesMut, opts: &ProbeOptions) -> Re
         }
     };
     let reply = read_reply(tls, buf)?;
-    report.sender_tcp = reply.bulk.and_then(|b| b.sender_tcp);
+    if let Some(b) = reply.bulk {
+        report.sender_tcp = b.sender_tcp;
+        report.acked = b.acked;
+    }
     Ok(report)
+}
+
+/// Reads the sending socket's TCP_INFO every [`SAMPLE_INTERVAL_MS`] on its own thread, so a
+/// write blocked on a full window does not leave a gap in the readings.
+struct Sampler {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<Vec<TcpSample>>,
+}
+
+impl Sampler {
+    fn start(sock: &std::net::TcpStream, start: Instant) -> Result<Sampler> {
+        let sock = sock
+            .try_clone()
+            .context("a second handle on the probe socket")?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let s2 = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut out = Vec::new();
+            while !s2.load(Ordering::Relaxed) {
+                out.extend(stats::probe_sample(&sock, start.elapsed().as_secs_f64()));
+                std::thread::sleep(Duration::from_millis(SAMPLE_INTERVAL_MS));
+            }
+            out
+        });
+        Ok(Sampler { stop, thread })
+    }
+
+    /// Waits (at most [`ACK_WAIT`]) until every byte is acknowledged, then takes the last
+    /// reading: the steady interval ends there.
+    fn stop(self, sock: &std::net::TcpStream, start: Instant) -> Vec<TcpSample> {
+        let waited = Instant::now();
+        while !stats::tcp_all_acked(sock).unwrap_or(true) && waited.elapsed() < ACK_WAIT {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        self.stop.store(true, Ordering::Relaxed);
+        let mut out = self.thread.join().unwrap_or_default();
+        out.extend(stats::probe_sample(sock, start.elapsed().as_secs_f64()));
+        out
+    }
 }
 
 fn read_reply(tls: &mut TlsStream, buf: &mut BytesMut) -> Result<Reply> {

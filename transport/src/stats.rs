@@ -162,6 +162,17 @@ pub fn probe_sender_tcp(socket: &impl AsFd) -> Option<shoal_proto::probe::Sender
     })
 }
 
+/// One TCP_INFO reading of a path probe's sending socket, `t` s after its flow started.
+pub fn probe_sample(socket: &impl AsFd, t: f64) -> Option<shoal_proto::probe::TcpSample> {
+    let s = tcp_stats(socket).ok()?;
+    Some(shoal_proto::probe::TcpSample {
+        t,
+        bytes_acked: s.bytes_acked,
+        retransmits: s.retransmits,
+        segments_out: s.sent_packets,
+    })
+}
+
 /// The controller a TCP socket really uses, as the kernel reports it.
 pub fn tcp_cc(socket: &impl AsFd) -> String {
     SockRef::from(socket)
