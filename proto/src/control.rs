@@ -28,6 +28,12 @@ pub const KIND_JSON: u8 = 1;
 pub const KIND_MANIFEST: u8 = 2;
 /// Largest request the receiver reads.
 pub const MAX_REQUEST: u32 = 4096;
+/// Most files one `write-floor` request may create.
+pub const MAX_FLOOR_FILES: u64 = 200_000;
+/// Most bytes one `write-floor` request may write (1 GiB).
+pub const MAX_FLOOR_BYTES: u64 = 1 << 30;
+/// Most folders one `write-floor` request may spread its files over.
+pub const MAX_FLOOR_DIRS: u32 = 4096;
 /// Largest frame the sweep reads (a manifest of millions of files fits).
 pub const MAX_REPLY: u32 = 1 << 30;
 /// Longest path a manifest entry may name (far above any receiver's path limit).
@@ -69,6 +75,18 @@ pub enum Request {
         duration_ms: u64,
         #[serde(default)]
         warmup_ms: u64,
+    },
+    /// The receiver's write floor: its own writer pool creates `files` files of `file_bytes`
+    /// bytes each, spread over `dirs` folders, in a fresh folder `run_id` under its
+    /// destination, with no network involved (a small untimed warm-up first), then removes
+    /// it. The reply's `seconds` is the timed part and `facts` hold `files`, `bytes`,
+    /// `files_per_s`, `bytes_per_s`, `cpu_busy`. Bounded by [`MAX_FLOOR_FILES`],
+    /// [`MAX_FLOOR_BYTES`] and the receiver's own per-run limits.
+    WriteFloor {
+        run_id: String,
+        files: u64,
+        file_bytes: u64,
+        dirs: u32,
     },
     /// Baseline `tar-tcp` (receiver started with `--allow-baselines`): listen on an ephemeral
     /// port for one connection from the asking host and unpack it with `tar -x` into the run's

@@ -24,6 +24,7 @@ use crate::probe;
 use crate::read::{hello_late, read_some};
 use crate::runconfig;
 use crate::shared::Shared;
+use crate::writefloor;
 
 /// Whether the bytes a connection opened with are (the start of) a control opening.
 pub(crate) fn looks_like_control(buf: &[u8]) -> bool {
@@ -276,6 +277,26 @@ async fn handle(
         }
         Request::ProbeSink { .. } | Request::ProbeSource { .. } => {
             bail!("a probe flow is served by the session, not here")
+        }
+        Request::WriteFloor {
+            run_id,
+            files,
+            file_bytes,
+            dirs,
+        } => {
+            let id = run_id_of(&run_id)?;
+            if hub.prepared_dest(&id).is_some() {
+                bail!("run {run_id} is prepared already");
+            }
+            let shape = writefloor::Shape {
+                files,
+                file_bytes,
+                dirs,
+            };
+            Ok((
+                writefloor::measure(&ctx.config, &run_id, shape).await?,
+                None,
+            ))
         }
         Request::Cleanup { run_id } => {
             let id = run_id_of(&run_id)?;

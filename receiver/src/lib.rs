@@ -27,6 +27,7 @@ mod stage;
 mod streams;
 mod tcp;
 mod tune;
+mod writefloor;
 
 pub use config::{
     default_writers, ReceiverConfig, DEFAULT_HELLO_TIMEOUT, DEFAULT_MAX_BYTES,

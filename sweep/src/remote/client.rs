@@ -118,6 +118,25 @@ impl Remote {
         .map(|_| ())
     }
 
+    /// The receiver's write floor (`write-floor`): its writers create `files` files of
+    /// `file_bytes` bytes over `dirs` folders in a fresh folder `run_id`, no network, and
+    /// remove it; the reply's `seconds` and `facts` (`files_per_s`, `bytes_per_s`, …).
+    pub fn write_floor(
+        &self,
+        run_id: &str,
+        files: u64,
+        file_bytes: u64,
+        dirs: u32,
+    ) -> Result<Reply> {
+        let req = Request::WriteFloor {
+            run_id: run_id.into(),
+            files,
+            file_bytes,
+            dirs,
+        };
+        Ok(self.call(&req, false)?.0)
+    }
+
     /// Starts the receiving `tar -x` of a `tar-tcp` run (receiver with `--allow-baselines`);
     /// the reply's `port` is where it listens, `facts` its address and command.
     pub fn tar_tcp_start(&self, run_id: &str, limit: Duration) -> Result<Reply> {
@@ -376,6 +395,7 @@ fn op_name(req: &Request) -> &'static str {
         Request::ProbeSource { .. } => "probe-source",
         Request::TarTcpStart { .. } => "tar-tcp-start",
         Request::TarTcpWait { .. } => "tar-tcp-wait",
+        Request::WriteFloor { .. } => "write-floor",
     }
 }
 
