@@ -5,6 +5,7 @@
 mod args;
 mod defaults;
 mod demo;
+mod diagnose;
 mod gen;
 mod link;
 mod path;
@@ -58,6 +59,9 @@ enum Command {
     /// Measure the path to a remote `shoal recv --control`: idle RTT, bulk TCP goodput each
     /// way, RTT under load, loss (what a two-host sweep records before and after its runs).
     Probe(probe::ProbeArgs),
+    /// Name what holds a small-file transfer back on the path to a remote `shoal recv
+    /// --control`, and the fix: path, the ends' floors, transfers of a sample, a verdict.
+    Diagnose(diagnose::DiagnoseArgs),
     /// The path state `send` keeps per receiver for --resume and --initial-window saved.
     Path {
         #[command(subcommand)]
@@ -137,6 +141,7 @@ fn run(command: Command) -> Result<ExitCode> {
         Command::Report(a) => shoal_report::request::run_report(a.into()),
         Command::Compare(a) => shoal_report::request::run_compare(a.into()),
         Command::Probe(a) => shoal_sweep::probe_request::run_probe(a.into()),
+        Command::Diagnose(a) => diagnose::run(a),
         Command::HostFacts { peer, dest } => {
             let facts = shoal_row::hostfacts::HostFacts::collect(peer, dest.as_deref());
             println!("{}", serde_json::to_string(&facts)?);

@@ -1,0 +1,286 @@
+//! How much to transfer and which arms fit the budget: the sample's size from the probe's
+//! goodput, a pilot run of the base, an early stop when the base already runs at its slowest
+//! floor, then the arms in order of what they can reveal, each only when its estimated time
+//! fits what is left.
+
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use shoal_verdict::{ArmKind, ArmObs, Observations, PathObs, LOSS_MIN};
+
+use crate::arms::{self, Arm, Setup};
+use crate::ends::Tree;
+
+/// A base within this fraction of its slowest floor leaves no arm anything to gain.
+pub const NEAR_FLOOR: f64 = 0.15;
+/// The sample's base run aims at this share of the budget left after stage 2.
+const BASE_SHARE: f64 = 1.0 / 16.0;
+/// Files per second any end manages at least (per-file cost in the sample's sizing).
+const FILES_PER_S: f64 = 20_000.0;
+
+/// Files in the sample: as many as a base run of about [`BASE_SHARE`] of `left` moves at the
+/// probe's goodput, 200 at least, the whole tree at most.
+pub fn sample_files(tree: &Tree, path: &PathObs, left: Duration) -> u64 {
+    let total = tree.files.len() as u64;
+    let g = path.goodput_to_receiver_bits_per_s.unwrap_or(10e6).max(1e5);
+    let mean = tree.bytes() as f64 / total.max(1) as f64;
+    let target = (left.as_secs_f64() * BASE_SHARE - 0.5).max(0.5);
+    let per_file = mean * 8.0 / g + 1.0 / FILES_PER_S;
+    let n = (target / per_file) as u64;
+    n.clamp(200.min(total), total.min(50_000))
+}
+
+/// Runs the pilot, then the arms that fit before `deadline`.
+pub fn run_arms(
+    setup: &Setup,
+    obs: &mut Observations,
+    stages: &mut Vec<serde_json::Value>,
+    deadline: Instant,
+    say: &dyn Fn(&str),
+) -> Result<()> {
+    let cc = default_cc();
+    let base = Arm::new(
+        ArmKind::Base,
+        "base",
+        &[("mode", "\"tcp-bundle\""), ("cc", &format!("\"{cc}\""))],
+    );
+    say("stage 3, transfers: the pilot (base: tcp-bundle, the default controller)…");
+    let t = Instant::now();
+    let (mut pilot, stage) = arms::run(setup, "pilot", std::slice::from_ref(&base), 1, deadline)?;
+    let wall = t.elapsed().as_secs_f64();
+    stages.push(stage);
+    let pilot = pilot.remove(0);
+    let Some(base_s) = pilot.median_s() else {
+        let why = pilot.skipped.clone().unwrap_or_default();
+        obs.arms.push(pilot);
+        anyhow::bail!("the base did not transfer the sample: {why}");
+    };
+    obs.arms.push(pilot);
+    // The sweep's own costs: part paid once per sweep, part per run (prepare, hash, verify).
+    let overhead = (wall - base_s).max(1.0);
+    let (fixed, per_run) = (0.6 * overhead, 0.4 * overhead);
+    let all = candidates(obs, &cc);
+    let skip = |a: &Arm, why: &str| ArmObs {
+        kind: a.kind.clone(),
+        flags: a.flags(setup),
+        runs: Vec::new(),
+        failed: 0,
+        skipped: Some(why.to_string()),
+    };
+    if let Some(why) = near_floor(obs, base_s) {
+        say(&why);
+        obs.arms.extend(all.iter().map(|a| skip(a, &why)));
+        return Ok(());
+    }
+    let rtt = obs.path.idle_rtt_ms.unwrap_or(0.0) / 1e3;
+    let left = deadline
+        .saturating_duration_since(Instant::now())
+        .as_secs_f64();
+    let mut planned = fixed;
+    let mut chosen = Vec::new();
+    for a in all {
+        let mut est = per_run + base_s;
+        match a.kind {
+            ArmKind::PerFileWait => est += obs.sample.sample_files as f64 * rtt,
+            ArmKind::Quic | ArmKind::QuicStartWindow => est += base_s * 0.5,
+            _ => {}
+        }
+        if planned + est > left {
+            let why = format!(
+                "not run: its estimated {est:.0} s did not fit the budget ({left:.0} s left for the arms)"
+            );
+            say(&format!("{}: {why}", a.name));
+            obs.arms.push(skip(&a, &why));
+        } else {
+            planned += est;
+            chosen.push(a);
+        }
+    }
+    // The base again when it fits: its spread is the noise a gain must beat.
+    if planned + per_run + base_s < left {
+        chosen.push(base);
+    }
+    if chosen.is_empty() || shoal_sweep::proc::interrupted() {
+        return Ok(());
+    }
+    say(&format!(
+        "the arms: {}…",
+        chosen
+            .iter()
+            .map(|a| a.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    let (got, stage) = arms::run(setup, "arms", &chosen, 1, deadline)?;
+    stages.push(stage);
+    for o in got {
+        match obs.arms.iter_mut().find(|a| a.kind == ArmKind::Base) {
+            Some(b) if o.kind == ArmKind::Base => {
+                b.runs.extend(o.runs);
+                b.failed += o.failed;
+            }
+            _ => obs.arms.push(o),
+        }
+    }
+    Ok(())
+}
+
+/// Why no arm can gain: the base within [`NEAR_FLOOR`] of its slowest floor, on a path whose
+/// probe was neither lossy nor possibly held by a window (either would make the link's floor
+/// itself too low). `None` when arms are worth running.
+fn near_floor(obs: &Observations, base_s: f64) -> Option<String> {
+    let p = &obs.path;
+    let (files, bytes) = (obs.sample.sample_files, obs.sample.sample_bytes);
+    let lossy = [&p.loss_to_receiver, &p.loss_from_receiver]
+        .iter()
+        .any(|l| l.path_loss().unwrap_or(0.0) >= LOSS_MIN);
+    let cap = window_cap(p);
+    let bdp = p.bdp_bytes.unwrap_or(0);
+    let windowed = cap.is_none_or(|c| c < 2 * bdp);
+    if lossy || windowed || !p.unreliable.is_empty() {
+        return None;
+    }
+    let link = p
+        .goodput_to_receiver_bits_per_s
+        .map(|g| (bytes as f64 * 8.0 / g, "the link's rate"));
+    let read = obs
+        .ends
+        .source_read_warm
+        .and_then(|f| f.seconds_for(files, bytes))
+        .map(|s| (s, "reading the source"));
+    let write = obs
+        .ends
+        .receiver_write
+        .and_then(|f| f.seconds_for(files, bytes))
+        .map(|s| (s, "the receiver's writes"));
+    let (floor, what) = [link, read, write]
+        .into_iter()
+        .flatten()
+        .max_by(|a, b| a.0.total_cmp(&b.0))?;
+    (base_s <= floor * (1.0 + NEAR_FLOOR)).then(|| {
+        format!(
+            "not run: the base took {base_s:.2} s, within {:.0}% of its slowest floor ({what}: {floor:.2} s)",
+            NEAR_FLOOR * 100.0
+        )
+    })
+}
+
+/// The smaller of the sender's `tcp_wmem` and the receiver's `tcp_rmem` maxima.
+fn window_cap(p: &PathObs) -> Option<u64> {
+    let s = p.sender_buffers.tcp_wmem.map(|t| t[2]);
+    let r = p.receiver_buffers.tcp_rmem.map(|t| t[2]);
+    match (s, r) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// The arms after the pilot, in the order they are worth their time.
+fn candidates(obs: &Observations, cc: &str) -> Vec<Arm> {
+    let q = |s: &str| format!("\"{s}\"");
+    let other = if cc == "bbr" { "cubic" } else { "bbr" };
+    let mut v = Vec::new();
+    if obs.path.controllers.iter().any(|c| c == other) {
+        v.push(Arm::new(
+            ArmKind::OtherCc(other.into()),
+            &format!("cc-{other}"),
+            &[("mode", &q("tcp-bundle")), ("cc", &q(other))],
+        ));
+    }
+    v.push(Arm::new(
+        ArmKind::Connections(8),
+        "connections-8",
+        &[
+            ("mode", &q("tcp-bundle")),
+            ("cc", &q(cc)),
+            ("connections", "8"),
+        ],
+    ));
+    // Windows for the path: 2 × BDP, and at least 4 × the kernels' cap, since a probe held by
+    // that cap measures a BDP no larger than the cap.
+    let bdp = obs.path.bdp_bytes.unwrap_or(0);
+    let cap = window_cap(&obs.path).unwrap_or(0);
+    let w = (2 * bdp).max(4 * cap).clamp(4 << 20, 256 << 20);
+    let w = q(&format!("{}MiB", w.div_ceil(1 << 20)));
+    v.push(Arm::new(
+        ArmKind::PathWindows,
+        "path-windows",
+        &[
+            ("mode", &q("tcp-bundle")),
+            ("cc", &q(cc)),
+            ("sndbuf", &w),
+            ("rcvbuf", &w),
+        ],
+    ));
+    v.push(Arm::new(
+        ArmKind::Quic,
+        "quic",
+        &[("mode", &q("quic-bundle"))],
+    ));
+    v.push(Arm::new(
+        ArmKind::QuicStartWindow,
+        "quic-resume",
+        &[("mode", &q("quic-bundle")), ("resume", "true")],
+    ));
+    v.push(Arm::new(
+        ArmKind::PerFileWait,
+        "tcp-wait",
+        &[("mode", &q("tcp-wait")), ("cc", &q(cc))],
+    ));
+    v
+}
+
+/// This host's default congestion controller.
+fn default_cc() -> String {
+    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control")
+        .map(|s| s.trim().to_string())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "cubic".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shoal_verdict::BufferLimits;
+
+    #[test]
+    fn the_sample_fits_a_sixteenth_of_the_budget_at_the_probes_goodput() {
+        let tree = Tree::generated(65_536, 4096);
+        let path = PathObs {
+            goodput_to_receiver_bits_per_s: Some(20e6),
+            ..PathObs::default()
+        };
+        // 75 s left → a 4.2 s base; 4 KiB at 20 Mbit/s is 1.64 ms a file, + 50 µs.
+        let n = sample_files(&tree, &path, Duration::from_secs(75));
+        assert!((2400..2600).contains(&n), "{n}");
+        assert_eq!(
+            sample_files(&Tree::generated(50, 4096), &path, Duration::from_secs(75)),
+            50
+        );
+        assert_eq!(sample_files(&tree, &path, Duration::ZERO), 296);
+    }
+
+    #[test]
+    fn a_base_at_its_floor_stops_unless_loss_or_a_window_may_hold_the_probe() {
+        let big = BufferLimits {
+            tcp_rmem: Some([4096, 131072, 6 << 20]),
+            tcp_wmem: Some([4096, 16384, 4 << 20]),
+            ..BufferLimits::default()
+        };
+        let mut obs = Observations::default();
+        obs.sample.sample_files = 1000;
+        obs.sample.sample_bytes = 10_000_000;
+        obs.path.goodput_to_receiver_bits_per_s = Some(20e6);
+        obs.path.bdp_bytes = Some(25_000);
+        obs.path.sender_buffers = big.clone();
+        obs.path.receiver_buffers = big;
+        assert!(near_floor(&obs, 4.4).is_some());
+        assert!(near_floor(&obs, 5.0).is_none());
+        obs.path.loss_to_receiver.random = Some(0.01);
+        assert!(near_floor(&obs, 4.4).is_none());
+        obs.path.loss_to_receiver.random = Some(0.0);
+        obs.path.bdp_bytes = Some(3 << 20);
+        assert!(near_floor(&obs, 4.4).is_none());
+    }
+}
