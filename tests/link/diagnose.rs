@@ -1,0 +1,274 @@
+//! `shoal diagnose` on the emulated link, one planted bottleneck at a time: the receiver runs
+//! in the `rcv` namespace with `--control`, the diagnosis in `snd`, and the primary constraint
+//! must name what was planted. Root only, and a few minutes in all: each case's budget is 90 s
+//! or less. The error cases run on loopback.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use shoal_link::UpConfig;
+use crate::support::*;
+
+const MIB: u64 = 1 << 20;
+
+/// The pin and token file a receiver printed after its address.
+fn credentials(rx: &ReceiverProc) -> (String, PathBuf) {
+    let (mut pin, mut token) = (String::new(), PathBuf::new());
+    while pin.is_empty() || token.as_os_str().is_empty() {
+        let line = rx
+            .lines
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the receiver printed its pin and token file");
+        if let Some(p) = line.strip_prefix("pin ") {
+            pin = p.trim().to_string();
+        } else if let Some(t) = line.strip_prefix("token file ") {
+            token = PathBuf::from(t.trim());
+        }
+    }
+    (pin, token)
+}
+
+/// Waits for `child` at most `limit`, ending it by its PID when it takes longer.
+fn wait_limited(child: Child, limit: Duration) -> Output {
+    let pid = child.id();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let d2 = done.clone();
+    let watchdog = std::thread::spawn(move || {
+        let t0 = Instant::now();
+        while t0.elapsed() < limit {
+            if d2.load(std::sync::atomic::Ordering::SeqCst) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        sys::terminate(pid);
+    });
+    let out = child.wait_with_output().expect("waiting for shoal");
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    let _ = watchdog.join();
+    out
+}
+
+/// A link with a planted bottleneck, a receiver behind it, and what the diagnosis said.
+struct Planted {
+    name: String,
+    guard: Option<shoal_link::LinkGuard>,
+    rx: Option<ReceiverProc>,
+    pin: String,
+    token: PathBuf,
+    dir: tempfile::TempDir,
+}
+
+impl Planted {
+    /// Brings `cfg` up (the sender's namespace with controller `cc`) and starts the receiver.
+    fn up(cfg: UpConfig, cc: Option<&str>) -> Planted {
+        let name = cfg.name.clone();
+        let guard = link_up(&cfg);
+        if let Some(cc) = cc {
+            shoal_link::netns::set_sysctl_in(
+                &format!("{name}-snd"),
+                "net.ipv4.tcp_congestion_control",
+                cc,
+            )
+            .expect("set the sender's controller");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let rx = ReceiverProc::start_at(
+            "198.18.0.2:0",
+            Some(&format!("{name}-rcv")),
+            &dir.path().join("id"),
+            &dir.path().join("incoming"),
+            &["--control"],
+        );
+        let (pin, token) = credentials(&rx);
+        Planted {
+            name,
+            guard: Some(guard),
+            rx: Some(rx),
+            pin,
+            token,
+            dir,
+        }
+    }
+
+    fn addr(&self) -> String {
+        self.rx.as_ref().unwrap().addr.clone()
+    }
+
+    /// `shoal diagnose --json` from the sender's namespace; the report and its wall time.
+    fn diagnose(&self, files: u64, budget_s: u64) -> (serde_json::Value, f64) {
+        let out = self.dir.path().join("diagnose");
+        let mut cmd = shoal();
+        cmd.args(["diagnose", &self.addr(), "--pin", &self.pin, "--token-file"])
+            .arg(&self.token)
+            .args(["--files", &files.to_string(), "--size", "4KiB"])
+            .args(["--budget", &format!("{budget_s}s"), "--json", "--out"])
+            .arg(&out)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let t0 = Instant::now();
+        let child = shoal_link::spawn_in_netns(&format!("{}-snd", self.name), &mut cmd)
+            .expect("start shoal diagnose");
+        let o = wait_limited(child, Duration::from_secs(budget_s + 60));
+        let took = t0.elapsed().as_secs_f64();
+        assert!(o.status.success(), "{}", text(&o));
+        eprintln!("{}", String::from_utf8_lossy(&o.stderr));
+        println!(
+            "{}",
+            std::fs::read_to_string(out.join("summary.txt")).unwrap_or_default()
+        );
+        (json(&o), took)
+    }
+
+    /// A real `shoal send` of a generated tree of `files` × 4 KiB with the diagnosis's best
+    /// command (its `TREE` replaced): the transfer's seconds.
+    fn send_best(&self, report: &serde_json::Value, files: u64) -> f64 {
+        let tree = self.dir.path().join("tree");
+        gen(&tree, files, "4KiB", files.div_ceil(256), 1);
+        let best = report["best_command"].as_str().expect("best_command");
+        let args: Vec<String> = best
+            .split_whitespace()
+            .skip(2) // `shoal send`
+            .map(|a| a.trim_matches('\'').to_string())
+            .map(|a| {
+                if a == "TREE" {
+                    tree.display().to_string()
+                } else {
+                    a
+                }
+            })
+            .collect();
+        let mut cmd = shoal();
+        cmd.arg("send").args(&args).arg("--json");
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        let child = shoal_link::spawn_in_netns(&format!("{}-snd", self.name), &mut cmd)
+            .expect("start shoal send");
+        let o = wait_limited(child, Duration::from_secs(300));
+        assert!(o.status.success(), "{best}: {}", text(&o));
+        let row = json(&o);
+        row["seconds"].as_f64().expect("seconds")
+    }
+}
+
+impl Drop for Planted {
+    fn drop(&mut self) {
+        drop(self.rx.take());
+        if let Some(g) = self.guard.take() {
+            let _ = g.down();
+        }
+    }
+}
+
+fn primary(report: &serde_json::Value) -> String {
+    report["bottlenecks"][0]["kind"]
+        .as_str()
+        .unwrap_or("none")
+        .to_string()
+}
+
+/// The whole tree's time predicted with the best command against a real run of it.
+fn check_prediction(p: &Planted, report: &serde_json::Value, files: u64, what: &str) {
+    let predicted = report["predicted_seconds"].as_f64().expect("a prediction");
+    let real = p.send_best(report, files);
+    let off = (real - predicted) / real;
+    println!(
+        "{what}: predicted {predicted:.2} s for {files} files with `{}`, real {real:.2} s ({:+.1}%)",
+        report["best_command"],
+        off * 100.0
+    );
+    assert!(
+        off.abs() <= 0.15,
+        "{what}: prediction off by {:.1}%",
+        off * 100.0
+    );
+}
+
+#[test]
+#[ignore = "needs root"]
+fn a_slow_short_link_is_link_rate_and_nothing_claims_a_gain() {
+    let _serial = serial();
+    let cfg = UpConfig::new(&unique("dgr"), Duration::from_millis(10), 20_000_000);
+    let p = Planted::up(cfg, None);
+    let (r, took) = p.diagnose(20_000, 90);
+    println!("link-rate case: {took:.1} s of a 90 s budget");
+    assert_eq!(primary(&r), "link-rate", "{r:#}");
+    for f in r["fixes"].as_array().unwrap() {
+        assert!(
+            f["measured_gain"].as_f64().unwrap_or(0.0) <= 0.0 || f["removes"].is_null(),
+            "a fix claims a gain on a full link: {f}"
+        );
+    }
+    check_prediction(&p, &r, 20_000, "link-rate");
+}
+
+#[test]
+#[ignore = "needs root"]
+fn random_loss_with_cubic_is_loss() {
+    let _serial = serial();
+    let mut cfg = UpConfig::new(&unique("dgl"), Duration::from_millis(40), 50_000_000);
+    cfg.loss = 0.01;
+    let p = Planted::up(cfg, Some("cubic"));
+    let (r, took) = p.diagnose(20_000, 90);
+    println!("loss case: {took:.1} s of a 90 s budget");
+    assert_eq!(primary(&r), "loss", "{r:#}");
+    check_prediction(&p, &r, 20_000, "loss");
+}
+
+#[test]
+#[ignore = "needs root"]
+fn kernel_buffers_below_the_bdp_are_window() {
+    let _serial = serial();
+    let mut cfg = UpConfig::new(&unique("dgw"), Duration::from_millis(100), 100_000_000);
+    cfg.tcp_mem_max = MIB;
+    let p = Planted::up(cfg, None);
+    let (r, took) = p.diagnose(20_000, 90);
+    println!("window case: {took:.1} s of a 90 s budget");
+    assert_eq!(primary(&r), "window", "{r:#}");
+}
+
+/// Without `--control`, with a wrong token, or with nobody listening, the diagnosis stops
+/// before any stage with `shoal probe`'s error (loopback; no root needed).
+#[test]
+fn a_diagnosis_names_a_wrong_token_a_receiver_without_control_and_an_unreachable_one() {
+    let t = tempfile::tempdir().unwrap();
+    let (dst, id) = (t.path().join("dst"), t.path().join("id"));
+    let rx = ReceiverProc::start(&id, &dst, &["--control"]);
+    let (pin, _token) = credentials(&rx);
+    let bad = t.path().join("bad-token");
+    std::fs::write(&bad, "not-the-token\n").unwrap();
+    let args = |addr: &str, pin: &str, token: &Path| {
+        vec![
+            "diagnose".to_string(),
+            addr.to_string(),
+            "--pin".into(),
+            pin.into(),
+            "--token-file".into(),
+            token.display().to_string(),
+            "--budget".into(),
+            "30s".into(),
+        ]
+    };
+    let run_args = |a: Vec<String>| run(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    let out = run_args(args(&rx.addr, &pin, &bad));
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("refused the token in") && err.contains("wrong token"),
+        "{err}"
+    );
+    drop(rx);
+
+    let plain = ReceiverProc::start(&id, &dst, &[]);
+    let (pin, token) = credentials(&plain);
+    let out = run_args(args(&plain.addr, &pin, &token));
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("must run `shoal recv --control`"), "{err}");
+    drop(plain);
+
+    let out = run_args(args("127.0.0.1:1", &pin, &token));
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot reach the receiver"), "{err}");
+}
