@@ -11,6 +11,7 @@ use shoal_link::UpConfig;
 use crate::support::*;
 
 const MIB: u64 = 1 << 20;
+const ALLOWED: &str = "net.ipv4.tcp_allowed_congestion_control";
 
 /// The pin and token file a receiver printed after its address.
 fn credentials(rx: &ReceiverProc) -> (String, PathBuf) {
@@ -58,6 +59,8 @@ struct Planted {
     pin: String,
     token: PathBuf,
     dir: tempfile::TempDir,
+    /// The host's allowed controllers before the test added one.
+    allowed: Option<String>,
 }
 
 impl Planted {
@@ -65,7 +68,14 @@ impl Planted {
     fn up(cfg: UpConfig, cc: Option<&str>) -> Planted {
         let name = cfg.name.clone();
         let guard = link_up(&cfg);
+        let mut allowed = None;
         if let Some(cc) = cc {
+            // A namespace may default only to a controller the host allows.
+            let list = shoal_link::netns::read_sysctl(ALLOWED).expect("allowed controllers");
+            if !list.split_whitespace().any(|c| c == cc) {
+                shoal_link::netns::write_sysctl(ALLOWED, &format!("{list} {cc}")).unwrap();
+                allowed = Some(list);
+            }
             shoal_link::netns::set_sysctl_in(
                 &format!("{name}-snd"),
                 "net.ipv4.tcp_congestion_control",
@@ -89,6 +99,7 @@ impl Planted {
             pin,
             token,
             dir,
+            allowed,
         }
     }
 
@@ -156,6 +167,9 @@ impl Drop for Planted {
         drop(self.rx.take());
         if let Some(g) = self.guard.take() {
             let _ = g.down();
+        }
+        if let Some(list) = self.allowed.take() {
+            let _ = shoal_link::netns::write_sysctl(ALLOWED, &list);
         }
     }
 }
@@ -271,4 +285,38 @@ fn a_diagnosis_names_a_wrong_token_a_receiver_without_control_and_an_unreachable
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("cannot reach the receiver"), "{err}");
+}
+
+/// `write-floor` creates the tree in a fresh folder, reports its rates, and leaves nothing
+/// behind; a shape over its bounds or a name that is not a run id is refused (loopback).
+#[test]
+fn the_write_floor_reports_its_rates_removes_its_tree_and_keeps_its_bounds() {
+    let t = tempfile::tempdir().unwrap();
+    let (dst, id) = (t.path().join("dst"), t.path().join("id"));
+    let rx = ReceiverProc::start(&id, &dst, &["--control"]);
+    let (pin, token) = credentials(&rx);
+    let remote = shoal_sweep::remote::Remote::new(&rx.addr, Some(&pin), Some(&token)).unwrap();
+    let run_id = "0123456789abcdef0123456789abcdef";
+    let r = remote.write_floor(run_id, 500, 4096, 4).unwrap();
+    assert!(r.ok && r.seconds > 0.0, "{r:?}");
+    assert_eq!(r.facts["files"], "500");
+    assert_eq!(r.facts["bytes"], (500 * 4096).to_string());
+    assert!(
+        r.facts["files_per_s"].parse::<f64>().unwrap() > 0.0,
+        "{r:?}"
+    );
+    assert!(entries(&dst).is_empty(), "{:?}", entries(&dst));
+    // The same name again is a fresh folder again (the first was removed).
+    assert!(remote.write_floor(run_id, 1, 0, 1).is_ok());
+    for (files, bytes, dirs, want) in [
+        (200_001, 1, 1, "files is outside"),
+        (2, 1 << 30, 1, "over the limit"),
+        (1, 1, 0, "folders is outside"),
+    ] {
+        let e = remote.write_floor(run_id, files, bytes, dirs).unwrap_err();
+        assert!(format!("{e:#}").contains(want), "{e:#}");
+    }
+    let e = remote.write_floor("../../etc", 1, 1, 1).unwrap_err();
+    assert!(format!("{e:#}").contains("not a run id"), "{e:#}");
+    assert!(entries(&dst).is_empty());
 }
