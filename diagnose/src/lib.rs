@@ -34,8 +34,9 @@ pub struct Options {
     pub shoal: PathBuf,
 }
 
-/// Time kept back at the end of the budget for the verdict and the cleanup.
-const RESERVE: Duration = Duration::from_secs(2);
+/// Time kept back at the end of the budget for ending a sweep (it removes its folders on the
+/// receiver), the verdict and the cleanup.
+const RESERVE: Duration = Duration::from_secs(6);
 
 /// Runs the stages and prints the verdict; `Ok(false)` when it was interrupted.
 pub fn run(o: &Options) -> Result<bool> {

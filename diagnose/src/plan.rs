@@ -50,17 +50,6 @@ pub fn run_arms(
     let wall = t.elapsed().as_secs_f64();
     stages.push(stage);
     let pilot = pilot.remove(0);
-    let Some(base_s) = pilot.median_s() else {
-        let why = pilot.skipped.clone().unwrap_or_default();
-        obs.arms.push(pilot);
-        anyhow::bail!("the base did not transfer the sample: {why}");
-    };
-    obs.arms.push(pilot);
-    // The sweep's own costs: part paid once per sweep, part per run (prepare, hash, verify).
-    // Estimated low on purpose: the deadline ends the sweep anyway, and an arm cut short is
-    // named as such.
-    let overhead = (wall - base_s).max(1.0);
-    let (fixed, per_run) = ((0.5 * overhead).min(10.0), (0.25 * overhead).min(5.0));
     let all = candidates(obs, &cc);
     let skip = |a: &Arm, why: &str| ArmObs {
         kind: a.kind.clone(),
@@ -69,6 +58,22 @@ pub fn run_arms(
         failed: 0,
         skipped: Some(why.to_string()),
     };
+    let Some(base_s) = pilot.median_s() else {
+        let why = format!(
+            "not run: the pilot of the base has no verified run ({})",
+            pilot.skipped.clone().unwrap_or_default()
+        );
+        say(&why);
+        obs.arms.push(pilot);
+        obs.arms.extend(all.iter().map(|a| skip(a, &why)));
+        return Ok(());
+    };
+    obs.arms.push(pilot);
+    // The sweep's own costs: part paid once per sweep, part per run (prepare, hash, verify).
+    // Estimated low on purpose: the deadline ends the sweep anyway, and an arm cut short is
+    // named as such.
+    let overhead = (wall - base_s).max(1.0);
+    let (fixed, per_run) = ((0.5 * overhead).min(10.0), (0.25 * overhead).min(5.0));
     if let Some(why) = near_floor(obs, base_s) {
         say(&why);
         obs.arms.extend(all.iter().map(|a| skip(a, &why)));
