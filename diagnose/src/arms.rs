@@ -176,13 +176,18 @@ pub fn run(
     Ok((obs, stage))
 }
 
-/// Ends the sweep: SIGTERM (it removes its folders on the receiver), then, after 20 s, kill.
+/// How long a sweep may take to end its run and remove its folders on the receiver after
+/// SIGTERM before it is killed (the budget is a deadline).
+const STOP_GRACE: Duration = Duration::from_secs(4);
+
+/// Ends the sweep: SIGTERM (it removes its folders on the receiver), then, after
+/// [`STOP_GRACE`], kill.
 fn stop(child: &mut std::process::Child) -> Result<()> {
     if let Some(pid) = rustix::process::Pid::from_raw(child.id() as i32) {
         let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
     }
     let t = Instant::now();
-    while child.try_wait()?.is_none() && t.elapsed() < Duration::from_secs(20) {
+    while child.try_wait()?.is_none() && t.elapsed() < STOP_GRACE {
         std::thread::sleep(Duration::from_millis(100));
     }
     if child.try_wait()?.is_none() {
