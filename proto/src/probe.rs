@@ -78,6 +78,12 @@ pub struct SenderTcp {
     /// Congestion controller in effect, read back from the socket.
     #[serde(default)]
     pub cc: String,
+    /// Time the flow was held by the peer's receive window, and by this end's send buffer
+    /// (`tcpi_rwnd_limited`, `tcpi_sndbuf_limited`; ms).
+    #[serde(default)]
+    pub rwnd_limited_ms: f64,
+    #[serde(default)]
+    pub sndbuf_limited_ms: f64,
 }
 
 impl SenderTcp {

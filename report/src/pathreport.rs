@@ -51,6 +51,10 @@ pub const MIN_SAMPLES: usize = 5;
 /// A flow whose acknowledged bytes stood still this long (s) stalled.
 pub const STALL_S: f64 = 1.0;
 
+/// A flow held by a window (the receive window or the send buffer) this share of its time
+/// measured that window, not the path.
+pub const WINDOW_HELD: f64 = 0.5;
+
 /// One direction's bulk TCP flow.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Direction {
@@ -105,6 +109,20 @@ impl Direction {
                 (0.0, 0.0, 0)
             }
         };
+        if let Some(t) = &bulk.sender_tcp {
+            let flow_ms = bulk.seconds * 1e3;
+            for (limit, ms) in [
+                ("the receive window", t.rwnd_limited_ms),
+                ("the sending end's buffer", t.sndbuf_limited_ms),
+            ] {
+                if flow_ms > 0.0 && ms / flow_ms >= WINDOW_HELD {
+                    why.push(format!(
+                        "the flow was held by {limit} {:.0}% of its time: a window's rate, not the path's",
+                        ms / flow_ms * 100.0
+                    ));
+                }
+            }
+        }
         let rtt = RttSummary::of(loaded);
         if rtt.probes < 2 {
             why.push(format!("{} RTT sample(s) under load", rtt.probes));
@@ -238,6 +256,26 @@ mod tests {
         p.up.goodput_bit_s = up * 1e6;
         p.down.goodput_bit_s = down * 1e6;
         p
+    }
+
+    #[test]
+    fn a_flow_held_by_a_window_is_unreliable_as_the_paths_rate() {
+        let mut bulk = BulkReport {
+            seconds: 3.0,
+            ..Default::default()
+        };
+        bulk.sender_tcp = Some(shoal_common::probe::SenderTcp {
+            rwnd_limited_ms: 2400.0,
+            ..Default::default()
+        });
+        let d = Direction::new(bulk, &[40.0, 41.0]);
+        assert!(
+            d.unreliable
+                .iter()
+                .any(|w| w.contains("held by the receive window 80%")),
+            "{:?}",
+            d.unreliable
+        );
     }
 
     #[test]

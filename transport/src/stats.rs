@@ -159,6 +159,8 @@ pub fn probe_sender_tcp(socket: &impl AsFd) -> Option<shoal_proto::probe::Sender
         rtt_ms: s.rtt_ms,
         min_rtt_ms: s.min_rtt_ms,
         cc: tcp_cc(socket),
+        rwnd_limited_ms: s.rwnd_limited_ms,
+        sndbuf_limited_ms: s.sndbuf_limited_ms,
     })
 }
 
