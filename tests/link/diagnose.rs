@@ -320,3 +320,34 @@ fn the_write_floor_reports_its_rates_removes_its_tree_and_keeps_its_bounds() {
     assert!(format!("{e:#}").contains("not a run id"), "{e:#}");
     assert!(entries(&dst).is_empty());
 }
+
+/// A budget too short for the transfers says so, names no constraint from a stage that did not
+/// run, and leaves nothing on the receiver (loopback).
+#[test]
+fn a_budget_too_short_for_the_transfers_names_nothing_and_says_why() {
+    let t = tempfile::tempdir().unwrap();
+    let (dst, id) = (t.path().join("dst"), t.path().join("id"));
+    let rx = ReceiverProc::start(&id, &dst, &["--control"]);
+    let (pin, token) = credentials(&rx);
+    let t0 = Instant::now();
+    let out = run(&[
+        "diagnose",
+        &rx.addr,
+        "--pin",
+        &pin,
+        "--token-file",
+        token.to_str().unwrap(),
+        "--files",
+        "3000",
+        "--budget",
+        "20s",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(t0.elapsed() < Duration::from_secs(25), "{:?}", t0.elapsed());
+    let r = json(&out);
+    assert_eq!(r["bottlenecks"], serde_json::json!([]), "{r:#}");
+    let skipped = r["skipped"].to_string();
+    assert!(skipped.contains("the budget ran out"), "{skipped}");
+    assert!(entries(&dst).is_empty(), "{:?}", entries(&dst));
+}
