@@ -4,6 +4,7 @@
 //! ranked constraints, the fixes and the best command (stage 4). docs/diagnose.md.
 
 pub mod arms;
+pub mod chart;
 pub mod ends;
 pub mod path;
 mod plan;
@@ -170,6 +171,9 @@ pub fn run(o: &Options) -> Result<bool> {
             serde_json::to_string_pretty(&report)?,
         )?;
         std::fs::write(out.join("summary.txt"), &text)?;
+        if let Some(svg) = chart::svg(&obs) {
+            std::fs::write(out.join("time.svg"), svg)?;
+        }
     }
     if o.json {
         println!("{}", serde_json::to_string(&report)?);
