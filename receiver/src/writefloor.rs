@@ -9,12 +9,10 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use bytes::Bytes;
+use shoal_pipeline::writer::{file_id, WriteBatch, WriteOp, WriterDest, WriterOptions, WriterPool};
 use shoal_proto::control::{Reply, MAX_FLOOR_BYTES, MAX_FLOOR_DIRS, MAX_FLOOR_FILES};
-use shoal_row::metrics;
-use shoal_pipeline::writer::{
-    file_id, WriteBatch, WriteOp, WriterDest, WriterOptions, WriterPool,
-};
 use shoal_proto::relpath::{PathLimits, RelPath};
+use shoal_row::metrics;
 
 use crate::config::ReceiverConfig;
 

@@ -264,7 +264,7 @@ mod tests {
             seconds: 3.0,
             ..Default::default()
         };
-        bulk.sender_tcp = Some(shoal_common::probe::SenderTcp {
+        bulk.sender_tcp = Some(shoal_proto::probe::SenderTcp {
             rwnd_limited_ms: 2400.0,
             ..Default::default()
         });

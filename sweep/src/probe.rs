@@ -16,11 +16,11 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use bytes::BytesMut;
 use shoal_proto::control::{self, Reply, Request, KIND_JSON};
-use shoal_row::metrics;
 use shoal_proto::probe::{
     AckedFlow, BulkReport, GoodputMeter, TcpSample, KIND_PROBE_DATA, PROBE_FRAME,
     SAMPLE_INTERVAL_MS,
 };
+use shoal_row::metrics;
 use shoal_transport::stats;
 
 use crate::pathreport::{Direction, PathProbe, RttSummary};

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use shoal_link::UpConfig;
 use crate::support::*;
+use shoal_link::UpConfig;
 
 const MIB: u64 = 1 << 20;
 const ALLOWED: &str = "net.ipv4.tcp_allowed_congestion_control";
