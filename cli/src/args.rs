@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use shoal_proto::units::parse_size;
+use shoal_proto::recvsettings::parse_flag_size;
 use shoal_transport::config::FlowConfig;
 
 use crate::defaults;
@@ -36,21 +36,21 @@ pub(crate) struct FlowArgs {
     #[arg(long, default_value_t = defaults::FLOW.max_streams, value_parser = clap::value_parser!(u32).range(1..=65536))]
     pub(crate) max_streams: u32,
     /// QUIC receive window per stream (bounds one stream, e.g. quic-bundle, to window/RTT).
-    #[arg(long, default_value = defaults::size(defaults::FLOW.stream_window), value_parser = parse_size)]
+    #[arg(long, default_value = defaults::size(defaults::FLOW.stream_window), value_parser = |v: &str| floored("stream-window", v))]
     pub(crate) stream_window: u64,
     /// QUIC receive window per connection (all streams together).
-    #[arg(long, default_value = defaults::size(defaults::FLOW.conn_window), value_parser = parse_size)]
+    #[arg(long, default_value = defaults::size(defaults::FLOW.conn_window), value_parser = |v: &str| floored("conn-window", v))]
     pub(crate) conn_window: u64,
     /// QUIC send window: bytes in flight unacknowledged (sender).
-    #[arg(long, default_value = defaults::size(defaults::FLOW.send_window), value_parser = parse_size)]
+    #[arg(long, default_value = defaults::size(defaults::FLOW.send_window), value_parser = |v: &str| floored("send-window", v))]
     pub(crate) send_window: u64,
     /// SO_SNDBUF for TCP and UDP sockets [default: TCP autotuning up to net.ipv4.tcp_wmem;
     /// UDP 8 MiB]. The kernel caps it at net.core.wmem_max; the value in effect is reported.
-    #[arg(long, value_parser = parse_size)]
+    #[arg(long, value_parser = |v: &str| floored("sndbuf", v))]
     pub(crate) sndbuf: Option<u64>,
     /// SO_RCVBUF for TCP and UDP sockets [default: TCP autotuning up to net.ipv4.tcp_rmem;
     /// UDP 8 MiB]. The kernel caps it at net.core.rmem_max; the value in effect is reported.
-    #[arg(long, value_parser = parse_size)]
+    #[arg(long, value_parser = |v: &str| floored("rcvbuf", v))]
     pub(crate) rcvbuf: Option<u64>,
 }
 
@@ -66,4 +66,10 @@ impl FlowArgs {
             max_udp_payload: None,
         }
     }
+}
+
+/// A size flag within its floor (`shoal_proto::recvsettings::FLOORS`): the same bound the
+/// control channel's per-run settings meet.
+pub(crate) fn floored(flag: &str, text: &str) -> Result<u64, String> {
+    parse_flag_size(flag, text).map_err(|e| e.to_string())
 }

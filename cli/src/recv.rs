@@ -49,7 +49,7 @@ pub(crate) struct RecvArgs {
     /// Received bytes a run may hold before they are written (back-pressure to the sender).
     /// Small on purpose: TCP data waits in the kernel's socket buffer and QUIC data in
     /// quinn's receive window, so this only has to keep the writer busy.
-    #[arg(long, default_value = defaults::size(defaults::RECV.write_budget as u64), value_parser = parse_size)]
+    #[arg(long, default_value = defaults::size(defaults::RECV.write_budget as u64), value_parser = |v: &str| crate::args::floored("write-budget", v))]
     pub(crate) write_budget: u64,
     /// Writer threads per run [default: one per core, at most 4]. Files of different folders
     /// are created in parallel; a folder's files always go to the same writer, so a tree of

@@ -98,7 +98,7 @@ pub(crate) struct SendArgs {
     pub(crate) connections: u16,
     /// Files larger than this are carried as blocks of this size, spread over the
     /// connections (every mode but tcp-wait), so one large file uses all of them.
-    #[arg(long, default_value = defaults::size(defaults::SEND.block_size), value_parser = parse_size)]
+    #[arg(long, default_value = defaults::size(defaults::SEND.block_size), value_parser = |v: &str| crate::args::floored("block-size", v))]
     pub(crate) block_size: u64,
     /// Test hook: send each large file's blocks last first (they arrive out of order).
     #[arg(long, hide = true)]
@@ -209,7 +209,11 @@ pub(crate) async fn send(a: SendArgs) -> Result<ExitCode> {
             reverse_blocks: a.test_reverse_blocks,
         },
     };
-    let shoal_sender::RunOutcome { row, interrupted } = shoal_sender::run(&config).await;
+    let shoal_sender::RunOutcome {
+        row,
+        interrupted,
+        lost_outputs,
+    } = shoal_sender::run(&config).await;
     a.start.save(&row, &pin, &a.to);
     if a.json {
         println!("{}", serde_json::to_string(&row)?);
@@ -218,6 +222,10 @@ pub(crate) async fn send(a: SendArgs) -> Result<ExitCode> {
     }
     if let Some(csv) = &a.csv {
         row.append_csv(csv)?;
+    }
+    // An output file that could not be written fails the command as --csv's does (exit 2).
+    if !lost_outputs.is_empty() {
+        anyhow::bail!("{}", lost_outputs.join("; "));
     }
     Ok(if row.is_ok() {
         ExitCode::SUCCESS

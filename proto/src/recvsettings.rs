@@ -37,6 +37,74 @@ pub const MAX_WRITE_BUDGET: u64 = 4 << 30;
 /// Most writer threads a run may have (`recv --writers`).
 pub const MAX_WRITERS: u32 = 16;
 
+/// The least value of a size setting at which a run still makes progress, and why. One
+/// table for the flags (`recv`, `send`) and for the control channel's per-run settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Floor {
+    /// The flag, without `--`.
+    pub flag: &'static str,
+    pub least: u64,
+    pub why: &'static str,
+}
+
+/// 64 KiB: one full-size TCP segment or QUIC datagram with room to spare, on any path.
+pub const LEAST_WINDOW: u64 = 64 << 10;
+
+pub const FLOORS: &[Floor] = &[
+    Floor {
+        flag: "conn-window",
+        least: LEAST_WINDOW,
+        why: "a QUIC window smaller than a few datagrams lets the sender send nothing, and the run stalls",
+    },
+    Floor {
+        flag: "stream-window",
+        least: LEAST_WINDOW,
+        why: "a QUIC window smaller than a few datagrams lets the sender send nothing, and the run stalls",
+    },
+    Floor {
+        flag: "send-window",
+        least: LEAST_WINDOW,
+        why: "a QUIC send window smaller than a few datagrams sends nothing, and the run stalls",
+    },
+    Floor {
+        flag: "rcvbuf",
+        least: LEAST_WINDOW,
+        why: "a socket buffer of a few KiB holds less than a segment with its overhead, and a TCP run stalls",
+    },
+    Floor {
+        flag: "sndbuf",
+        least: LEAST_WINDOW,
+        why: "a socket buffer of a few KiB holds less than a segment with its overhead, and a TCP run stalls",
+    },
+    Floor {
+        flag: "write-budget",
+        least: LEAST_WINDOW,
+        why: "a budget below one read's worth of bytes stops the receiver reading",
+    },
+    Floor {
+        flag: "block-size",
+        least: 64 << 10,
+        why: "every block is a record held until it is sent: tiny blocks make millions of them",
+    },
+];
+
+/// Refuses a size setting below its floor ([`FLOORS`]), naming the floor and its reason.
+pub fn at_least(flag: &str, v: u64) -> Result<u64, SettingError> {
+    match FLOORS.iter().find(|f| f.flag == flag) {
+        Some(f) if v < f.least => Err(SettingError(format!(
+            "--{flag} {v} is below {} bytes: {}",
+            f.least, f.why
+        ))),
+        _ => Ok(v),
+    }
+}
+
+/// A size flag's text (`4MiB`, `65536`) within its floor: the flags' value parser.
+pub fn parse_flag_size(flag: &str, text: &str) -> Result<u64, SettingError> {
+    let v = parse_size(text).map_err(|e| SettingError(format!("--{flag} {text:?}: {e}")))?;
+    at_least(flag, v)
+}
+
 /// One run's receiver settings; `None` keeps what the receiver was started with.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
@@ -70,6 +138,7 @@ pub struct RecvSettings {
 pub struct SettingError(String);
 
 fn bounded(flag: &str, v: u64, lo: u64, hi: u64) -> Result<u64, SettingError> {
+    at_least(flag, v).map_err(|e| SettingError(format!("recv {e}")))?;
     if v < lo || v > hi {
         return Err(SettingError(format!(
             "recv --{flag} {v} is outside {lo}..={hi}"
@@ -230,6 +299,31 @@ mod tests {
         assert!(e.contains("true or false"), "{e}");
         let e = s.set("rcvbuf", "4GiB").unwrap_err().to_string();
         assert!(e.contains("recv --rcvbuf"), "{e}");
+    }
+
+    #[test]
+    fn no_setting_can_stall_a_run() {
+        for flag in ["conn-window", "rcvbuf", "sndbuf", "write-budget"] {
+            for small in ["1", "4096", "65535"] {
+                let e = RecvSettings::default()
+                    .set(flag, small)
+                    .unwrap_err()
+                    .to_string();
+                assert!(e.contains("is below 65536 bytes:"), "{flag} {small}: {e}");
+            }
+            RecvSettings::default().set(flag, "64KiB").unwrap();
+        }
+        let wire: RecvSettings = serde_json::from_str(r#"{"conn-window":1}"#).unwrap();
+        assert!(wire.validate().is_err(), "a peer's window of 1 is refused");
+        for flag in ["conn-window", "stream-window", "send-window", "block-size"] {
+            let e = parse_flag_size(flag, "1").unwrap_err().to_string();
+            assert!(e.starts_with(&format!("--{flag} 1 is below")), "{e}");
+            assert_eq!(parse_flag_size(flag, "64KiB"), Ok(65536));
+        }
+        assert_eq!(
+            parse_flag_size("conn-window", "4611686018427387903"),
+            Ok((1 << 62) - 1)
+        );
     }
 
     #[test]

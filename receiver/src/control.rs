@@ -223,11 +223,11 @@ async fn handle(
         }
         Request::Prepare { run_id, settings } => {
             let id = run_id_of(&run_id)?;
-            // Checked before anything is created: a bad value refuses the run up front.
+            // Everything that can refuse the run is checked before its folder is created,
+            // and the folder is created last: a refused prepare leaves nothing behind.
             runconfig::check(&settings)?;
-            if hub.prepared_dest(&id).is_some() {
-                bail!("run {run_id} is prepared already");
-            }
+            hub.check_prepare(&id)?;
+            let metrics = tokio::task::spawn_blocking(forget_tcp_metrics).await??;
             let folder = dest_root.join(&run_id);
             let made = folder.clone();
             tokio::task::spawn_blocking(move || -> Result<()> {
@@ -238,9 +238,13 @@ async fn handle(
                     .with_context(|| format!("cannot create {}", made.display()))
             })
             .await??;
-            let metrics = tokio::task::spawn_blocking(forget_tcp_metrics).await??;
+            if let Err(e) = hub.prepare(id, folder.clone(), settings) {
+                // Another prepare of the same id (or past the cap) won the race: the folder
+                // just created is this request's, and goes.
+                let _ = std::fs::remove_dir(&folder);
+                return Err(e);
+            }
             reply.facts.insert("tcp_metrics".into(), metrics);
-            hub.prepare(id, folder.clone(), settings)?;
             reply.dest = folder.display().to_string();
             reply.in_effect = Some(runconfig::in_effect(&runconfig::apply(
                 &ctx.config,

@@ -44,6 +44,9 @@ pub(crate) struct Hub {
     /// hold the destination until the idle timeout). Runs fail midway on their size now that
     /// the limits are enforced on what arrives, often before every connection has arrived.
     failed: Mutex<std::collections::VecDeque<([u8; 16], String)>>,
+    /// Prepared run ids a data run has used, with that run's description: a prepared id
+    /// takes one run only (a second would mix its files with the first's in one folder).
+    used: Mutex<HashMap<[u8; 16], (String, Instant)>>,
 }
 
 /// Most failed run ids [`Hub`] remembers.
@@ -160,18 +163,29 @@ impl Hub {
         settings: RecvSettings,
     ) -> Result<()> {
         let mut prepared = self.prepared.lock().expect("prepared lock");
-        if prepared.len() >= MAX_PREPARED {
-            bail!("{MAX_PREPARED} run folders are prepared already; clean some up first");
-        }
-        if prepared.contains_key(&run_id) {
-            bail!("run {} is prepared already", hex::encode(run_id));
-        }
+        Self::may_prepare(&prepared, &run_id)?;
         prepared.insert(run_id, dest);
         if !settings.is_empty() {
             self.settings
                 .lock()
                 .expect("settings lock")
                 .insert(run_id, settings);
+        }
+        Ok(())
+    }
+
+    /// Refuses a run id that is prepared already, or one past the cap: checked before a
+    /// prepare creates anything, and again when it registers.
+    pub(crate) fn check_prepare(&self, run_id: &[u8; 16]) -> Result<()> {
+        Self::may_prepare(&self.prepared.lock().expect("prepared lock"), run_id)
+    }
+
+    fn may_prepare(prepared: &HashMap<[u8; 16], PathBuf>, run_id: &[u8; 16]) -> Result<()> {
+        if prepared.len() >= MAX_PREPARED {
+            bail!("{MAX_PREPARED} run folders are prepared already; clean some up first");
+        }
+        if prepared.contains_key(run_id) {
+            bail!("run {} is prepared already", hex::encode(run_id));
         }
         Ok(())
     }
@@ -221,6 +235,7 @@ impl Hub {
             .remove(run_id)
             .ok_or_else(|| anyhow::anyhow!("run {} was not prepared here", hex::encode(run_id)))?;
         self.settings.lock().expect("settings lock").remove(run_id);
+        self.used.lock().expect("used lock").remove(run_id);
         let mut forgotten = self.forgotten.lock().expect("forgotten lock");
         if forgotten.len() >= MAX_PREPARED {
             forgotten.pop_front();
@@ -289,6 +304,14 @@ impl Hub {
                 };
                 let (dest, writer_dest, create) = match prepared {
                     Some(folder) => {
+                        if let Some((first, at)) =
+                            self.used.lock().expect("used lock").get(&hello.run_id)
+                        {
+                            bail!(
+                                "run {run_hex} was prepared for one run, and {first} ({:.1} s ago) used it already; a second run would mix its files with the first's: prepare a new run id",
+                                at.elapsed().as_secs_f64()
+                            );
+                        }
                         // The prepared folder must still be there, and a folder: never a
                         // symbolic link swapped in, never recreated.
                         open_subfolder(&config.dest, &run_hex)
@@ -363,6 +386,19 @@ impl Hub {
                     }),
                     done: watch::channel(None).0,
                 });
+                if is_prepared && !create {
+                    self.used.lock().expect("used lock").insert(
+                        hello.run_id,
+                        (
+                            format!(
+                                "the {} run of {} connection(s) that began",
+                                hello.mode.name(),
+                                hello.conn_count
+                            ),
+                            Instant::now(),
+                        ),
+                    );
+                }
                 runs.insert(hello.run_id, run.clone());
                 run
             }

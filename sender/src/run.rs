@@ -56,6 +56,8 @@ struct Measured {
     clock: clock::RunClock,
     /// The peak delivery rate over the run's connections, bytes/s (`peak`).
     peak_delivery: Option<u64>,
+    /// Output files (`--stats-out`, the receiver series) that could not be written.
+    lost_outputs: Vec<String>,
 }
 
 /// What one connection measured.
@@ -168,8 +170,10 @@ pub async fn run(config: &SendConfig) -> RunOutcome {
         row.cpu_steal_seconds = Some(((b - a).max(0.0) * 100.0).round() / 100.0);
     }
     row.sender_peak_rss_bytes = metrics::peak_rss_bytes();
+    let mut lost_outputs = Vec::new();
     match result {
         Ok(m) => {
+            lost_outputs.extend(m.lost_outputs.iter().cloned());
             let c = &m.completion;
             row.seconds = m.seconds;
             row.clock_start_unix_us = Some(m.clock.started_unix_us());
@@ -206,6 +210,7 @@ pub async fn run(config: &SendConfig) -> RunOutcome {
                     start_window::write_phases(path, &row.run_id, m.clock.started_at(), logs)
                 {
                     row.error = format!("{e:#}");
+                    lost_outputs.push(row.error.clone());
                 }
             }
             put_cpu_and_udp(&mut row, c, m.udp);
@@ -220,6 +225,7 @@ pub async fn run(config: &SendConfig) -> RunOutcome {
                     if let Some(path) = &config.latency_out {
                         if let Err(e) = h.write_distribution(path, &row.run_id) {
                             row.error = format!("{e:#}");
+                            lost_outputs.push(row.error.clone());
                         }
                     }
                 }
@@ -238,7 +244,11 @@ pub async fn run(config: &SendConfig) -> RunOutcome {
             }
         }
     }
-    RunOutcome { row, interrupted }
+    RunOutcome {
+        row,
+        interrupted,
+        lost_outputs,
+    }
 }
 
 /// The error of a run stopped by Ctrl-C (`SendConfig::stop_on_ctrl_c`); the row's error reads
@@ -247,11 +257,13 @@ pub async fn run(config: &SendConfig) -> RunOutcome {
 #[error("interrupted")]
 pub struct Interrupted;
 
-/// One run's row, and whether Ctrl-C stopped it.
+/// One run's row, whether Ctrl-C stopped it, and the output files it could not write
+/// (`--latency-out`, `--stats-out`…), each named with its cause: the caller reports them.
 #[derive(Debug)]
 pub struct RunOutcome {
     pub row: RunRow,
     pub interrupted: bool,
+    pub lost_outputs: Vec<String>,
 }
 
 /// Runs `work` until it ends, `--timeout` passes or (with `stop_on_ctrl_c`) Ctrl-C comes:
@@ -357,9 +369,10 @@ async fn transfer(
     // The first connection to fail ends the run (the others are dropped, so the receiver
     // sees them go and fails the run too).
     let outcomes = futures::future::try_join_all(connections).await;
-    if let Some(s) = sampler {
-        s.stop().await;
-    }
+    let lost_outputs = match sampler {
+        Some(s) => s.stop().await,
+        None => Vec::new(),
+    };
     let peak_delivery = peak.stop().await;
     let outcomes = outcomes?;
     let first = &outcomes[0];
@@ -399,6 +412,7 @@ async fn transfer(
         resume: outcomes.iter().filter_map(|o| o.resume.clone()).collect(),
         clock,
         peak_delivery,
+        lost_outputs,
     })
 }
 

@@ -17,7 +17,7 @@ use crate::stats_handle::StatsHandle;
 
 pub(crate) struct Sampler {
     stop: oneshot::Sender<()>,
-    task: JoinHandle<()>,
+    task: JoinHandle<Vec<String>>,
 }
 
 /// What to sample and where to write it.
@@ -70,6 +70,15 @@ fn writer(path: &Path, header: &[&str]) -> Result<csv::Writer<std::fs::File>> {
     Ok(w)
 }
 
+/// Keeps the first failure of each file (`what` names it).
+fn note(lost: &mut Vec<String>, what: &str, r: Result<(), String>) {
+    if let Err(e) = r {
+        if !lost.iter().any(|l| l.starts_with(what)) {
+            lost.push(format!("{what}: {e}"));
+        }
+    }
+}
+
 /// Mbit/s of `bytes` over `seconds` (0 for an empty interval).
 fn mbit_s(bytes: u64, seconds: f64) -> f64 {
     if seconds > 0.0 {
@@ -89,6 +98,9 @@ pub(crate) fn spawn(s: Sources) -> Result<Sampler> {
         .receiver_out
         .map(|p| writer(p, &RECEIVER_COLUMNS))
         .transpose()?;
+    let name = |p: Option<&Path>| p.map(|p| format!("cannot write {}", p.display()));
+    let sender_name = name(s.sender_out).unwrap_or_default();
+    let receiver_name = name(s.receiver_out).unwrap_or_default();
     let Sources {
         run_id,
         every,
@@ -100,6 +112,9 @@ pub(crate) fn spawn(s: Sources) -> Result<Sampler> {
     } = s;
     let (stop, mut stopped) = oneshot::channel();
     let task = tokio::spawn(async move {
+        // The first failure of each file (a full disk, /dev/full): reported, never dropped.
+        let mut lost: Vec<String> = Vec::new();
+
         let mut tick = tokio::time::interval(every.max(Duration::from_millis(1)));
         // The previous sample: its time, each connection's (bytes acked, retransmits), and the
         // receiver's bytes.
@@ -120,7 +135,7 @@ pub(crate) fn spawn(s: Sources) -> Result<Sampler> {
                     let (acked0, retx0) = prev_conn
                         .insert(conn, (s.bytes_acked, s.retransmits))
                         .unwrap_or_default();
-                    let _ = w.write_record([
+                    let r = w.write_record([
                         run_id.clone(),
                         format!("{t:.3}"),
                         conn.to_string(),
@@ -137,28 +152,38 @@ pub(crate) fn spawn(s: Sources) -> Result<Sampler> {
                         format!("{:.3}", mbit_s(s.bytes_acked.saturating_sub(acked0), dt)),
                         s.retransmits.saturating_sub(retx0).to_string(),
                     ]);
+                    note(&mut lost, &sender_name, r.map_err(|e| e.to_string()));
                 }
             }
             if let Some(w) = receiver.as_mut() {
                 let (files, bytes) = ready.get();
-                let _ = w.write_record([
+                let r = w.write_record([
                     run_id.clone(),
                     format!("{t:.3}"),
                     files.to_string(),
                     bytes.to_string(),
                     format!("{:.3}", mbit_s(bytes.saturating_sub(prev_bytes), dt)),
                 ]);
+                note(&mut lost, &receiver_name, r.map_err(|e| e.to_string()));
                 prev_bytes = bytes;
             }
             prev_t = t;
             if last || ready.completions() >= u64::from(connections) {
                 if let Some(w) = sender.as_mut() {
-                    let _ = w.flush();
+                    note(
+                        &mut lost,
+                        &sender_name,
+                        w.flush().map_err(|e| e.to_string()),
+                    );
                 }
                 if let Some(w) = receiver.as_mut() {
-                    let _ = w.flush();
+                    note(
+                        &mut lost,
+                        &receiver_name,
+                        w.flush().map_err(|e| e.to_string()),
+                    );
                 }
-                return;
+                return lost;
             }
         }
     });
@@ -167,10 +192,12 @@ pub(crate) fn spawn(s: Sources) -> Result<Sampler> {
 
 impl Sampler {
     /// Takes a last sample (unless sampling ended after every connection's completion report)
-    /// and closes the files.
-    pub(crate) async fn stop(self) {
+    /// and closes the files; returns what could not be written, one line per file.
+    pub(crate) async fn stop(self) -> Vec<String> {
         let _ = self.stop.send(());
-        let _ = self.task.await;
+        self.task
+            .await
+            .unwrap_or_else(|e| vec![format!("the series writer failed: {e}")])
     }
 }
 

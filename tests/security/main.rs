@@ -8,3 +8,4 @@ mod hostile;
 mod hostile_modes;
 mod hostile_peers;
 mod limits;
+mod limits_hardening;

@@ -175,6 +175,13 @@ impl ReceiverProc {
         Self::spawn(cmd, None, identity, dest)
     }
 
+    /// Like [`ReceiverProc::start`], with `PATH` set to `path` (a folder of stand-in tools).
+    pub fn start_with_path(identity: &Path, dest: &Path, extra: &[&str], path: &Path) -> Self {
+        let mut cmd = Self::command("127.0.0.1:0", identity, dest, extra);
+        cmd.env("PATH", path);
+        Self::spawn(cmd, None, identity, dest)
+    }
+
     /// The log lines so far.
     pub fn log_text(&self) -> String {
         self.log.lock().unwrap().join("\n")

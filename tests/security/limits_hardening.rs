@@ -1,0 +1,166 @@
+//! Issue 44: the control channel, run ids and limits, as a hostile sender or a careless user
+//! would meet them. Each test names its case in docs/security.md.
+
+
+use std::path::Path;
+
+use shoal_sweep::remote::Remote;
+use shoal_transport::identity::Identity;
+use crate::support::*;
+
+/// A control-channel client for `rx` (a receiver started with `--control`).
+fn remote(rx: &ReceiverProc, id: &Path) -> Remote {
+    let (pin, _) = Identity::read_credentials(id).unwrap();
+    Remote::new(&rx.addr, Some(&pin.to_string()), Some(&id.join("token"))).unwrap()
+}
+
+/// A prepared run id takes exactly one data run: the second is refused before anything is
+/// written, naming the first; the folder holds the first run's files alone.
+#[test]
+fn a_prepared_run_id_takes_one_run() {
+    let t = tempfile::tempdir().unwrap();
+    let id = t.path().join("id");
+    let dst = t.path().join("incoming");
+    let rx = ReceiverProc::start(&id, &dst, &["--control"]);
+    let remote = remote(&rx, &id);
+    let (a, b) = (t.path().join("a"), t.path().join("b"));
+    gen(&a, 4, "1KiB", 1, 81);
+    gen(&b, 6, "2KiB", 2, 82);
+    let run = "44444444444444444444444444444444";
+    remote.prepare(run).unwrap();
+    let out = rx.send(&a, &["--run-id", run]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = rx.send(&b, &["--run-id", run]);
+    let said = text(&out);
+    assert!(
+        !out.status.success(),
+        "a second run into {run} reported ok: {said}"
+    );
+    assert!(
+        said.contains("was prepared for one run, and the tcp-bundle run of 1 connection(s)"),
+        "{said}"
+    );
+    assert!(
+        trees_identical(&a, &dst.join(run)),
+        "the first run's files alone"
+    );
+    remote.cleanup(run).unwrap();
+}
+
+/// A refused `prepare` leaves nothing: here the TCP-metrics flush fails (a stand-in `ip`
+/// that exits 1, as on a receiver that is not root), and the same id can be prepared again
+/// once it works.
+#[test]
+fn a_refused_prepare_leaves_nothing() {
+    if std::fs::read_to_string("/proc/sys/net/ipv4/tcp_no_metrics_save")
+        .is_ok_and(|s| s.trim() == "1")
+    {
+        eprintln!("skipped: tcp_no_metrics_save is 1, so prepare does not flush");
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let id = t.path().join("id");
+    let dst = t.path().join("incoming");
+    let bin = t.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let ip = bin.join("ip");
+    std::fs::write(&ip, "#!/bin/sh\necho 'flush refused' >&2\nexit 1\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&ip, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let rx = ReceiverProc::start_with_path(&id, &dst, &["--control"], &bin);
+    let remote = remote(&rx, &id);
+    let run = "55555555555555555555555555555555";
+    let e = format!("{:#}", remote.prepare(run).unwrap_err());
+    assert!(e.contains("flush refused"), "{e}");
+    assert!(
+        !dst.join(run).exists(),
+        "a refused prepare left {run}/ behind"
+    );
+    // Again: the same refusal, not `File exists`.
+    let e = format!("{:#}", remote.prepare(run).unwrap_err());
+    assert!(
+        e.contains("flush refused") && !e.contains("File exists"),
+        "{e}"
+    );
+    assert!(entries(&dst).is_empty(), "{:?}", entries(&dst));
+}
+
+/// No setting can stall a run: below its floor a flag is refused with exit 2 and the reason,
+/// and the control channel refuses the same per-run values by the same rule.
+#[test]
+fn settings_below_their_floor_are_refused_with_the_reason() {
+    let t = tempfile::tempdir().unwrap();
+    let dst = t.path().join("never");
+    for (cmd, flag, value) in [
+        ("recv", "--conn-window", "1"),
+        ("recv", "--stream-window", "4KiB"),
+        ("recv", "--rcvbuf", "4096"),
+        ("recv", "--sndbuf", "1"),
+        ("recv", "--write-budget", "1"),
+        ("send", "--send-window", "1"),
+        ("send", "--rcvbuf", "4096"),
+        ("send", "--block-size", "0"),
+        ("send", "--block-size", "1"),
+    ] {
+        let mut c = shoal();
+        c.arg(cmd).args([flag, value]);
+        match cmd {
+            "recv" => c.args(["--listen", "127.0.0.1:0", "--dest"]).arg(&dst),
+            _ => c.args(["--to", "127.0.0.1:9", "--src"]).arg(t.path()),
+        };
+        let out = c.output().unwrap();
+        let said = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{cmd} {flag} {value}: {said}");
+        assert!(
+            said.contains(&format!("{flag} {}", value.replace("4KiB", "4096")))
+                && said.contains("is below 65536 bytes:"),
+            "{cmd} {flag} {value}: {said}"
+        );
+    }
+    assert!(!dst.exists());
+
+    let id = t.path().join("id");
+    let incoming = t.path().join("incoming");
+    let rx = ReceiverProc::start(&id, &incoming, &["--control"]);
+    let remote = remote(&rx, &id);
+    for (flag, value) in [("conn-window", 1u64), ("rcvbuf", 4096), ("sndbuf", 1)] {
+        let mut s = shoal_proto::control::RecvSettings::default();
+        match flag {
+            "conn-window" => s.conn_window = Some(value),
+            "rcvbuf" => s.rcvbuf = Some(value),
+            _ => s.sndbuf = Some(value),
+        }
+        let run = "66666666666666666666666666666666";
+        let e = format!("{:#}", remote.prepare_run(run, s).unwrap_err());
+        assert!(
+            e.contains(&format!("recv --{flag} {value} is below 65536 bytes:")),
+            "{flag}: {e}"
+        );
+        assert!(
+            entries(&incoming).is_empty(),
+            "{flag}: {:?}",
+            entries(&incoming)
+        );
+    }
+}
+
+/// An output file that cannot be written fails the command (exit 2) naming it, as --csv
+/// does: --latency-out and --stats-out into /dev/full.
+#[test]
+fn an_output_that_cannot_be_written_fails_the_command() {
+    let t = tempfile::tempdir().unwrap();
+    let id = t.path().join("id");
+    let src = t.path().join("src");
+    gen(&src, 3, "1KiB", 1, 83);
+    let rx = ReceiverProc::start(&id, &t.path().join("dst"), &[]);
+    for extra in [
+        &["--latency-out", "/dev/full"][..],
+        &["--stats-out", "/dev/full", "--stats-interval", "50ms"][..],
+        &["--csv", "/dev/full"][..],
+    ] {
+        let out = rx.send(&src, extra);
+        let said = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {said}");
+        assert!(said.contains("/dev/full"), "{extra:?}: {said}");
+    }
+}
