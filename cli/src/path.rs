@@ -95,8 +95,15 @@ pub fn path_command(cmd: PathCommand) -> Result<bool> {
         } => {
             let store = store(&path_state);
             if all {
-                let n = store.forget_all()?;
+                let (n, kept) = store.forget_all()?;
                 println!("forgot {n} record(s) in {}", store.dir().display());
+                if !kept.is_empty() {
+                    anyhow::bail!(
+                        "could not remove {} entry(ies): {}",
+                        kept.len(),
+                        kept.join("; ")
+                    );
+                }
             } else if let Some(key) = key {
                 store.forget(&key)?;
                 println!("forgot {key}");

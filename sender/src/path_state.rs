@@ -214,7 +214,7 @@ impl PathStore {
         now: u64,
     ) -> Result<Lookup> {
         let file = self.file(&key(transport, &pin.to_string(), address));
-        let text = match fs::read_to_string(&file) {
+        let text = match read_record(&file) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Lookup::Missing),
             Err(e) => return Err(e).with_context(|| format!("cannot read {}", file.display())),
@@ -266,7 +266,7 @@ impl PathStore {
             else {
                 continue;
             };
-            let record = fs::read_to_string(&path)
+            let record = read_record(&path)
                 .with_context(|| format!("cannot read {}", path.display()))
                 .and_then(|t| parse(&path, &t));
             out.push((key.to_string(), record));
@@ -289,15 +289,31 @@ impl PathStore {
         fs::remove_file(&file).with_context(|| format!("cannot remove {}", file.display()))
     }
 
-    /// Removes every record; returns how many.
-    pub fn forget_all(&self) -> Result<usize> {
+    /// Removes every record it can: returns how many went, and each it could not remove
+    /// with the cause (one stuck entry does not keep the others).
+    pub fn forget_all(&self) -> Result<(usize, Vec<String>)> {
         let mut n = 0;
+        let mut kept = Vec::new();
         for (key, _) in self.list()? {
-            self.forget(&key)?;
-            n += 1;
+            match self.forget(&key) {
+                Ok(()) => n += 1,
+                Err(e) => kept.push(format!("{key}: {e:#}")),
+            }
         }
-        Ok(n)
+        Ok((n, kept))
     }
+}
+
+/// Most bytes of a record read: a record is a few hundred bytes, and the folder is not to be
+/// trusted with a file of any size under a key's name.
+pub const MAX_RECORD: u64 = 16 << 10;
+
+/// A record's text: a regular file of at most [`MAX_RECORD`] bytes (a FIFO under a key's
+/// name is refused without blocking).
+fn read_record(file: &Path) -> std::io::Result<String> {
+    let bytes = shoal_sys::io::read_small_regular(file, MAX_RECORD)?;
+    String::from_utf8(bytes)
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8"))
 }
 
 fn parse(file: &Path, text: &str) -> Result<PathRecord> {

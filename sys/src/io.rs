@@ -1,4 +1,4 @@
-//! A read into a buffer's uninitialised spare capacity.
+//! A read into a buffer's uninitialised spare capacity; a small regular file read whole.
 
 use std::io;
 use std::os::fd::AsFd;
@@ -16,4 +16,71 @@ pub fn read_into_spare(fd: impl AsFd, buf: &mut bytes::BytesMut, max: usize) -> 
     // `buf.len()`.
     unsafe { buf.set_len(buf.len() + n) };
     Ok(n)
+}
+
+/// The content of the regular file at `path`, at most `max` bytes. Opened with `O_NONBLOCK`
+/// and then checked, so a FIFO or a device under the name neither hangs the open nor is
+/// read; a file over `max` is refused, not read.
+pub fn read_small_regular(path: &std::path::Path, max: u64) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = f.metadata()?;
+    if !meta.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "not a regular file",
+        ));
+    }
+    let too_big = || {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("larger than {max} bytes, the most read here"),
+        )
+    };
+    if meta.len() > max {
+        return Err(too_big());
+    }
+    let mut out = Vec::with_capacity(meta.len() as usize);
+    f.take(max + 1).read_to_end(&mut out)?;
+    if out.len() as u64 > max {
+        return Err(too_big());
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_small_regular_files_are_read() {
+        let t = std::env::temp_dir().join(format!("shoal-sys-io-{}", std::process::id()));
+        std::fs::create_dir_all(&t).unwrap();
+        let small = t.join("small");
+        std::fs::write(&small, b"{}").unwrap();
+        assert_eq!(read_small_regular(&small, 16).unwrap(), b"{}");
+        let big = t.join("big");
+        std::fs::File::create(&big)
+            .unwrap()
+            .set_len(1 << 20)
+            .unwrap();
+        let e = read_small_regular(&big, 16).unwrap_err().to_string();
+        assert!(e.contains("larger than 16 bytes"), "{e}");
+        let fifo = t.join("fifo");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let e = read_small_regular(&fifo, 16).unwrap_err().to_string();
+        assert!(e.contains("not a regular file"), "{e}");
+        std::fs::remove_dir_all(&t).unwrap();
+    }
 }

@@ -164,3 +164,67 @@ fn an_output_that_cannot_be_written_fails_the_command() {
         assert!(said.contains("/dev/full"), "{extra:?}: {said}");
     }
 }
+
+/// The path-state folder: a FIFO or an oversized file under a key's name is refused at once
+/// (`path show` names it, never hangs nor reads it whole), and `path forget --all` removes
+/// every entry it can and names the one it cannot.
+#[test]
+fn path_state_entries_are_read_bounded_and_forgotten_one_by_one() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().join("path-state");
+    std::fs::create_dir_all(&dir).unwrap();
+    sys::mkfifo(&dir.join("fifo.json")).unwrap();
+    std::fs::File::create(dir.join("huge.json"))
+        .unwrap()
+        .set_len(1 << 20)
+        .unwrap();
+    std::fs::write(dir.join("junk.json"), b"{}").unwrap();
+    // A folder under a key's name: `forget` cannot remove it as a file.
+    std::fs::create_dir_all(dir.join("afolder.json/inside")).unwrap();
+
+    let mut show = shoal();
+    show.args(["path", "show", "--path-state"]).arg(&dir);
+    show.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = show.spawn().unwrap();
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > end {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("`path show` hangs on a FIFO under a key's name");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    let said = text(&out);
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.contains("fifo") && said.contains("not a regular file"),
+        "{said}"
+    );
+    assert!(
+        said.contains("huge") && said.contains("larger than 16384 bytes"),
+        "{said}"
+    );
+
+    let out = run(&[
+        "path",
+        "forget",
+        "--all",
+        "--path-state",
+        dir.to_str().unwrap(),
+    ]);
+    let said = text(&out);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("forgot 3 record(s)"), "{said}");
+    assert!(
+        said.contains("could not remove 1 entry(ies): afolder:"),
+        "{said}"
+    );
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(left, ["afolder.json"]);
+}
