@@ -1,4 +1,4 @@
-//! Temporary files a killed receiver left, removed at the next start.
+//! Temporary files a receiver that is no longer running left behind, removed at start.
 
 use std::io;
 use std::os::fd::OwnedFd;
