@@ -79,6 +79,11 @@ pub(crate) struct RecvArgs {
     /// before it is created: 4096, 4KiB, 1TiB…
     #[arg(long, default_value = defaults::size(defaults::RECV.max_bytes), value_parser = parse_size)]
     pub(crate) max_bytes: u64,
+    /// Most folder records (empty folders) one run may bring, enforced like --max-files: the
+    /// folder past it is refused before it is created. A file's own parent folders are
+    /// bounded by --max-files and --max-depth.
+    #[arg(long, default_value_t = defaults::RECV.max_folders)]
+    pub(crate) max_folders: u64,
     /// Longest path a peer may send, in bytes (each component stays ≤ 255).
     #[arg(long, default_value_t = defaults::RECV.limits.path.max_len as u16, value_parser = clap::value_parser!(u16).range(1..))]
     pub(crate) max_path_len: u16,
@@ -133,6 +138,7 @@ pub(crate) async fn recv(a: RecvArgs) -> Result<ExitCode> {
             .map_or_else(shoal_receiver::default_writers, |n| n as usize),
         max_connections: a.max_connections as usize,
         max_files: a.max_files,
+        max_folders: a.max_folders,
         max_bytes: a.max_bytes,
         hello_timeout: a.hello_timeout,
         control: a.control,

@@ -92,6 +92,9 @@ pub struct DestWriter {
     temps: Temps,
     open: HashMap<FileId, OpenFile>,
     files_ready: u64,
+    /// Content bytes of the files ready: what a failed run keeps (`bytes_written` also
+    /// counts partial files, which are removed).
+    bytes_ready: u64,
     bytes_written: u64,
     last_close: Option<Instant>,
     latency: LatencyHistogram,
@@ -132,6 +135,7 @@ impl DestWriter {
             temps,
             open: HashMap::new(),
             files_ready: 0,
+            bytes_ready: 0,
             bytes_written: 0,
             last_close: None,
             latency: LatencyHistogram::default(),
@@ -160,6 +164,10 @@ impl DestWriter {
 
     pub fn bytes_written(&self) -> u64 {
         self.bytes_written
+    }
+
+    pub fn bytes_ready(&self) -> u64 {
+        self.bytes_ready
     }
 
     pub fn last_close(&self) -> Option<Instant> {
@@ -300,12 +308,14 @@ impl DestWriter {
             temp,
             path,
             sent_at_us,
+            expected,
             ..
         } = f;
         let (_, name) = path.split_parent();
         self.temps
             .publish(&dir, file, temp, name, path.as_bytes())?;
         self.files_ready += 1;
+        self.bytes_ready += expected;
         self.last_close = Some(Instant::now());
         if sent_at_us != 0 {
             self.latency

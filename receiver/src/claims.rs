@@ -16,6 +16,8 @@ use crate::names::RunNames;
 pub(crate) struct Claims {
     pub files: u64,
     pub bytes: u64,
+    /// Empty folders the run's folder records create.
+    pub folders: u64,
     ceiling: Ceiling,
     /// The run's names (a connection's own tally has none).
     names: Option<RunNames>,
@@ -26,6 +28,8 @@ pub(crate) struct Claims {
 struct Ceiling {
     /// The receiver's limits: (files, bytes).
     limits: Option<(u64, u64)>,
+    /// The receiver's limit on folder records (`recv --max-folders`).
+    max_folders: Option<u64>,
     /// The hello's totals, when it announced them.
     announced: Option<(u64, u64)>,
 }
@@ -33,12 +37,14 @@ struct Ceiling {
 impl Claims {
     /// A run's tally: within `max_files` and `max_bytes`, and within the hello's totals if it
     /// announced them.
-    pub(crate) fn for_run(hello: &Hello, max_files: u64, max_bytes: u64) -> Self {
+    pub(crate) fn for_run(hello: &Hello, max_files: u64, max_bytes: u64, max_folders: u64) -> Self {
         Claims {
             files: 0,
             bytes: 0,
+            folders: 0,
             ceiling: Ceiling {
                 limits: Some((max_files, max_bytes)),
+                max_folders: Some(max_folders),
                 announced: hello.announced(),
             },
             names: Some(RunNames::default()),
@@ -86,13 +92,23 @@ impl Claims {
         Ok(())
     }
 
-    /// Claims an empty folder the run creates: refused if the run sent its name, or a name on
-    /// its way, as a file (`RunNames::folder`).
+    /// Claims an empty folder the run creates, before it is created: refused past
+    /// `recv --max-folders`, or if the run sent its name, or a name on its way, as a file
+    /// (`RunNames::folder`).
     pub(crate) fn claim_folder(&mut self, path: &RelPath) -> anyhow::Result<()> {
-        match &mut self.names {
-            Some(names) => names.folder(path),
-            None => Ok(()),
+        let folders = self.folders + 1;
+        if let Some(max) = self.ceiling.max_folders {
+            if folders > max {
+                return Err(anyhow!(
+                    "folder \"{path}\" would be the run's folder number {folders}; this receiver accepts at most {max} folder records per run (recv --max-folders)"
+                ));
+            }
         }
+        if let Some(names) = &mut self.names {
+            names.folder(path)?;
+        }
+        self.folders = folders;
+        Ok(())
     }
 
     /// One connection's end marker against what that connection carried (file and block
@@ -137,9 +153,23 @@ mod tests {
     }
 
     #[test]
+    fn folder_records_are_counted_before_they_are_created() {
+        let h = hello(TOTALS_UNKNOWN, TOTALS_UNKNOWN);
+        let mut c = Claims::for_run(&h, 5, 100, 2);
+        c.claim_folder(&rel("a")).unwrap();
+        c.claim_folder(&rel("b")).unwrap();
+        let e = c.claim_folder(&rel("c")).unwrap_err().to_string();
+        assert!(
+            e.contains("\"c\"") && e.contains("(recv --max-folders)"),
+            "{e}"
+        );
+        assert_eq!(c.folders, 2);
+    }
+
+    #[test]
     fn limits_hold_on_running_counts_when_no_totals_were_announced() {
         let h = hello(TOTALS_UNKNOWN, TOTALS_UNKNOWN);
-        let mut c = Claims::for_run(&h, 2, 100);
+        let mut c = Claims::for_run(&h, 2, 100, u64::MAX);
         c.claim(&rel("a"), 60).unwrap();
         let e = c.claim(&rel("b"), 41).unwrap_err().to_string();
         assert!(
@@ -154,14 +184,14 @@ mod tests {
         );
         assert_eq!((c.files, c.bytes), (2, 100), "refused claims count nothing");
         // A size that would overflow the count is refused, not wrapped.
-        let mut c = Claims::for_run(&h, 10, u64::MAX);
+        let mut c = Claims::for_run(&h, 10, u64::MAX, u64::MAX);
         c.claim(&rel("a"), u64::MAX).unwrap();
         assert!(c.claim(&rel("b"), 1).is_err());
     }
 
     #[test]
     fn announced_totals_are_ceilings_too() {
-        let mut c = Claims::for_run(&hello(1, 10), 100, 1000);
+        let mut c = Claims::for_run(&hello(1, 10), 100, 1000, u64::MAX);
         let e = c.claim(&rel("a"), 11).unwrap_err().to_string();
         assert!(e.contains("only 10 of the announced total remain"), "{e}");
         c.claim(&rel("a"), 10).unwrap();

@@ -36,6 +36,9 @@ pub struct ReceiverConfig {
     pub max_files: u64,
     /// Most content bytes one run may bring, as `max_files`.
     pub max_bytes: u64,
+    /// Most folder records (empty folders) one run may bring, counted as they arrive, before
+    /// each is created. A file's parent folders are bounded by `max_files` × the path depth.
+    pub max_folders: u64,
     /// Deadline from accepting a connection to its decoded hello (TLS handshake included),
     /// whatever the peer sends meanwhile: bounds a slow-loris peer.
     pub hello_timeout: Duration,
@@ -58,6 +61,9 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
 /// Default for [`ReceiverConfig::max_files`]: past any tree Shoal is meant for, bounded so a
 /// peer cannot fill the file system's inodes unchecked.
 pub const DEFAULT_MAX_FILES: u64 = 10_000_000;
+/// Default for [`ReceiverConfig::max_folders`]: a folder costs an inode as a file does, and a
+/// tree has far fewer folders than files.
+pub const DEFAULT_MAX_FOLDERS: u64 = 1_000_000;
 /// Default for [`ReceiverConfig::max_bytes`]: 4 TiB.
 pub const DEFAULT_MAX_BYTES: u64 = 4 << 40;
 /// Default for [`ReceiverConfig::hello_timeout`]: a TLS handshake over any real path, and no
@@ -84,6 +90,7 @@ impl Default for ReceiverConfig {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_files: DEFAULT_MAX_FILES,
             max_bytes: DEFAULT_MAX_BYTES,
+            max_folders: DEFAULT_MAX_FOLDERS,
             hello_timeout: DEFAULT_HELLO_TIMEOUT,
             control: false,
             allow_baselines: false,

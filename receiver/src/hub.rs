@@ -370,7 +370,12 @@ impl Hub {
                     first_byte: ready,
                     cpu_start: metrics::cpu_seconds(),
                     budget: Arc::new(Semaphore::new(config.write_budget)),
-                    claims: Mutex::new(Claims::for_run(hello, config.max_files, config.max_bytes)),
+                    claims: Mutex::new(Claims::for_run(
+                        hello,
+                        config.max_files,
+                        config.max_bytes,
+                        config.max_folders,
+                    )),
                     blocks: Mutex::new(BlockLedger::default()),
                     cancel,
                     next_file_id: AtomicU64::new(0),

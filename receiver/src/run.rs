@@ -159,7 +159,8 @@ pub(crate) fn completion(
     let last = report.last_close.unwrap_or_else(Instant::now);
     Completion {
         files: report.files_ready,
-        bytes: report.bytes_written,
+        // What was kept: a failed run's partial files were removed, their bytes with them.
+        bytes: report.bytes_ready,
         receiver_micros: last.saturating_duration_since(first_byte).as_micros() as u64,
         peak_rss: metrics::peak_rss_bytes(),
         connections: 1,

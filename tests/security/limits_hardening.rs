@@ -14,6 +14,21 @@ fn remote(rx: &ReceiverProc, id: &Path) -> Remote {
     Remote::new(&rx.addr, Some(&pin.to_string()), Some(&id.join("token"))).unwrap()
 }
 
+/// `cmd`'s output, killed (by its PID) if it has not ended within `secs` seconds.
+fn output_within(mut cmd: std::process::Command, secs: u64) -> std::process::Output {
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while child.try_wait().unwrap().is_none() && std::time::Instant::now() < end {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    child.wait_with_output().unwrap()
+}
+
 /// A prepared run id takes exactly one data run: the second is refused before anything is
 /// written, naming the first; the folder holds the first run's files alone.
 #[test]
@@ -108,7 +123,7 @@ fn settings_below_their_floor_are_refused_with_the_reason() {
             "recv" => c.args(["--listen", "127.0.0.1:0", "--dest"]).arg(&dst),
             _ => c.args(["--to", "127.0.0.1:9", "--src"]).arg(t.path()),
         };
-        let out = c.output().unwrap();
+        let out = output_within(c, 20);
         let said = text(&out);
         assert_eq!(out.status.code(), Some(2), "{cmd} {flag} {value}: {said}");
         assert!(
@@ -227,4 +242,83 @@ fn path_state_entries_are_read_bounded_and_forgotten_one_by_one() {
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
     assert_eq!(left, ["afolder.json"]);
+}
+
+/// `recv --max-folders` bounds the folder records a run brings, counted as they arrive and
+/// refused before the folder past it is created, in every mode.
+#[test]
+fn folder_records_are_bounded_before_they_are_created() {
+    let t = tempfile::tempdir().unwrap();
+    let id = t.path().join("id");
+    let src = t.path().join("src");
+    gen(&src, 3, "1KiB", 1, 84);
+    for i in 0..20 {
+        std::fs::create_dir_all(src.join(format!("empty{i:02}"))).unwrap();
+    }
+    for mode in all_modes() {
+        let dst = t.path().join(format!("dst-{mode}"));
+        let rx = ReceiverProc::start(&id, &dst, &["--max-folders", "5"]);
+        let out = rx.send(&src, &["--mode", mode]);
+        let said = text(&out);
+        assert!(!out.status.success(), "{mode}: {said}");
+        assert!(said.contains("(recv --max-folders)"), "{mode}: {said}");
+        let folders = std::fs::read_dir(&dst)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with("empty")
+            })
+            .count();
+        assert!(folders <= 5, "{mode}: {folders} empty folders made");
+    }
+}
+
+/// A failed run's report counts only the bytes of the files kept: the partial file it
+/// removed is not in `bytes_ready` (the receiver's run line and the sender's row).
+#[test]
+fn a_failed_run_counts_only_the_bytes_it_kept() {
+    let t = tempfile::tempdir().unwrap();
+    let id = t.path().join("id");
+    let src = t.path().join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    for i in 0..9 {
+        std::fs::write(src.join(format!("a{i}")), vec![7u8; 4096]).unwrap();
+    }
+    let big = src.join("big");
+    std::fs::write(&big, vec![5u8; 48 << 20]).unwrap();
+    let dst = t.path().join("dst");
+    let rx = ReceiverProc::start(&id, &dst, &["--json"]);
+    // As in tests/integrity.rs: the receiver stays stopped until the file has shrunk, so the
+    // sender has sent part of it and no more.
+    let paused = sys::Paused::new(rx.child.id());
+    let sender = rx
+        .send_command(
+            &src,
+            &["--mode", "tcp-bundle", "--read-ahead", "1MiB", "--json"],
+        )
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(sys::wait_opened(&big, std::time::Duration::from_secs(30)));
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&big)
+        .unwrap()
+        .set_len(1 << 20)
+        .unwrap();
+    drop(paused);
+    let out = sender.wait_with_output().unwrap();
+    assert!(!out.status.success(), "{}", text(&out));
+    let line: serde_json::Value = serde_json::from_str(&rx.next_run_line()).unwrap();
+    let kept: u64 = std::fs::read_dir(&dst)
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum();
+    assert_eq!(kept, 9 * 4096, "only the small files are kept");
+    assert_eq!(line["status"], "failed", "{line}");
+    assert_eq!(line["bytes_ready"], kept, "{line}");
 }

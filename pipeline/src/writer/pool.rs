@@ -36,6 +36,8 @@ const QUEUE: usize = 256;
 #[derive(Debug)]
 pub struct WriterReport {
     pub files_ready: u64,
+    /// Content bytes of the files ready (partial files are not kept, so not counted).
+    pub bytes_ready: u64,
     pub bytes_written: u64,
     pub last_close: Option<Instant>,
     /// With `--fsync`: the sync that starts once this report is out (so the run's completion
@@ -66,6 +68,7 @@ impl WriterReport {
     fn empty(writers: usize) -> Self {
         WriterReport {
             files_ready: 0,
+            bytes_ready: 0,
             bytes_written: 0,
             last_close: None,
             sync: None,
@@ -124,6 +127,7 @@ fn fire(on_fail: &OnFail) {
 #[derive(Debug)]
 struct Ended {
     files_ready: u64,
+    bytes_ready: u64,
     bytes_written: u64,
     last_close: Option<Instant>,
     latency: LatencyHistogram,
@@ -138,6 +142,7 @@ impl Ended {
         Ended {
             removed_partials: writer.abort(),
             files_ready: writer.files_ready(),
+            bytes_ready: writer.bytes_ready(),
             bytes_written: writer.bytes_written(),
             last_close: writer.last_close(),
             latency: writer.latency().clone(),
@@ -240,6 +245,7 @@ impl WriterPool {
                 continue;
             };
             report.files_ready += ended.files_ready;
+            report.bytes_ready += ended.bytes_ready;
             report.bytes_written += ended.bytes_written;
             report.last_close = report.last_close.max(ended.last_close);
             report.latency.merge(&ended.latency);
