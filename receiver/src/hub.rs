@@ -97,6 +97,9 @@ pub(crate) struct Run {
     pub cancel: CancellationToken,
     /// Writer ids are unique across the run's connections.
     pub next_file_id: AtomicU64,
+    /// Records accepted so far (any connection): the run's progress, which the idle watch
+    /// (`watch_progress`) checks.
+    accepted: AtomicU64,
     /// The QUIC connection receive window, shared by the run's connections.
     pub quic_window: Arc<SharedWindow<Arc<TunedReceive>>>,
     writer: Mutex<Option<WriterPool>>,
@@ -379,6 +382,7 @@ impl Hub {
                     blocks: Mutex::new(BlockLedger::default()),
                     cancel,
                     next_file_id: AtomicU64::new(0),
+                    accepted: AtomicU64::new(0),
                     quic_window: SharedWindow::new(
                         config.flow.conn_window,
                         hello.conn_count,
@@ -405,6 +409,7 @@ impl Hub {
                     );
                 }
                 runs.insert(hello.run_id, run.clone());
+                tokio::spawn(watch_progress(Arc::downgrade(&run), config.idle_timeout));
                 run
             }
         };
@@ -533,7 +538,46 @@ impl Membership {
     }
 }
 
+/// Fails a run that accepts no record for `idle` (`recv --idle-timeout`), whatever keeps it
+/// from progressing (a peer that trickles a record a byte at a time, a window that lets
+/// nothing through, a writer that does not write): no run waits for ever. Ends with the run.
+async fn watch_progress(run: std::sync::Weak<Run>, idle: Duration) {
+    let tick = (idle / 4).max(Duration::from_millis(50));
+    let (mut seen, mut since) = (0, Instant::now());
+    loop {
+        tokio::time::sleep(tick).await;
+        let Some(run) = run.upgrade() else { return };
+        if run.cancel.is_cancelled() {
+            return;
+        }
+        let now = run.accepted.load(Ordering::Relaxed);
+        if now != seen {
+            (seen, since) = (now, Instant::now());
+            continue;
+        }
+        if since.elapsed() < idle {
+            continue;
+        }
+        let mut st = run.state.lock().expect("run lock");
+        if st.finalizing || st.closed {
+            return;
+        }
+        st.errors.push(format!(
+            "no record accepted for {:.1} s (recv --idle-timeout): the run made no progress",
+            idle.as_secs_f64()
+        ));
+        st.closed = true;
+        run.cancel.cancel();
+        return;
+    }
+}
+
 impl Run {
+    /// Counts progress: records were accepted ([`watch_progress`]).
+    pub(crate) fn progressed(&self) {
+        self.accepted.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Whether the writer failed (its report carries the cause).
     pub(crate) fn writer_failed(&self) -> bool {
         self.writer_failed.load(Ordering::SeqCst)

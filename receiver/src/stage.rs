@@ -111,6 +111,9 @@ impl Intake {
         if let Err(e) = self.decode_into(run, buf, mine, &mut batch) {
             batch.failed = Some(e);
         }
+        if !batch.ops.is_empty() || batch.end.is_some() {
+            run.progressed();
+        }
         batch
     }
 

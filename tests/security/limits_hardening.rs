@@ -322,3 +322,57 @@ fn a_failed_run_counts_only_the_bytes_it_kept() {
     assert_eq!(line["status"], "failed", "{line}");
     assert_eq!(line["bytes_ready"], kept, "{line}");
 }
+
+/// A run that makes no progress fails after the idle timeout whatever the cause: here a
+/// peer trickles a file record's header a byte at a time, each read well within the idle
+/// timeout, no record ever complete.
+#[test]
+fn a_run_without_progress_fails_after_the_idle_timeout() {
+    use tokio::io::AsyncWriteExt;
+    let t = tempfile::tempdir().unwrap();
+    let id = t.path().join("id");
+    let dst = t.path().join("dst");
+    let rx = ReceiverProc::start(&id, &dst, &["--idle-timeout", "2s", "--json"]);
+    let (_, token) = Identity::read_credentials(&id).unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let addr = rx.addr.clone();
+    let trickle = rt.spawn(async move {
+        let mut tls = support::raw::connect(&addr, &id).await;
+        let mut s = support::raw::hello(&token, codec_unknown(), codec_unknown());
+        support::raw::raw_file(&mut s, &[b'n'; 200], 1, b"x");
+        let hello_len = s.len() - (1 + 2 + 200 + 8 + 8 + 1);
+        if tls.write_all(&s[..hello_len]).await.is_err() {
+            return;
+        }
+        let _ = tls.flush().await;
+        // At most 15 s of trickle (50 bytes), far short of the record's end.
+        for b in &s[hello_len..hello_len + 50] {
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            if tls.write_all(&[*b]).await.is_err() || tls.flush().await.is_err() {
+                return;
+            }
+        }
+    });
+    let line = rx
+        .lines
+        .recv_timeout(std::time::Duration::from_secs(12))
+        .expect("the receiver gave up on the run within 12 s");
+    let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(v["status"], "failed", "{line}");
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .contains("no record accepted for 2.0 s"),
+        "{line}"
+    );
+    trickle.abort();
+}
+
+fn codec_unknown() -> u64 {
+    shoal_proto::codec::TOTALS_UNKNOWN
+}
