@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{bail, Context as _, Result};
 use futures::future::{BoxFuture, FutureExt, Shared};
@@ -18,9 +18,11 @@ use shoal_proto::codec::{BlockLedger, Completion, Hello};
 use shoal_proto::control::RecvSettings;
 use shoal_row::metrics;
 use shoal_transport::window_share::{SharedWindow, Side, TunedReceive};
-use tokio::io::AsyncWrite;
 use tokio::sync::{watch, Semaphore};
 use tokio_util::sync::CancellationToken;
+
+mod idle;
+mod membership;
 
 use crate::claims::Claims;
 use crate::config::ReceiverConfig;
@@ -409,7 +411,10 @@ impl Hub {
                     );
                 }
                 runs.insert(hello.run_id, run.clone());
-                tokio::spawn(watch_progress(Arc::downgrade(&run), config.idle_timeout));
+                tokio::spawn(idle::watch_progress(
+                    Arc::downgrade(&run),
+                    config.idle_timeout,
+                ));
                 run
             }
         };
@@ -462,118 +467,8 @@ impl Hub {
     }
 }
 
-impl Membership {
-    /// Ends this connection's part and, once the run has ended, sends its sender the run's
-    /// completion (then, with `--fsync`, the sync's report); returns the completion.
-    pub(crate) async fn finish_and_reply<W: AsyncWrite + Unpin>(
-        self,
-        hub: &Hub,
-        end: ConnEnd,
-        idle: Duration,
-        wr: &mut W,
-    ) -> Completion {
-        let Finished {
-            mut completion,
-            sync,
-        } = self.finish(hub, end, idle).await;
-        run::reply(wr, &mut completion, sync).await;
-        completion
-    }
-
-    /// Ends this connection's part; returns the run's end once every connection has ended (or
-    /// the run failed or gave up waiting).
-    async fn finish(self, hub: &Hub, end: ConnEnd, idle: Duration) -> Finished {
-        let Membership { run, batches } = self;
-        // This connection's writer handle must go before the writer can finish.
-        drop(batches);
-        let finalize = {
-            let mut st = run.state.lock().expect("run lock");
-            st.finished += 1;
-            st.peak_streams = st.peak_streams.max(end.peak_streams);
-            merge_facts(&mut st.facts, end.facts);
-            if !end.errors.is_empty() || end.stopped {
-                st.errors.extend(end.errors);
-                st.closed = true;
-                run.cancel.cancel();
-            }
-            run.take_finalize(&mut st)
-        };
-        if finalize {
-            return run.finalize(hub).await;
-        }
-        let mut done = run.done.subscribe();
-        if let Ok(Ok(c)) = tokio::time::timeout(idle, done.wait_for(Option::is_some)).await {
-            return c.clone().expect("waited for Some");
-        }
-        // The other connections did not all arrive or finish in time: give up on them.
-        let finalize = {
-            let mut st = run.state.lock().expect("run lock");
-            if !st.closed {
-                let missing = run.hello.conn_count - st.joined;
-                let message = format!(
-                    "gave up after {} s: {} of {} connections arrived, {} finished",
-                    idle.as_secs(),
-                    st.joined,
-                    run.hello.conn_count,
-                    st.finished
-                );
-                st.errors.push(message);
-                if missing == 0 {
-                    st.errors.push("a connection stalled".into());
-                }
-                st.closed = true;
-            }
-            run.cancel.cancel();
-            run.take_finalize(&mut st)
-        };
-        if finalize {
-            return run.finalize(hub).await;
-        }
-        // Someone else finalizes once the cancelled connections have ended.
-        let c = done.wait_for(Option::is_some).await;
-        match c {
-            Ok(c) => c.clone().expect("waited for Some"),
-            Err(_) => Finished::failed("the run ended without a completion"),
-        }
-    }
-}
-
-/// Fails a run that accepts no record for `idle` (`recv --idle-timeout`), whatever keeps it
-/// from progressing (a peer that trickles a record a byte at a time, a window that lets
-/// nothing through, a writer that does not write): no run waits for ever. Ends with the run.
-async fn watch_progress(run: std::sync::Weak<Run>, idle: Duration) {
-    let tick = (idle / 4).max(Duration::from_millis(50));
-    let (mut seen, mut since) = (0, Instant::now());
-    loop {
-        tokio::time::sleep(tick).await;
-        let Some(run) = run.upgrade() else { return };
-        if run.cancel.is_cancelled() {
-            return;
-        }
-        let now = run.accepted.load(Ordering::Relaxed);
-        if now != seen {
-            (seen, since) = (now, Instant::now());
-            continue;
-        }
-        if since.elapsed() < idle {
-            continue;
-        }
-        let mut st = run.state.lock().expect("run lock");
-        if st.finalizing || st.closed {
-            return;
-        }
-        st.errors.push(format!(
-            "no record accepted for {:.1} s (recv --idle-timeout): the run made no progress",
-            idle.as_secs_f64()
-        ));
-        st.closed = true;
-        run.cancel.cancel();
-        return;
-    }
-}
-
 impl Run {
-    /// Counts progress: records were accepted ([`watch_progress`]).
+    /// Counts progress: records were accepted (`idle::watch_progress`).
     pub(crate) fn progressed(&self) {
         self.accepted.fetch_add(1, Ordering::Relaxed);
     }
