@@ -322,6 +322,8 @@ async fn handle(
             if hub.in_progress(&id) {
                 bail!("run {run_id} is in progress");
             }
+            // A prepared run id takes one run, the baseline's as a data run's.
+            hub.use_for_baseline(&id)?;
             let command = tar_tcp::tar_command(&folder).join(" ");
             let limit = Duration::from_secs(limit_s);
             let addr = ctx.baselines.start(id, folder, peer.ip(), limit).await?;

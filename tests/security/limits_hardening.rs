@@ -36,7 +36,7 @@ fn a_prepared_run_id_takes_one_run() {
     let t = tempfile::tempdir().unwrap();
     let id = t.path().join("id");
     let dst = t.path().join("incoming");
-    let rx = ReceiverProc::start(&id, &dst, &["--control"]);
+    let rx = ReceiverProc::start(&id, &dst, &["--control", "--allow-baselines"]);
     let remote = remote(&rx, &id);
     let (a, b) = (t.path().join("a"), t.path().join("b"));
     gen(&a, 4, "1KiB", 1, 81);

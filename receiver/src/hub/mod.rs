@@ -195,6 +195,28 @@ impl Hub {
         Ok(())
     }
 
+    /// Refuses a prepared run id that a run (data or tar-tcp baseline) has used already.
+    fn refuse_reuse(&self, run_id: &[u8; 16]) -> Result<()> {
+        if let Some((first, at)) = self.used.lock().expect("used lock").get(run_id) {
+            bail!(
+                "run {} was prepared for one run, and {first} ({:.1} s ago) used it already; a second run would mix its files with the first's: prepare a new run id",
+                hex::encode(run_id),
+                at.elapsed().as_secs_f64()
+            );
+        }
+        Ok(())
+    }
+
+    /// Takes prepared run id `run_id` for the tar-tcp baseline: refused if a run used it.
+    pub(crate) fn use_for_baseline(&self, run_id: &[u8; 16]) -> Result<()> {
+        self.refuse_reuse(run_id)?;
+        self.used.lock().expect("used lock").insert(
+            *run_id,
+            ("the tar-tcp baseline that began".into(), Instant::now()),
+        );
+        Ok(())
+    }
+
     /// The settings run `run_id` was prepared with, if it asked for any.
     pub(crate) fn settings_of(&self, run_id: &[u8; 16]) -> Option<RecvSettings> {
         self.settings
@@ -309,14 +331,7 @@ impl Hub {
                 };
                 let (dest, writer_dest, create) = match prepared {
                     Some(folder) => {
-                        if let Some((first, at)) =
-                            self.used.lock().expect("used lock").get(&hello.run_id)
-                        {
-                            bail!(
-                                "run {run_hex} was prepared for one run, and {first} ({:.1} s ago) used it already; a second run would mix its files with the first's: prepare a new run id",
-                                at.elapsed().as_secs_f64()
-                            );
-                        }
+                        self.refuse_reuse(&hello.run_id)?;
                         // The prepared folder must still be there, and a folder: never a
                         // symbolic link swapped in, never recreated.
                         open_subfolder(&config.dest, &run_hex)
