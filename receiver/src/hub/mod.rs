@@ -577,3 +577,6 @@ fn merge_facts(into: &mut TransportFacts, from: TransportFacts) {
     into.rcvbuf = into.rcvbuf.max(from.rcvbuf_now());
     into.udp_offload = into.udp_offload.or(from.udp_offload);
 }
+
+#[cfg(test)]
+mod tests;
