@@ -139,6 +139,10 @@ pub struct SettingError(String);
 
 fn bounded(flag: &str, v: u64, lo: u64, hi: u64) -> Result<u64, SettingError> {
     at_least(flag, v).map_err(|e| SettingError(format!("recv {e}")))?;
+    let lo = FLOORS
+        .iter()
+        .find(|f| f.flag == flag)
+        .map_or(lo, |f| lo.max(f.least));
     if v < lo || v > hi {
         return Err(SettingError(format!(
             "recv --{flag} {v} is outside {lo}..={hi}"
@@ -298,7 +302,10 @@ mod tests {
         let e = s.set("fsync", "yes").unwrap_err().to_string();
         assert!(e.contains("true or false"), "{e}");
         let e = s.set("rcvbuf", "4GiB").unwrap_err().to_string();
-        assert!(e.contains("recv --rcvbuf"), "{e}");
+        assert!(
+            e.contains("recv --rcvbuf 4294967296 is outside 65536..="),
+            "{e}"
+        );
     }
 
     #[test]
