@@ -46,8 +46,9 @@ pub(crate) struct Hub {
     /// hold the destination until the idle timeout). Runs fail midway on their size now that
     /// the limits are enforced on what arrives, often before every connection has arrived.
     failed: Mutex<std::collections::VecDeque<([u8; 16], String)>>,
-    /// Prepared run ids a data run has used, with that run's description: a prepared id
-    /// takes one run only (a second would mix its files with the first's in one folder).
+    /// Prepared run ids a run (data or tar-tcp baseline) has used, with that run's
+    /// description: a prepared id takes one run only (a second would mix its files with the
+    /// first's in one folder). Bounded as `prepared` is: cleanup removes an id's entry.
     used: Mutex<HashMap<[u8; 16], (String, Instant)>>,
 }
 
