@@ -1,12 +1,11 @@
-//! Issue 44: the control channel, run ids and limits, as a hostile sender or a careless user
+//! The control channel, run ids and limits, as a hostile sender or a careless user
 //! would meet them. Each test names its case in docs/security.md.
-
 
 use std::path::Path;
 
+use crate::support::*;
 use shoal_sweep::remote::Remote;
 use shoal_transport::identity::Identity;
-use crate::support::*;
 
 /// A control-channel client for `rx` (a receiver started with `--control`).
 fn remote(rx: &ReceiverProc, id: &Path) -> Remote {
@@ -341,9 +340,9 @@ fn a_run_without_progress_fails_after_the_idle_timeout() {
         .unwrap();
     let addr = rx.addr.clone();
     let trickle = rt.spawn(async move {
-        let mut tls = support::raw::connect(&addr, &id).await;
-        let mut s = support::raw::hello(&token, codec_unknown(), codec_unknown());
-        support::raw::raw_file(&mut s, &[b'n'; 200], 1, b"x");
+        let mut tls = crate::support::raw::connect(&addr, &id).await;
+        let mut s = crate::support::raw::hello(&token, codec_unknown(), codec_unknown());
+        crate::support::raw::raw_file(&mut s, &[b'n'; 200], 1, b"x");
         let hello_len = s.len() - (1 + 2 + 200 + 8 + 8 + 1);
         if tls.write_all(&s[..hello_len]).await.is_err() {
             return;
