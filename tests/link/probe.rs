@@ -5,52 +5,14 @@
 use crate::support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Stdio;
+use std::time::Duration;
 
 use shoal_link::{check, CheckOptions, UpConfig};
 use support::*;
 
 const RTT_MS: f64 = 40.0;
 const RATE_BPS: u64 = 50_000_000;
-
-/// The pin and token file a receiver printed after its address.
-fn credentials(rx: &ReceiverProc) -> (String, PathBuf) {
-    let (mut pin, mut token) = (String::new(), PathBuf::new());
-    while pin.is_empty() || token.as_os_str().is_empty() {
-        let line = rx
-            .lines
-            .recv_timeout(Duration::from_secs(10))
-            .expect("the receiver printed its pin and token file");
-        if let Some(p) = line.strip_prefix("pin ") {
-            pin = p.trim().to_string();
-        } else if let Some(t) = line.strip_prefix("token file ") {
-            token = PathBuf::from(t.trim());
-        }
-    }
-    (pin, token)
-}
-
-/// Waits for `child` at most `limit`, ending it by its PID when it takes longer.
-fn wait_limited(child: Child, limit: Duration) -> Output {
-    let pid = child.id();
-    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let d2 = done.clone();
-    let watchdog = std::thread::spawn(move || {
-        let t0 = Instant::now();
-        while t0.elapsed() < limit {
-            if d2.load(std::sync::atomic::Ordering::SeqCst) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        sys::terminate(pid);
-    });
-    let out = child.wait_with_output().expect("waiting for shoal");
-    done.store(true, std::sync::atomic::Ordering::SeqCst);
-    let _ = watchdog.join();
-    out
-}
 
 fn within(what: &str, got: f64, reference: f64, fraction: f64) {
     assert!(

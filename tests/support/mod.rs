@@ -518,3 +518,41 @@ pub fn check_passes_apart_from_lateness(
     );
     report
 }
+
+/// The pin and token file a receiver printed after its address.
+pub fn credentials(rx: &ReceiverProc) -> (String, PathBuf) {
+    let (mut pin, mut token) = (String::new(), PathBuf::new());
+    while pin.is_empty() || token.as_os_str().is_empty() {
+        let line = rx
+            .lines
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the receiver printed its pin and token file");
+        if let Some(p) = line.strip_prefix("pin ") {
+            pin = p.trim().to_string();
+        } else if let Some(t) = line.strip_prefix("token file ") {
+            token = PathBuf::from(t.trim());
+        }
+    }
+    (pin, token)
+}
+
+/// Waits for `child` at most `limit`, ending it by its PID when it takes longer.
+pub fn wait_limited(child: Child, limit: Duration) -> Output {
+    let pid = child.id();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let d2 = done.clone();
+    let watchdog = std::thread::spawn(move || {
+        let t0 = std::time::Instant::now();
+        while t0.elapsed() < limit {
+            if d2.load(std::sync::atomic::Ordering::SeqCst) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        sys::terminate(pid);
+    });
+    let out = child.wait_with_output().expect("waiting for shoal");
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    let _ = watchdog.join();
+    out
+}
