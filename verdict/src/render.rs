@@ -106,7 +106,7 @@ pub fn render(v: &Verdict, obs: &Observations) -> String {
     let _ = writeln!(o, "\nBest command:\n  {}", v.best_command);
     if let Some(t) = v.predicted_seconds {
         let note = if v.fixes.len() > 1 {
-            " (from the fastest measured arm; the fixes were not measured together)"
+            " (the measured fix with the lowest predicted time; fixes are not combined)"
         } else {
             ""
         };

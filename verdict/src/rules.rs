@@ -81,18 +81,26 @@ pub fn diagnose(obs: &Observations) -> Verdict {
         }
     }
     fixes.sort_by(|a, b| b.0.measured_gain.total_cmp(&a.0.measured_gain));
-    // Largest gain first: an option two fixes set keeps the larger gain's value.
-    let mut best = base_args.clone();
-    let mut set: Vec<String> = Vec::new();
-    for (_, arm) in &fixes {
-        let mut change = Args::parse(&arm.flags).changes_from(&base_args);
-        change.options.retain(|(n, _)| !set.contains(n));
-        set.extend(change.options.iter().map(|(n, _)| n.clone()));
-        best.overlay(&change);
+    // The best command is one measured arm: the fix with the lowest predicted whole-tree time
+    // (the larger gain on a tie or without a prediction); fixes laid over each other were
+    // never run together.
+    let best = fixes
+        .iter()
+        .enumerate()
+        .min_by(|(i, a), (j, b)| {
+            let t = |f: &Fix| f.predicted_seconds.unwrap_or(f64::INFINITY);
+            t(&a.0).total_cmp(&t(&b.0)).then(i.cmp(j))
+        })
+        .map(|(_, (f, a))| (f.predicted_seconds, *a));
+    let mut args = base_args.clone();
+    if let Some((_, arm)) = best {
+        args.overlay(&Args::parse(&arm.flags).changes_from(&base_args));
     }
-    v.best_command = command(&best);
-    let best_arm = fixes.first().map_or(base, |(_, a)| *a);
-    v.predicted_seconds = model::predict_tree(obs, best_arm, cx.path.as_ref(), &floors);
+    v.best_command = command(&args);
+    v.predicted_seconds = match best {
+        Some((t, _)) => t,
+        None => model::predict_tree(obs, base, cx.path.as_ref(), &floors),
+    };
     v.fixes = fixes.into_iter().map(|(f, _)| f).collect();
     if let Some(p) = &cx.path {
         v.common_tools = model::common_tools(obs, p, &floors);
