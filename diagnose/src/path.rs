@@ -50,8 +50,17 @@ pub fn observe(p: &PathProbe, sender: BufferLimits, receiver: BufferLimits) -> P
         sender_buffers: sender,
         receiver_buffers: receiver,
         controllers: shoal_transport::stats::available_tcp_cc(),
+        window_limited_fraction: window_limited(&p.up),
         unreliable,
     }
+}
+
+/// The share of the flow's time its sending kernel counted held by the receiver's window or
+/// its own send buffer (the two are exclusive states of TCP_INFO's timers).
+fn window_limited(d: &Direction) -> Option<f64> {
+    let t = d.bulk.sender_tcp.as_ref()?;
+    let flow_ms = d.bulk.seconds * 1e3;
+    (flow_ms > 0.0).then(|| ((t.rwnd_limited_ms + t.sndbuf_limited_ms) / flow_ms).min(1.0))
 }
 
 /// Loss after the probe's warm-up is the path's own; during it, mostly the probe's slow start
@@ -111,5 +120,18 @@ mod tests {
         assert_eq!(b.rmem_max, Some(212992));
         assert_eq!(b.tcp_wmem, None);
         assert_eq!(triple("1 2"), None);
+    }
+
+    #[test]
+    fn the_window_held_share_adds_the_receive_window_and_the_send_buffer() {
+        let mut d = Direction::default();
+        assert_eq!(window_limited(&d), None);
+        d.bulk.seconds = 10.0;
+        d.bulk.sender_tcp = Some(shoal_proto::probe::SenderTcp {
+            rwnd_limited_ms: 6000.0,
+            sndbuf_limited_ms: 1000.0,
+            ..Default::default()
+        });
+        assert_eq!(window_limited(&d), Some(0.7));
     }
 }

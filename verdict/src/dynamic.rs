@@ -3,7 +3,7 @@
 
 use crate::ctx::{Ctx, Found};
 use crate::fmt::{pct, secs, size};
-use crate::model::kernel_window_cap;
+use crate::model::{kernel_window_cap, usable_tcp_window};
 use crate::noise::{compare, half_range, Compare};
 use crate::obs::{ArmKind, ArmObs};
 use crate::verdict::{Bottleneck, Kind};
@@ -12,6 +12,9 @@ use crate::verdict::{Bottleneck, Kind};
 pub const LOSS_MIN: f64 = 0.001;
 /// The per-file-wait arm's extra time must be within these multiples of files × RTT.
 pub const PER_FILE_RTT_BAND: (f64, f64) = (0.5, 1.5);
+/// The probe's flow held by a window (receive window or send buffer) this share of its time
+/// shows the window as a cause.
+pub const WINDOW_HELD_MIN: f64 = 0.5;
 /// Slow start is a cause when its estimated cost is at least this fraction of the base's time.
 pub const SLOW_START_MIN: f64 = 0.1;
 
@@ -151,17 +154,29 @@ fn window_cause(cx: &Ctx) -> Option<Vec<String>> {
             secs(p.rtt_s)
         ));
     }
-    if let Some(cap) = kernel_window_cap(cx.obs).filter(|c| (*c as f64) < bdp) {
+    if let Some(w) = usable_tcp_window(cx.obs).filter(|w| (*w as f64) < bdp) {
         let p = &cx.obs.path;
         ev.push(format!(
-            "the kernels allow at most {} of window (sender tcp_wmem max {}, receiver tcp_rmem \
-             max {}), below the path's BDP of {}",
-            size(cap),
-            p.sender_buffers.tcp_wmem.map_or("?".into(), |m| size(m[2])),
+            "the kernels let one TCP flow keep at most {} in flight (half the receiver's \
+             tcp_rmem max {}, the sender's tcp_wmem max {}), below the path's BDP of {}",
+            size(w),
             p.receiver_buffers
                 .tcp_rmem
                 .map_or("?".into(), |m| size(m[2])),
+            p.sender_buffers.tcp_wmem.map_or("?".into(), |m| size(m[2])),
             size(bdp as u64)
+        ));
+    }
+    if let Some(f) = cx
+        .obs
+        .path
+        .window_limited_fraction
+        .filter(|f| *f >= WINDOW_HELD_MIN)
+    {
+        ev.push(format!(
+            "the probe's flow was held by the receive window or the send buffer {} of its \
+             time: its goodput was a window's rate, not the path's",
+            pct(f)
         ));
     }
     let rwnd = cx.base.median_of(|r| r.max_rwnd_bytes.map(|b| b as f64));

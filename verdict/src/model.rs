@@ -92,6 +92,18 @@ pub fn kernel_window_cap(obs: &Observations) -> Option<u64> {
     }
 }
 
+/// The window one TCP flow can keep in flight under the kernels' autotuning maxima (bytes):
+/// about half the receiver's `tcp_rmem` max (the rest is kept for overhead, the default
+/// `tcp_adv_win_scale`) and at most the sender's `tcp_wmem` max.
+pub fn usable_tcp_window(obs: &Observations) -> Option<u64> {
+    let s = obs.path.sender_buffers.tcp_wmem.map(|m| m[2]);
+    let r = obs.path.receiver_buffers.tcp_rmem.map(|m| m[2] / 2);
+    match (s, r) {
+        (Some(s), Some(r)) => Some(s.min(r)),
+        (s, r) => s.or(r),
+    }
+}
+
 /// The number of connections an argument list asks for (1 when it does not say).
 pub fn connections(flags: &[String]) -> f64 {
     Args::parse(flags)

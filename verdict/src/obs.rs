@@ -75,6 +75,11 @@ pub struct PathObs {
     pub receiver_buffers: BufferLimits,
     /// Congestion controllers the sender's kernel offers (`cubic`, `bbr`, …).
     pub controllers: Vec<String>,
+    /// Share of the probe's flow sender → receiver (0..=1) its kernel counted held by the
+    /// receiver's window or its own send buffer (`tcpi_rwnd_limited` + `tcpi_sndbuf_limited`
+    /// over the flow's time): near 1, the probe measured a window's rate, not the path's.
+    #[serde(default)]
+    pub window_limited_fraction: Option<f64>,
     /// The probe's own doubts, each "what: reason" (a short window, a stalled flow, a single
     /// RTT sample); repeated in the verdict's evidence when a rule leans on that figure.
     pub unreliable: Vec<String>,

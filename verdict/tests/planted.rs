@@ -115,6 +115,85 @@ fn window_is_named_when_the_probe_itself_was_window_limited() {
 }
 
 #[test]
+fn window_is_named_when_kernel_maxima_of_1_mib_hold_a_window_held_probe() {
+    // 100 Mbit/s, 100 ms (BDP 1.2 MiB), tcp_rmem/tcp_wmem max 1 MiB at both ends: one flow
+    // keeps ~512 KiB in flight, so the probe, held by the receive window 90% of its time,
+    // sees 52 Mbit/s (a BDP of 640 KiB, below the kernels' 1 MiB). 8 connections and a
+    // resumed QUIC carry more; path-sized windows did not run.
+    let mut o = planted(52.4, 100.0, 20_000, 4096);
+    o.path.window_limited_fraction = Some(0.9);
+    let small = [4096, 131072, MIB];
+    for b in [&mut o.path.sender_buffers, &mut o.path.receiver_buffers] {
+        b.tcp_rmem = Some(small);
+        b.tcp_wmem = Some(small);
+        b.rmem_max = Some(64 * MIB);
+        b.wmem_max = Some(64 * MIB);
+    }
+    let mut windows = arm(ArmKind::PathWindows, &["--rcvbuf", "4MiB"], &[]);
+    windows.skipped = Some("not run".into());
+    o.arms = vec![
+        base(&[15.8, 16.0, 16.2]),
+        windows,
+        arm(
+            ArmKind::Connections(8),
+            &["--connections", "8"],
+            &[10.0, 10.13, 10.3],
+        ),
+        arm(
+            ArmKind::Quic,
+            &["--mode", "quic-bundle"],
+            &[12.0, 12.2, 12.4],
+        ),
+        arm(
+            ArmKind::QuicStartWindow,
+            &["--mode", "quic-bundle", "--resume"],
+            &[9.0, 9.09, 9.2],
+        ),
+    ];
+    let v = diagnose(&o);
+    assert_eq!(v.bottlenecks[0].kind, Kind::Window, "{v:#?}");
+    let ev = v.bottlenecks[0].evidence.join("\n");
+    assert!(ev.contains("at most 512.0 KiB in flight"), "{ev}");
+    assert!(
+        ev.contains("held by the receive window or the send buffer 90"),
+        "{ev}"
+    );
+    assert!(ev.contains("the 8-connection arm ran in"), "{ev}");
+    // The best command is the measured fix with the lowest predicted time.
+    let lowest = v
+        .fixes
+        .iter()
+        .filter_map(|f| f.predicted_seconds)
+        .fold(f64::INFINITY, f64::min);
+    assert_eq!(v.predicted_seconds, Some(lowest), "{:#?}", v.fixes);
+    let best = v.fixes.iter().find(|f| f.predicted_seconds == Some(lowest));
+    assert!(v.best_command.ends_with(&best.unwrap().change), "{v:#?}");
+}
+
+#[test]
+fn a_window_held_probe_alone_shows_the_window_when_its_bdp_is_below_the_kernels() {
+    // The same kernels, but the estimate of the BDP stays below the usable window: the
+    // probe's own measurement that its flow was window-held is the cause shown.
+    let mut o = planted(30.0, 100.0, 20_000, 4096);
+    let small = [4096, 131072, MIB];
+    o.path.receiver_buffers.tcp_rmem = Some(small);
+    o.path.sender_buffers.tcp_wmem = Some(small);
+    o.arms = vec![
+        base(&[30.0, 30.2, 30.4]),
+        arm(
+            ArmKind::Connections(8),
+            &["--connections", "8"],
+            &[24.0, 24.1, 24.2],
+        ),
+    ];
+    assert!(kinds(&diagnose(&o)).is_empty());
+    o.path.window_limited_fraction = Some(0.8);
+    let v = diagnose(&o);
+    assert_eq!(kinds(&v), vec![Kind::Window], "{v:#?}");
+    assert!(v.bottlenecks[0].evidence[0].contains("80"));
+}
+
+#[test]
 fn path_windows_not_faster_where_they_could_be_set_refute_window() {
     // Kernel maxima of 2 MiB below the BDP, but rmem_max/wmem_max allow path-sized windows and
     // that arm gained nothing: more connections won for another reason (here: none shown).
