@@ -364,8 +364,8 @@ mod tests {
         // Every default is the library's.
         let d = UpConfig::default();
         assert_eq!(
-            (c.name.as_str(), c.queue, c.mtu, c.seed),
-            (d.name.as_str(), d.queue, d.mtu, d.seed)
+            (c.name.as_str(), c.mtu, c.seed),
+            (d.name.as_str(), d.mtu, d.seed)
         );
         // The help shows 64MiB; it is the library's default.
         assert_eq!(c.tcp_mem_max, DEFAULT_TCP_MEM_MAX);
