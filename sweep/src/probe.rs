@@ -17,7 +17,7 @@ use anyhow::{bail, Context, Result};
 use bytes::BytesMut;
 use shoal_proto::control::{self, Reply, Request, KIND_JSON};
 use shoal_proto::probe::{
-    AckedFlow, BulkReport, GoodputMeter, TcpSample, KIND_PROBE_DATA, PROBE_FRAME,
+    AckedFlow, BulkReport, GoodputMeter, TcpSample, KIND_PROBE_DATA, MAX_PROBE_BYTES, PROBE_FRAME,
     SAMPLE_INTERVAL_MS,
 };
 use shoal_row::metrics;
@@ -154,8 +154,12 @@ fn bulk_up(tls: &mut TlsStream, buf: &mut BytesMut, opts: &ProbeOptions) -> Resu
     let start = Instant::now();
     let sampler = Sampler::start(&tls.sock, start)?;
     let sent = (|| -> Result<()> {
-        while start.elapsed() < opts.duration {
+        // The receiving host refuses a flow past MAX_PROBE_BYTES (a fast path reaches it in
+        // a few seconds on loopback), so the flow ends there as it ends at its duration.
+        let mut sent = 0u64;
+        while start.elapsed() < opts.duration && sent + (PROBE_FRAME as u64) <= MAX_PROBE_BYTES {
             tls.write_all(&frame).context("sending the bulk flow")?;
+            sent += PROBE_FRAME as u64;
         }
         let mut end = BytesMut::new();
         control::encode_frame(KIND_PROBE_DATA, &[], &mut end);
