@@ -283,10 +283,10 @@ fn the_write_floor_reports_its_rates_removes_its_tree_and_keeps_its_bounds() {
     assert!(entries(&dst).is_empty());
 }
 
-/// A budget too short for the transfers says so, names no constraint from a stage that did not
-/// run, and leaves nothing on the receiver (loopback).
+/// The shortest budget (20 s): the arms that do not fit are listed with the reason, nothing is
+/// named from them, and nothing is left on the receiver (loopback).
 #[test]
-fn a_budget_too_short_for_the_transfers_names_nothing_and_says_why() {
+fn a_short_budget_names_nothing_from_arms_that_did_not_run_and_leaves_nothing() {
     let t = tempfile::tempdir().unwrap();
     let (dst, id) = (t.path().join("dst"), t.path().join("id"));
     let rx = ReceiverProc::start(&id, &dst, &["--control"]);
@@ -308,8 +308,44 @@ fn a_budget_too_short_for_the_transfers_names_nothing_and_says_why() {
     assert!(out.status.success(), "{}", text(&out));
     assert!(t0.elapsed() < Duration::from_secs(25), "{:?}", t0.elapsed());
     let r = json(&out);
-    assert_eq!(r["bottlenecks"], serde_json::json!([]), "{r:#}");
-    let skipped = r["skipped"].to_string();
-    assert!(skipped.contains("the budget ran out"), "{skipped}");
+    // Which arms ran depends on how fast this host is: a fast one fits the pilot in the
+    // budget and may be decided by it. Either way nothing is named from an arm that did not
+    // run, and every arm that did not run is listed with its reason.
+    let ran: Vec<String> = r["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["arms"].as_array().cloned().unwrap_or_default())
+        .filter(|a| !a["rows"].as_array().map(|v| v.is_empty()).unwrap_or(true))
+        .map(|a| a["arm"].as_str().unwrap_or_default().to_string())
+        .collect();
+    for b in r["bottlenecks"].as_array().unwrap() {
+        if let Some(arm) = b["arm"].as_str() {
+            assert!(
+                ran.iter().any(|a| a == arm),
+                "{b} from an arm that did not run: {r:#}"
+            );
+        }
+    }
+    let skipped: Vec<String> = r["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap_or_default().to_string())
+        .collect();
+    assert!(
+        skipped.iter().any(|s| s.contains("did not run")),
+        "no arm skipped within a 20 s budget: {r:#}"
+    );
+    for s in skipped.iter().filter(|s| s.contains("did not run")) {
+        assert!(s.contains("nothing is named from it"), "{s}");
+    }
+    if ran.is_empty() {
+        assert_eq!(r["bottlenecks"], serde_json::json!([]), "{r:#}");
+        assert!(
+            skipped.iter().any(|s| s.contains("the budget ran out")),
+            "{skipped:?}"
+        );
+    }
     assert!(entries(&dst).is_empty(), "{:?}", entries(&dst));
 }
