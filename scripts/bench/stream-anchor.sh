@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What a stream per file costs on its own: the per-file-stream anchor (common/examples/
+# What a stream per file costs on its own: the per-file-stream anchor (transport/examples/
 # stream_anchor.rs: the same yamux-over-TLS and quinn settings as Shoal, FILES streams of SIZE
 # bytes, no files, no hashing) beside `tar | tar` and Shoal's per-file and bundle modes on the
 # same tree, loopback, tmpfs, alternating, the order reversed every pass, medians over PASSES.

@@ -11,7 +11,8 @@ file that was cited but never added is lost with the working tree that held it. 
 fails on any cited path git does not track, and on any bare file name no tracked file carries. Paths outside the repository (`/run/shoal/…`,
 `../shared/…`) and placeholders (`DIR/runs.csv`, `logs/<order>-routes.log`) are not evidence
 and are skipped: a path is checked when its first component is one of the repository's own
-top-level folders. Rust sources are read too, for the evidence their comments cite by its
+top-level folders, or looks like a crate's source (`NAME/src/…`: a crate that was removed is
+still caught). Rust sources are read too, for the evidence their comments cite by its
 full path (`results/…/x.log`); vendored code is not.
 """
 import os
@@ -50,7 +51,8 @@ def missing(files):
                     if any(c in path for c in "{}*<>…"):
                         continue  # a pattern or a placeholder, not one file
                     if "/" in path:
-                        if path.split("/", 1)[0] not in top:
+                        crate_like = re.match(r"[a-z][a-z0-9_-]*/(src|examples|benches)/", path)
+                        if path.split("/", 1)[0] not in top and not crate_like:
                             continue  # outside the repository, or a placeholder folder
                         if path in tracked:
                             continue

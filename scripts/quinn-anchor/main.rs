@@ -88,7 +88,7 @@ fn one_process(total: u64) {
     );
 }
 
-/// A loopback UDP socket with Shoal's default 8 MiB buffers (`common::config::DEFAULT_UDP_BUFFER`):
+/// A loopback UDP socket with Shoal's default 8 MiB buffers (`transport::config::DEFAULT_UDP_BUFFER`):
 /// with the kernel's default (~208 KiB) the receiving socket overflows on loopback, quinn
 /// retransmits, and the anchor's CPU varies by a factor of three from run to run.
 fn udp_socket() -> UdpSocket {
