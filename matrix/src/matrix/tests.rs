@@ -56,7 +56,7 @@ fn shipped_matrices_parse() {
     // 1,024-file subset.
     assert_eq!(count("study.toml"), 32 + 3 + 2);
     assert_eq!(count("flow-control.toml"), 2 * 3 * 2 - 3);
-    assert_eq!(count("study-session.toml"), 32 + 3 + 2);
+    assert_eq!(count("study-sftp-3min.toml"), 32 + 3 + 2);
     // 4 modes × 2 controllers × 2 connection counts, tar-local and tar-tcp.
     assert_eq!(count("study-1gbit.toml"), 16 + 2);
     // 2 QUIC modes × 2 controllers × 8 connections, and the tcp-bundle bbr ×8 anchor.
