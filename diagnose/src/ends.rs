@@ -202,7 +202,7 @@ pub fn local_cpu(steal0: Option<f64>, span: f64) -> CpuObs {
     };
     CpuObs {
         cpus: Some(cpus),
-        quota_cores: cgroup_quota(),
+        quota_cores: shoal_row::hostfacts::cpu_quota_cores(),
         steal,
     }
 }
@@ -231,17 +231,6 @@ pub fn remote_cpu(info: &Reply, c0: Option<&Reply>, c1: Option<&Reply>, span: f6
             .and_then(|v| v.parse().ok()),
         steal,
     }
-}
-
-/// The cgroup v2 CPU limit of this process in cores (`cpu.max` quota / period), if any.
-pub fn cgroup_quota() -> Option<f64> {
-    let cg = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    let path = cg.lines().find_map(|l| l.strip_prefix("0::"))?;
-    let max = std::fs::read_to_string(format!("/sys/fs/cgroup{path}/cpu.max")).ok()?;
-    let mut it = max.split_whitespace();
-    let (q, p) = (it.next()?, it.next()?);
-    let (q, p): (f64, f64) = (q.parse().ok()?, p.parse().ok()?);
-    (p > 0.0).then_some(q / p)
 }
 
 #[cfg(test)]

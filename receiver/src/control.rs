@@ -203,6 +203,10 @@ async fn handle(
                     f.entry(format!("facts.{k}")).or_insert(text);
                 }
             }
+            // The CPU bandwidth this process may use (cgroup), for diagnose's receiver CPU rule.
+            if let Some(q) = shoal_row::hostfacts::cpu_quota_cores() {
+                f.insert("cpu_quota_cores".into(), format!("{q:.3}"));
+            }
             Ok((reply, None))
         }
         Request::Clock => {

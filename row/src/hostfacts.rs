@@ -229,6 +229,58 @@ pub fn cpu_steal_seconds() -> Option<f64> {
     parse_steal(&std::fs::read_to_string("/proc/stat").ok()?)
 }
 
+/// This process's CPU bandwidth limit in cores (quota / period): cgroup v1's `cpu` controller
+/// (`cpu.cfs_quota_us`, `cpu.cfs_period_us`) where the process has a `cpu` line, else cgroup
+/// v2's `cpu.max`. None when unlimited (`-1`, `max`) or unreadable.
+pub fn cpu_quota_cores() -> Option<f64> {
+    let cg = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let read = |p: String| std::fs::read_to_string(p).ok();
+    match cgroup_path(&cg)? {
+        (true, path) => {
+            let dir = format!("/sys/fs/cgroup/cpu{}", path.trim_end_matches('/'));
+            quota_v1(
+                &read(format!("{dir}/cpu.cfs_quota_us"))?,
+                &read(format!("{dir}/cpu.cfs_period_us"))?,
+            )
+        }
+        (false, path) => quota_v2(&read(format!(
+            "/sys/fs/cgroup{}/cpu.max",
+            path.trim_end_matches('/')
+        ))?),
+    }
+}
+
+/// The process's group in `/proc/self/cgroup`: `(true, path)` from the v1 line whose
+/// controllers include `cpu`, else `(false, path)` from the v2 line (`0::path`).
+fn cgroup_path(text: &str) -> Option<(bool, &str)> {
+    let v1 = text.lines().find_map(|l| {
+        let mut it = l.splitn(3, ':');
+        let (_, ctrl, path) = (it.next()?, it.next()?, it.next()?);
+        ctrl.split(',').any(|c| c == "cpu").then_some(path)
+    });
+    match v1 {
+        Some(p) => Some((true, p)),
+        None => text
+            .lines()
+            .find_map(|l| l.strip_prefix("0::"))
+            .map(|p| (false, p)),
+    }
+}
+
+/// Cores from v1's quota and period files (quota `-1`: unlimited).
+fn quota_v1(quota: &str, period: &str) -> Option<f64> {
+    let q: i64 = quota.trim().parse().ok()?;
+    let p: i64 = period.trim().parse().ok()?;
+    (q > 0 && p > 0).then(|| q as f64 / p as f64)
+}
+
+/// Cores from v2's `cpu.max` (`quota period`; quota `max`: unlimited).
+fn quota_v2(max: &str) -> Option<f64> {
+    let mut it = max.split_whitespace();
+    let (q, p) = (it.next()?, it.next()?);
+    quota_v1(q, p)
+}
+
 fn parse_steal(stat: &str) -> Option<f64> {
     // cpu user nice system idle iowait irq softirq steal …, in USER_HZ (100 on Linux).
     let line = stat.lines().find(|l| l.starts_with("cpu "))?;
@@ -261,6 +313,21 @@ mod tests {
         assert_eq!(later.since(d).rcvbuf_errors, 5);
         assert_eq!(later.since(d).in_errors, 8);
         assert!(parse_snmp_udp("Tcp: a\nTcp: 1\n").is_none());
+    }
+
+    #[test]
+    fn cpu_quota_under_both_cgroup_versions() {
+        let v1 = "12:pids:/user.slice\n4:cpu,cpuacct:/shoal-q\n1:name=systemd:/x\n0::/\n";
+        assert_eq!(cgroup_path(v1), Some((true, "/shoal-q")));
+        assert_eq!(
+            cgroup_path("0::/system.slice/a\n"),
+            Some((false, "/system.slice/a"))
+        );
+        assert_eq!(cgroup_path("3:memory:/m\n"), None);
+        assert_eq!(quota_v1("20000\n", "100000\n"), Some(0.2));
+        assert_eq!(quota_v1("-1\n", "100000\n"), None);
+        assert_eq!(quota_v2("150000 100000\n"), Some(1.5));
+        assert_eq!(quota_v2("max 100000\n"), None);
     }
 
     #[test]

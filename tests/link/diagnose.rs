@@ -203,6 +203,28 @@ fn kernel_buffers_below_the_bdp_are_window() {
     assert_eq!(primary(&r), "window", "{r:#}");
 }
 
+#[test]
+#[ignore = "needs root"]
+fn a_receiver_held_to_a_fifth_of_a_core_is_receiver_cpu() {
+    let _serial = serial();
+    // A fast short link, so the link is not the limit; the receiver's process is moved into
+    // a cgroup capped at 0.2 core right after it starts (removed when `group` drops, after
+    // the receiver: locals drop in reverse order).
+    let name = unique("dgc");
+    let group = shoal_sweep::conditions::cpu_quota::QuotaGroup::create(&name, 0.2)
+        .expect("a cgroup cpu controller");
+    let cfg = UpConfig::new(&name, Duration::from_millis(2), 1_000_000_000);
+    let p = Planted::up(cfg, None);
+    group
+        .add(p.rx.as_ref().unwrap().child.id() as i32)
+        .expect("move the receiver into the group");
+    let (r, took) = p.diagnose(20_000, 90);
+    println!("receiver-cpu case: {took:.1} s of a 90 s budget");
+    assert_eq!(primary(&r), "receiver-cpu", "{r:#}");
+    drop(p);
+    group.restore();
+}
+
 /// Without `--control`, with a wrong token, or with nobody listening, the diagnosis stops
 /// before any stage with `shoal probe`'s error (loopback; no root needed).
 #[test]

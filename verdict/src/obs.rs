@@ -114,7 +114,7 @@ impl FloorRate {
 pub struct CpuObs {
     /// Online CPUs.
     pub cpus: Option<u32>,
-    /// The cgroup's CPU limit in cores (`cpu.max` quota / period), when there is one.
+    /// The cgroup's CPU limit in cores (quota / period, cgroup v1 or v2), when there is one.
     pub quota_cores: Option<f64>,
     /// Fraction of CPU time stolen by the hypervisor during the stage.
     pub steal: Option<f64>,
