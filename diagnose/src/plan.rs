@@ -6,13 +6,13 @@
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use shoal_verdict::{ArmKind, ArmObs, Observations, PathObs, LOSS_MIN};
+use shoal_verdict::{
+    ArmKind, ArmObs, Observations, PathObs, FLOOR_CONTRADICTED, FLOOR_NEAR, LOSS_MIN,
+};
 
 use crate::arms::{self, Arm, Setup};
 use crate::ends::Tree;
 
-/// A base within this fraction of its slowest floor leaves no arm anything to gain.
-pub const NEAR_FLOOR: f64 = 0.15;
 /// The sample's base run aims at this share of the budget left after stage 1.
 const BASE_SHARE: f64 = 1.0 / 20.0;
 /// Files per second any end manages at least (per-file cost in the sample's sizing).
@@ -143,9 +143,10 @@ pub fn run_arms(
 /// 100 ms link with 1 MiB maxima; `recv --rcvbuf`, set before listen, gained 31%).
 const PER_RUN_RCVBUF: &str = "not run: the receiver applies a run's own rcvbuf after the handshake, which holds the window below the kernel's; start the receiver with --rcvbuf to test windows sized for the path";
 
-/// Why no arm can gain: the base within [`NEAR_FLOOR`] of its slowest floor, on a path whose
-/// probe was neither lossy nor possibly held by a window (either would make the link's floor
-/// itself too low). `None` when arms are worth running.
+/// Why no arm can gain: a floor binds the base by the verdict's own rule (it needs at least
+/// [`FLOOR_NEAR`] of the base's time and the base did not beat it, [`FLOOR_CONTRADICTED`]), on a
+/// path whose probe was neither lossy nor possibly held by a window (either would make the
+/// link's floor itself too low). `None` when arms are worth running.
 fn near_floor(obs: &Observations, base_s: f64) -> Option<String> {
     let p = &obs.path;
     let (files, bytes) = (obs.sample.sample_files, obs.sample.sample_bytes);
@@ -171,14 +172,16 @@ fn near_floor(obs: &Observations, base_s: f64) -> Option<String> {
         .receiver_write
         .and_then(|f| f.seconds_for(files, bytes))
         .map(|s| (s, "the receiver's writes"));
+    // A floor the base ran faster than is contradicted, as the verdict leaves it out.
     let (floor, what) = [link, read, write]
         .into_iter()
         .flatten()
+        .filter(|(s, _)| base_s >= FLOOR_CONTRADICTED * s)
         .max_by(|a, b| a.0.total_cmp(&b.0))?;
-    (base_s <= floor * (1.0 + NEAR_FLOOR)).then(|| {
+    (floor >= FLOOR_NEAR * base_s).then(|| {
         format!(
-            "not run: the base took {base_s:.2} s, within {:.0}% of its slowest floor ({what}: {floor:.2} s)",
-            NEAR_FLOOR * 100.0
+            "not run: the base took {base_s:.2} s and its slowest floor ({what}) needs {floor:.2} s, at least {:.0}% of it",
+            FLOOR_NEAR * 100.0
         )
     })
 }
@@ -300,6 +303,8 @@ mod tests {
         obs.path.receiver_buffers = big;
         assert!(near_floor(&obs, 4.4).is_some());
         assert!(near_floor(&obs, 5.0).is_none());
+        // Faster than the 4 s the link's floor allows: the floor is contradicted, not binding.
+        assert!(near_floor(&obs, 3.5).is_none());
         obs.path.loss_to_receiver.random = Some(0.01);
         assert!(near_floor(&obs, 4.4).is_none());
         obs.path.loss_to_receiver.random = Some(0.0);
