@@ -276,9 +276,22 @@ pub fn generate(out: &Path, spec: &GenSpec) -> Result<()> {
     })
 }
 
-fn write_file(path: &Path, spec: &GenSpec, index: u64, buf: &mut [u8]) -> Result<()> {
-    let mut rng = ChaCha8Rng::seed_from_u64(spec.seed);
+/// The seeded, incompressible content of file `index` of a payload: the same bytes for the
+/// same seed and index, whatever else is generated.
+fn content_rng(seed: u64, index: u64) -> ChaCha8Rng {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
     rng.set_stream(index);
+    rng
+}
+
+/// Fills `buf` with the content `shoal gen --seed SEED` gives file `index` (its first
+/// `buf.len()` bytes).
+pub fn fill_content(seed: u64, index: u64, buf: &mut [u8]) {
+    content_rng(seed, index).fill_bytes(buf);
+}
+
+fn write_file(path: &Path, spec: &GenSpec, index: u64, buf: &mut [u8]) -> Result<()> {
+    let mut rng = content_rng(spec.seed, index);
     let mut f =
         fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
     let mut left = spec.size;
