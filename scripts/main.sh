@@ -8,7 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-cargo build --release -q -p shoal
+echo "main: building shoal (release; the first build takes a few minutes)"
+cargo build --release -p shoal
 if [ "$(id -u)" -ne 0 ]; then
   echo "main: the sweep needs root (network namespaces); running the loopback demo instead"
   exec target/release/shoal demo
@@ -18,4 +19,6 @@ case " $* " in
   *" --matrix "* | *" --matrix="*) ;;
   *) args=(--matrix scripts/matrices/quick.toml "${args[@]}") ;;
 esac
-exec target/release/shoal sweep "${args[@]}"
+# Each run waits (at most 2 minutes) for the 1-minute load to fall below the core count, so
+# that one run's own load does not slow the next.
+exec target/release/shoal sweep --quiet-wait --quiet-load "$(nproc)" --quiet-max 2m "${args[@]}"
