@@ -140,7 +140,7 @@ fn run(command: Command) -> Result<ExitCode> {
         Command::Sweep(a) => shoal_sweep::request::run_sweep(a.into(), &parses),
         Command::Report(a) => shoal_report::request::run_report(a.into()),
         Command::Compare(a) => shoal_report::request::run_compare(a.into()),
-        Command::Probe(a) => shoal_sweep::probe_request::run_probe(a.into()),
+        Command::Probe(a) => shoal_remote::probe_request::run_probe(a.into()),
         Command::Diagnose(a) => diagnose::run(a),
         Command::HostFacts { peer, dest } => {
             let facts = shoal_row::hostfacts::HostFacts::collect(peer, dest.as_deref());

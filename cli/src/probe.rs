@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 use shoal_proto::units::parse_duration;
-use shoal_sweep::probe_request::{self, ProbeRequest};
+use shoal_remote::probe_request::{self, ProbeRequest};
 
 /// Measure the path to a remote `shoal recv --control` through its control channel alone:
 /// idle RTT, bulk TCP goodput each way, RTT under load and loss (see docs/two-hosts.md).

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use shoal_proto::control::Reply;
-use shoal_sweep::remote::Remote;
+use shoal_remote::Remote;
 use shoal_verdict::{CpuObs, FloorRate, SampleObs, SizeSummary};
 
 /// Seed of a generated sample's content, as `shoal gen --seed 1`.

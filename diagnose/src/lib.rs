@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use shoal_sweep::remote::{first_contact, Remote};
+use shoal_remote::{first_contact, Remote};
 use shoal_verdict::{EndsObs, Observations, SampleObs};
 
 use crate::arms::Setup;

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use anyhow::Result;
 use shoal_proto::control::Reply;
-use shoal_sweep::pathreport::{Direction, PathProbe};
-use shoal_sweep::probe::{probe, ProbeOptions};
-use shoal_sweep::remote::Remote;
+use shoal_remote::probe::{probe, ProbeOptions};
+use shoal_remote::Remote;
+use shoal_report::pathreport::{Direction, PathProbe};
 use shoal_verdict::{BufferLimits, LossObs, PathObs};
 
 /// Probes the path; flows of `flow` each way (a 1 s warm-up included).

@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 
 use crate::payload;
 use crate::progress::Progress;
-use crate::remote::Remote;
+use shoal_remote::Remote;
 
 pub struct RemoteCtx {
     pub control: Remote,
@@ -19,7 +19,7 @@ pub struct RemoteCtx {
     pub facts: BTreeMap<String, String>,
     /// The receiving host's clock offset measured before the first run: per-file latency
     /// (sender stamp → receiver stamp) is corrected by it.
-    pub clock: Option<crate::remote::ClockOffset>,
+    pub clock: Option<shoal_remote::ClockOffset>,
 }
 
 impl RemoteCtx {

@@ -18,12 +18,12 @@ use crate::options::{Options, Summary};
 use crate::payload;
 use crate::proc;
 use crate::progress::Progress;
-use crate::remote::Remote;
 use crate::run::result_line;
 use crate::tcpmetrics::guard_tcp_metrics;
 use shoal_matrix::linkspec::{LinkSpec, RemoteReceiver};
 use shoal_matrix::matrix::Matrix;
 use shoal_matrix::plan::plan;
+use shoal_remote::Remote;
 use shoal_report::columns::{self, col, RunsCsv};
 
 /// Runs a whole sweep; see docs/sweep.md.
@@ -70,7 +70,7 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
     let remote_ctx = match &matrix.link {
         LinkSpec::Remote(r) => {
             let control = Remote::new(&r.receiver, r.pin.as_deref(), r.token_file.as_deref())?;
-            let info = crate::remote::first_contact(&control, r.token_file.as_deref())?;
+            let info = shoal_remote::first_contact(&control, r.token_file.as_deref())?;
             shoal_matrix::remote_arms::check_receiver(
                 matrix.configs.iter().map(|c| c.arm),
                 &r.receiver,
@@ -85,7 +85,10 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
                 clock.offset_ms, clock.rtt_ms
             );
             if opts.probe {
-                path_start = Some(crate::pathcheck::measure(&control, "before the first run"));
+                path_start = Some(shoal_remote::pathcheck::measure(
+                    &control,
+                    "before the first run",
+                ));
             }
             Some(RemoteCtx {
                 control,
@@ -171,7 +174,7 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
     if let Some(start) = &path_start {
         // Kept from the start: a sweep that never reaches its end still says what path it began on.
         let end = Err("not measured: the sweep did not reach its end".to_string());
-        meta["path_probe"] = crate::pathcheck::to_meta(start, &end);
+        meta["path_probe"] = shoal_remote::pathcheck::to_meta(start, &end);
     }
 
     // The link (local) or the remote receiver.
@@ -347,8 +350,8 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
         });
     }
     if let (Some(r), Some(start)) = (&sw.remote, &path_start) {
-        let end = crate::pathcheck::measure(&r.control, "after the last run");
-        meta["path_probe"] = crate::pathcheck::to_meta(start, &end);
+        let end = shoal_remote::pathcheck::measure(&r.control, "after the last run");
+        meta["path_probe"] = shoal_remote::pathcheck::to_meta(start, &end);
     }
     if !warmups.is_empty() {
         println!(

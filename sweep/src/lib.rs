@@ -16,17 +16,10 @@ pub mod hostcpu;
 mod linkctx;
 mod meta;
 pub mod options;
-pub mod pathcheck;
 pub mod payload;
-pub mod probe;
-pub mod probe_request;
 pub mod proc;
 pub mod progress;
-pub mod remote;
 pub mod request;
 mod run;
 mod tcpmetrics;
 mod transfer;
-
-/// What a path probe measured and how it reads (pure: it lives with the report).
-pub use shoal_report::pathreport;

@@ -148,7 +148,7 @@ pub fn run_sweep(a: SweepRequest, parse: ArgCheck) -> Result<ExitCode> {
         println!("\nmedians of the verified runs (MB = 10^6 bytes; × ref = reference median seconds / this one's):\n{t}");
     }
     shoal_report::request::print_spread_warnings(&summary.out);
-    for line in crate::pathcheck::summary_lines(&summary.out) {
+    for line in shoal_remote::pathcheck::summary_lines(&summary.out) {
         println!("{line}");
     }
     println!(

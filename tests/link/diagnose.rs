@@ -279,7 +279,7 @@ fn the_write_floor_reports_its_rates_removes_its_tree_and_keeps_its_bounds() {
     let (dst, id) = (t.path().join("dst"), t.path().join("id"));
     let rx = ReceiverProc::start(&id, &dst, &["--control"]);
     let (pin, token) = credentials(&rx);
-    let remote = shoal_sweep::remote::Remote::new(&rx.addr, Some(&pin), Some(&token)).unwrap();
+    let remote = shoal_remote::Remote::new(&rx.addr, Some(&pin), Some(&token)).unwrap();
     let run_id = "0123456789abcdef0123456789abcdef";
     let r = remote.write_floor(run_id, 500, 4096, 4).unwrap();
     assert!(r.ok && r.seconds > 0.0, "{r:?}");

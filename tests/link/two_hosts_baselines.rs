@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use shoal_pipeline::verify::Manifest;
 use shoal_proto::control::Request;
-use shoal_sweep::remote::Remote;
+use shoal_remote::Remote;
 use shoal_transport::identity::Identity;
 use support::sweep::sweep_in;
 use support::*;

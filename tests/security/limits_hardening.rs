@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use crate::support::*;
-use shoal_sweep::remote::Remote;
+use shoal_remote::Remote;
 use shoal_transport::identity::Identity;
 
 /// A control-channel client for `rx` (a receiver started with `--control`).

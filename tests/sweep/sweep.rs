@@ -576,7 +576,7 @@ fn a_two_host_sweep_needs_a_receiver_with_control() {
 
 #[test]
 fn the_control_channel_stays_inside_its_destination_and_needs_the_token() {
-    use shoal_sweep::remote::Remote;
+    use shoal_remote::Remote;
     let t = tempfile::tempdir().unwrap();
     let rx = ControlReceiver::start(t.path(), &["--control"]);
     let incoming = t.path().join("incoming");

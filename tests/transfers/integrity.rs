@@ -223,7 +223,7 @@ fn tcp_wait_fails_at_once_when_the_writer_fails() {
 /// instead of writing into the destination root.
 #[test]
 fn control_channel_run_folders_are_never_followed_nor_replaced_by_the_root() {
-    use shoal_sweep::remote::Remote;
+    use shoal_remote::Remote;
     use shoal_transport::identity::Identity;
     let t = tempfile::tempdir().unwrap();
     let id = t.path().join("id");

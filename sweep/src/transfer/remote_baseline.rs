@@ -16,12 +16,12 @@ use crate::baseline::{shell_quote, tar_tcp_sender};
 use crate::context::Sweep;
 use crate::payload::Payload;
 use crate::proc::{self, Exit, Proc};
-use crate::remote::Remote;
 use crate::transfer::Outcome;
 use shoal_matrix::arm::Arm;
 use shoal_matrix::linkspec::{LinkSpec, RemoteReceiver};
 use shoal_matrix::matrix::Config;
 use shoal_matrix::remote_arms::host_of;
+use shoal_remote::Remote;
 use shoal_report::columns::col;
 
 /// The ssh client and its options as one shell word list: `ssh -o BatchMode=yes OPTS…`

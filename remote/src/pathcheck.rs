@@ -5,9 +5,9 @@
 
 use std::path::Path;
 
-use crate::pathreport::{changes, PathProbe};
 use crate::probe::{probe, ProbeOptions};
-use crate::remote::Remote;
+use crate::Remote;
+use shoal_report::pathreport::{changes, PathProbe};
 
 /// One probe, or why it failed (a failed probe does not stop the sweep; it is recorded).
 pub type Outcome = Result<PathProbe, String>;
@@ -43,7 +43,7 @@ pub fn to_meta(start: &Outcome, end: &Outcome) -> serde_json::Value {
         "start": side(start),
         "end": side(end),
         "changed": changed,
-        "tolerance": { "idle_rtt": crate::pathreport::RTT_TOLERANCE, "goodput": crate::pathreport::GOODPUT_TOLERANCE },
+        "tolerance": { "idle_rtt": shoal_report::pathreport::RTT_TOLERANCE, "goodput": shoal_report::pathreport::GOODPUT_TOLERANCE },
     })
 }
 

@@ -11,7 +11,7 @@ use shoal_proto::probe::MAX_PROBE_SECONDS;
 use shoal_proto::units::parse_duration;
 
 use crate::probe::{probe, ProbeOptions};
-use crate::remote::{first_contact, Remote};
+use crate::{first_contact, Remote};
 
 /// The bulk flows' length when `--duration` does not say.
 pub const DEFAULT_DURATION: &str = "4s";

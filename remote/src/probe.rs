@@ -2,7 +2,7 @@
 //! --control`: the same TLS port, pin and token as a sweep): idle RTT, a bulk TCP flow each
 //! way with control round trips alongside (RTT under load), and loss as the sending end's
 //! TCP_INFO counts it. `shoal probe` runs it on its own; a two-host sweep before its first run
-//! and after its last ([`crate::pathreport`] compares the two).
+//! and after its last ([`shoal_report::pathreport`] compares the two).
 //!
 //! Every figure is measured where it happens: goodput where the bytes arrive (the receiving
 //! host reports what reached it), loss and the controller at the sending end once every byte
@@ -23,8 +23,8 @@ use shoal_proto::probe::{
 use shoal_row::metrics;
 use shoal_transport::stats;
 
-use crate::pathreport::{Direction, PathProbe, RttSummary};
-use crate::remote::{exchange, next_frame, Remote, TlsStream};
+use crate::{exchange, next_frame, Remote, TlsStream};
+use shoal_report::pathreport::{Direction, PathProbe, RttSummary};
 
 /// How long and how much to probe.
 #[derive(Debug, Clone)]
