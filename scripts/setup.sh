@@ -16,6 +16,8 @@ command -v ssh-keygen >/dev/null 2>&1 || need+=(openssh-client)
 command -v rsync >/dev/null 2>&1 || need+=(rsync)
 # Sweep baseline tar-tcp (tar over one plain TCP connection, socat at both ends).
 command -v socat >/dev/null 2>&1 || need+=(socat)
+# tests/sweep/html.rs: report.html drawn by a real browser (headless Chromium).
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 # Host facts in meta.json: the offloads of the interface a run uses.
 command -v ethtool >/dev/null 2>&1 || need+=(ethtool)
 # Sweep option [sweep] dest_fs: fresh loop volumes per run (ext4 comes with e2fsprogs).

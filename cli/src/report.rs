@@ -18,6 +18,10 @@ pub struct ReportArgs {
     /// MB/s, e.g. to read it against a link rate.
     #[arg(long)]
     pub mbit: bool,
+    /// Also write report.html: the answer, medians, charts, warnings and provenance in one
+    /// self-contained page, readable offline.
+    #[arg(long)]
+    pub html: bool,
 }
 
 /// Compare two sweeps configuration by configuration (matched by payload and label).
@@ -31,6 +35,12 @@ pub struct CompareArgs {
     /// table).
     #[arg(long)]
     pub csv: Option<PathBuf>,
+    /// Also write the comparison as one self-contained HTML page to this file.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Compare sweeps that ran over different links (refused otherwise).
+    #[arg(long)]
+    pub force: bool,
 }
 
 impl From<ReportArgs> for ReportRequest {
@@ -39,6 +49,7 @@ impl From<ReportArgs> for ReportRequest {
             dir: a.dir,
             reference: a.reference,
             mbit: a.mbit,
+            html: a.html,
         }
     }
 }
@@ -49,6 +60,8 @@ impl From<CompareArgs> for CompareRequest {
             dir_a: a.dir_a,
             dir_b: a.dir_b,
             csv: a.csv,
+            html: a.html,
+            force: a.force,
         }
     }
 }

@@ -201,31 +201,28 @@ fn panel_height(p: &Panel) -> u32 {
     PANEL_FIXED_PX + ROW_PX * bars as u32 + 8 * p.rows.len() as u32
 }
 
-/// Writes `stem.svg` and `stem.png`.
 /// How the bar chart is drawn.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ChartOptions {
     /// The x axis in Mbit/s (10^6 bits of file content per second) instead of MB/s.
     pub mbit: bool,
+    /// Also write `report.html` (the sweep's report in one self-contained page).
+    pub html: bool,
 }
 
+/// Writes `stem.svg` and `stem.png`.
 pub fn write_charts(
     rep: &Report,
     dir: &Path,
     stem: &str,
     opts: ChartOptions,
 ) -> Result<Vec<std::path::PathBuf>> {
-    register_font();
-    let ps = panels(rep);
-    let height: u32 = ps.iter().map(panel_height).sum::<u32>().max(200);
     let svg = dir.join(format!("{stem}.svg"));
     let png = dir.join(format!("{stem}.png"));
-    {
-        let root = SVGBackend::new(&svg, (WIDTH, height)).into_drawing_area();
-        draw(&root, &ps, rep, opts)?;
-        root.present()
-            .map_err(|e| anyhow!("writing {}: {e}", svg.display()))?;
-    }
+    std::fs::write(&svg, throughput_svg(rep, opts)?)
+        .map_err(|e| anyhow!("writing {}: {e}", svg.display()))?;
+    let ps = panels(rep);
+    let height: u32 = ps.iter().map(panel_height).sum::<u32>().max(200);
     {
         let root = BitMapBackend::new(&png, (WIDTH, height)).into_drawing_area();
         draw(&root, &ps, rep, opts)?;
@@ -233,6 +230,20 @@ pub fn write_charts(
             .map_err(|e| anyhow!("writing {}: {e}", png.display()))?;
     }
     Ok(vec![svg, png])
+}
+
+/// The bar chart as an SVG document.
+pub fn throughput_svg(rep: &Report, opts: ChartOptions) -> Result<String> {
+    register_font();
+    let ps = panels(rep);
+    let height: u32 = ps.iter().map(panel_height).sum::<u32>().max(200);
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, (WIDTH, height)).into_drawing_area();
+        draw(&root, &ps, rep, opts)?;
+        root.present().map_err(|e| anyhow!("drawing: {e}"))?;
+    }
+    Ok(out)
 }
 
 fn draw<DB: DrawingBackend>(
@@ -402,8 +413,10 @@ fn draw_panel<DB: DrawingBackend>(
                         }
                     })
                     .fold(m, f64::max);
+                // Two runs: the median is their mean, a speed neither run had.
+                let what = if ok == 2 { "mean of 2, " } else { "" };
                 chart.draw_series(std::iter::once(Text::new(
-                    format!("   {:.2} {unit}  ({ok}/{} ok)", m * k, c.runs.len()),
+                    format!("   {:.2} {unit}  ({what}{ok}/{} ok)", m * k, c.runs.len()),
                     (right * k, (y0 + y1) / 2.0),
                     font(12)
                         .into_text_style(&body)
@@ -502,8 +515,17 @@ fn draw_legend<DB: DrawingBackend>(
             None => entries.push((Swatch::Bar(PALETTE[0]), "Shoal".into())),
         }
     }
-    if all.iter().any(|c| c.kind != Arm::Shoal.name()) {
-        entries.push((Swatch::Bar(BASELINE_GREY), "existing tool over ssh".into()));
+    let mut tools: Vec<&str> = Vec::new();
+    for c in all.iter().filter(|c| c.kind != Arm::Shoal.name()) {
+        if !tools.contains(&c.kind.as_str()) {
+            tools.push(&c.kind);
+        }
+    }
+    if !tools.is_empty() {
+        entries.push((
+            Swatch::Bar(BASELINE_GREY),
+            format!("existing tool: {}", tools.join(", ")),
+        ));
     }
     entries.push((Swatch::Dot, "one verified run".into()));
     if all.iter().any(|c| c.runs.iter().any(|r| !r.ok)) {
@@ -544,44 +566,4 @@ fn draw_legend<DB: DrawingBackend>(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rows_name_the_controller_in_effect_when_it_is_not_an_axis_and_differs() {
-        let t = tempfile::tempdir().unwrap();
-        let p = t.path().join("runs.csv");
-        std::fs::write(
-            &p,
-            "config_id,config,kind,payload,param_mode,cc,status,seconds,mb_per_s\n\
-             c01,a,shoal,p,tcp-bundle,cubic,ok,1,10\n\
-             c02,b,shoal,p,quic-bundle,quinn-cubic,ok,1,10\n",
-        )
-        .unwrap();
-        let rep = crate::report::load(&p, None).unwrap();
-        let labels: Vec<String> = panels(&rep)[0]
-            .rows
-            .iter()
-            .map(|(l, _)| l.clone())
-            .collect();
-        assert_eq!(
-            labels,
-            ["tcp-bundle · cc cubic", "quic-bundle · cc quinn-cubic"]
-        );
-        // One controller in effect: the label stays the mode.
-        std::fs::write(
-            &p,
-            "config_id,config,kind,payload,param_mode,cc,status,seconds,mb_per_s\n\
-             c01,a,shoal,p,tcp-bundle,cubic,ok,1,10\n\
-             c02,b,shoal,p,tcp-streams,cubic,ok,1,10\n",
-        )
-        .unwrap();
-        let rep = crate::report::load(&p, None).unwrap();
-        let labels: Vec<String> = panels(&rep)[0]
-            .rows
-            .iter()
-            .map(|(l, _)| l.clone())
-            .collect();
-        assert_eq!(labels, ["tcp-bundle", "tcp-streams"]);
-    }
-}
+mod tests;

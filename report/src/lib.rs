@@ -7,6 +7,8 @@
 pub mod chart;
 pub mod columns;
 pub mod compare;
+pub mod facts;
+pub mod html;
 pub mod pathreport;
 pub mod report;
 pub mod request;
@@ -14,5 +16,6 @@ pub mod spread;
 mod table;
 pub mod trace_chart;
 pub mod traces;
+pub mod warnings;
 
 pub use table::{medians_table, write_report};

@@ -141,6 +141,57 @@ pub fn ratio_of_medians_interval(numerator: &[f64], denominator: &[f64]) -> Opti
     Some((quantile(&ratios, 0.025)?, quantile(&ratios, 0.975)?))
 }
 
+/// What a ratio-of-medians interval covers.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum RatioCoverage {
+    /// The bootstrap's nominal 95%.
+    Nominal95,
+    /// With few runs the bootstrap can only return the runs' extremes (min ÷ max … max ÷ min):
+    /// that interval holds the true ratio at least when each side's min … max holds its
+    /// median, (1 − 2·½ⁿ) per side: 56% for 3 runs against 3.
+    AtLeast(f64),
+}
+
+impl RatioCoverage {
+    /// "95%", or "≥ 56%".
+    pub fn text(self) -> String {
+        match self {
+            RatioCoverage::Nominal95 => "95%".into(),
+            RatioCoverage::AtLeast(c) => format!("≥ {:.0}%", c * 100.0),
+        }
+    }
+}
+
+/// The coverage of [`ratio_of_medians_interval`]`(numerator, denominator)` = `ci`.
+pub fn ratio_interval_coverage(
+    numerator: &[f64],
+    denominator: &[f64],
+    ci: (f64, f64),
+) -> RatioCoverage {
+    let (a, b) = (sorted(numerator), sorted(denominator));
+    let (Some(a0), Some(a1), Some(b0), Some(b1)) = (a.first(), a.last(), b.first(), b.last())
+    else {
+        return RatioCoverage::Nominal95;
+    };
+    let close = |x: f64, y: f64| (x - y).abs() <= 1e-9 * y.abs().max(1e-12);
+    if *b0 > 0.0 && close(ci.0, a0 / b1) && close(ci.1, a1 / b0) {
+        let side = |n: usize| 1.0 - 2.0 * 0.5f64.powi(n as i32);
+        RatioCoverage::AtLeast(side(a.len()) * side(b.len()))
+    } else {
+        RatioCoverage::Nominal95
+    }
+}
+
+/// The smallest two-sided p the exact Mann–Whitney test can give for `m` runs against `n`:
+/// complete separation, 2 / C(m + n, m) (0.1 for 3 against 3).
+pub fn smallest_rank_test_p(m: usize, n: usize) -> f64 {
+    let mut c = 1.0f64;
+    for i in 0..m.min(n) {
+        c = c * (m + n - i) as f64 / (i + 1) as f64;
+    }
+    (2.0 / c).min(1.0)
+}
+
 /// The two-sided Mann–Whitney U test of two samples.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RankTest {
@@ -293,6 +344,26 @@ mod tests {
         // A sample against itself: the interval holds 1.
         let (lo, hi) = ratio_of_medians_interval(&a, &a).unwrap();
         assert!(lo <= 1.0 && 1.0 <= hi);
+    }
+
+    #[test]
+    fn a_three_run_bootstrap_interval_is_the_extremes_and_says_its_coverage() {
+        let a = [10.0, 11.0, 12.0];
+        let b = [5.0, 6.0, 7.0];
+        let ci = ratio_of_medians_interval(&a, &b).unwrap();
+        assert!((ci.0 - 10.0 / 7.0).abs() < 1e-12 && (ci.1 - 12.0 / 5.0).abs() < 1e-12);
+        let cov = ratio_interval_coverage(&a, &b, ci);
+        assert_eq!(cov, RatioCoverage::AtLeast(0.5625));
+        assert_eq!(cov.text(), "≥ 56%");
+        // Ten runs a side: the bootstrap's own quantiles.
+        let a: Vec<f64> = (0..10).map(|i| 10.0 + i as f64).collect();
+        let ci = ratio_of_medians_interval(&a, &a).unwrap();
+        assert_eq!(
+            ratio_interval_coverage(&a, &a, ci),
+            RatioCoverage::Nominal95
+        );
+        assert!((smallest_rank_test_p(3, 3) - 0.1).abs() < 1e-12);
+        assert!((smallest_rank_test_p(5, 5) - 2.0 / 252.0).abs() < 1e-12);
     }
 
     #[test]

@@ -7,7 +7,8 @@ use anyhow::Result;
 use crate::{chart, report, trace_chart};
 
 /// Writes `medians.csv`, `medians.json`, `throughput.svg` and `throughput.png` into `dir` from
-/// `dir/runs.csv`, and the trace charts when the sweep kept traces; returns the files written.
+/// `dir/runs.csv` (`throughput-mbit.*` with `--mbit`, so the MB/s chart is kept), the trace
+/// charts when the sweep kept traces, and `report.html` when asked; returns the files written.
 pub fn write_report(
     dir: &Path,
     reference: Option<&[(String, String)]>,
@@ -18,8 +19,17 @@ pub fn write_report(
     report::write_medians(&rep, &medians)?;
     let mut files = vec![medians.clone(), medians.with_extension("json")];
     if !rep.configs.is_empty() {
-        files.extend(chart::write_charts(&rep, dir, "throughput", charts)?);
+        let stem = if charts.mbit {
+            "throughput-mbit"
+        } else {
+            "throughput"
+        };
+        files.extend(chart::write_charts(&rep, dir, stem, charts)?);
         files.extend(trace_chart::write_trace_charts(&rep, dir)?);
+    }
+    if charts.html {
+        let page = crate::html::write_sweep(dir, &rep, &files)?;
+        files.push(page);
     }
     Ok(files)
 }

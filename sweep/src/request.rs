@@ -143,7 +143,11 @@ pub fn run_sweep(a: SweepRequest, parse: ArgCheck) -> Result<ExitCode> {
         anyhow::bail!("a sweep on an emulated link needs root (network namespaces)");
     }
     let summary = engine::run(&opts, &matrix)?;
-    let files = shoal_report::write_report(&summary.out, None, Default::default())?;
+    let charts = shoal_report::chart::ChartOptions {
+        html: true,
+        ..Default::default()
+    };
+    let files = shoal_report::write_report(&summary.out, None, charts)?;
     if let Ok(t) = shoal_report::medians_table(&summary.out) {
         println!("\nmedians of the verified runs (MB = 10^6 bytes; × ref = reference median seconds / this one's):\n{t}");
     }
