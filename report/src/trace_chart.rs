@@ -42,11 +42,26 @@ fn short_label(rep: &Report, c: &ConfigSummary) -> String {
         .filter(|(col, (_, v))| col.as_str() != "param_payload" && !v.is_empty())
         .map(|(col, (_, v))| format!("{}={v}", col.trim_start_matches("param_")))
         .collect();
-    if parts.is_empty() {
+    let label = if parts.is_empty() {
         c.config.clone()
     } else {
         parts.join(" ")
+    };
+    // Every legend names the controller in effect, where no axis does.
+    if label.contains("cc=") || c.cc.is_empty() {
+        label
+    } else {
+        format!("{label} cc={}", c.cc)
     }
+}
+
+/// The link's TCP goodput ceiling in Mbit/s for a payload's runs (emulated links only).
+fn ceiling_mbit(rep: &Report, payload: &str) -> Option<f64> {
+    rep.configs
+        .iter()
+        .filter(|c| c.payload == payload)
+        .find_map(|c| c.goodput_ceiling_mb_per_s)
+        .map(|mb| mb * 8.0)
 }
 
 fn payloads(rep: &Report) -> Vec<String> {
@@ -141,8 +156,8 @@ pub fn write_trace_charts(rep: &Report, dir: &Path) -> Result<Vec<PathBuf>> {
             dir,
             "timeseries",
             h,
-            |root| draw_series(root, &series),
-            |root| draw_series(root, &series),
+            |root| draw_series(root, &series, rep),
+            |root| draw_series(root, &series, rep),
         )?);
     }
     Ok(files)
@@ -213,6 +228,7 @@ fn draw_cdfs<DB: DrawingBackend>(
 fn draw_series<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     panels: &[Panel<SeriesPoint>],
+    rep: &Report,
 ) -> Result<()> {
     root.fill(&WHITE).map_err(err)?;
     let areas = root.split_evenly((panels.len(), 1));
@@ -238,11 +254,14 @@ fn draw_series<DB: DrawingBackend>(
             .max(0.1)
             * 1.02;
         let rows = rest.split_evenly((3, 1));
+        let ceiling = ceiling_mbit(rep, payload);
         for (m, (desc, pick)) in metrics.iter().enumerate() {
+            let goodput = m == 2;
             let y_max = lines
                 .iter()
                 .flat_map(|l| l.points.iter().map(pick))
                 .fold(0.0f64, f64::max)
+                .max(if goodput { ceiling.unwrap_or(0.0) } else { 0.0 })
                 .max(1e-3)
                 * 1.1;
             let mut chart = ChartBuilder::on(&rows[m])
@@ -257,6 +276,24 @@ fn draw_series<DB: DrawingBackend>(
                 mesh.x_desc("time since the sender started (s)");
             }
             mesh.draw().map_err(err)?;
+            // The goodput panel's reference: what the link can carry of TCP file content.
+            if let Some(c) = ceiling.filter(|_| goodput) {
+                chart
+                    .draw_series(DashedLineSeries::new(
+                        [(0.0, c), (t_max, c)],
+                        6,
+                        4,
+                        BLACK.mix(0.6).stroke_width(1),
+                    ))
+                    .map_err(err)?;
+                chart
+                    .draw_series(std::iter::once(Text::new(
+                        format!("link's TCP goodput ceiling {c:.0} Mbit/s"),
+                        (t_max * 0.01, c),
+                        ("sans-serif", 11).into_font(),
+                    )))
+                    .map_err(err)?;
+            }
             for (i, l) in lines.iter().enumerate() {
                 let colour = PALETTE[i % PALETTE.len()];
                 let s = chart
