@@ -53,6 +53,10 @@ pub struct SweepArgs {
     /// Skip the link check before the first run.
     #[arg(long)]
     pub no_check: bool,
+    /// Run the sweep even when the link check fails (by default a failed check stops it
+    /// before the first run); every output then says the check failed.
+    #[arg(long)]
+    pub accept_failed_check: bool,
     /// Keep no per-run traces (by default every Shoal run keeps its time series, latency
     /// distribution and receiver series in OUT/traces/<config_id>-r<run>/; see docs/sweep.md).
     /// For very large sweeps; the same as [sweep] traces = false.
@@ -92,6 +96,7 @@ impl From<SweepArgs> for SweepRequest {
             keep: a.keep,
             settle: a.settle,
             no_check: a.no_check,
+            accept_failed_check: a.accept_failed_check,
             no_traces: a.no_traces,
             no_probe: a.no_probe,
             strict: a.strict,

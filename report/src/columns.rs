@@ -115,6 +115,9 @@ pub mod col {
     pub const CLOCK_OFFSET_RTT_MS: Col = Col("clock_offset_rtt_ms");
     pub const COMMAND: Col = Col("command");
     pub const LINK_NAME: Col = Col("link_name");
+    /// The link check before the first run: `pass`, `FAILED, accepted`, `not run`, `could not
+    /// run`.
+    pub const LINK_CHECK: Col = Col("link_check");
     pub const LINK_BACKEND: Col = Col("link_backend");
     pub const LINK_RTT_MS: Col = Col("link_rtt_ms");
     pub const LINK_RATE_BPS: Col = Col("link_rate_bps");
@@ -242,6 +245,7 @@ pub const TAIL: &[Col] = &[
     col::CLOCK_OFFSET_RTT_MS,
     col::COMMAND,
     col::LINK_NAME,
+    col::LINK_CHECK,
     col::LINK_BACKEND,
     col::LINK_RTT_MS,
     col::LINK_RATE_BPS,

@@ -271,13 +271,19 @@ fn link_text(row: &BTreeMap<String, String>) -> String {
     };
     let loss = g(column::LINK_LOSS.name());
     format!(
-        "link {} ms RTT, {rate}, queue {} B{}",
+        "link {} ms RTT, {rate}, queue {} B{}{}",
         g(column::LINK_RTT_MS.name()),
         g(column::LINK_QUEUE_BYTES.name()),
         if loss.is_empty() || loss == "0" {
             String::new()
         } else {
             format!(", loss {loss}")
+        },
+        // A sweep run on after a failed check says so wherever the link is named.
+        if g(column::LINK_CHECK.name()).starts_with("FAILED") {
+            " — LINK CHECK FAILED"
+        } else {
+            ""
         }
     )
 }

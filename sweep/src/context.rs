@@ -3,9 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::time::{Duration, Instant, SystemTime};
-
-use shoal_row::metrics;
+use std::time::SystemTime;
 
 use crate::baseline::Sshd;
 use crate::dest::RemoteCtx;
@@ -13,8 +11,7 @@ use crate::hooks::Hooks;
 use crate::linkctx::LinkCtx;
 use crate::options::Options;
 use crate::payload::Payload;
-use crate::proc;
-use crate::progress::{fmt_duration, Progress};
+use crate::progress::Progress;
 use shoal_matrix::matrix::Matrix;
 
 pub struct Sweep<'a> {
@@ -40,34 +37,7 @@ pub struct Sweep<'a> {
 
 impl Sweep<'_> {
     pub fn quiet_wait(&self, progress: &Progress) -> f64 {
-        if !self.opts.quiet_wait {
-            return 0.0;
-        }
-        let t0 = Instant::now();
-        let mut said = false;
-        loop {
-            let load = metrics::load_avg_1m();
-            if load < self.opts.quiet_load || proc::interrupted() {
-                break;
-            }
-            if t0.elapsed() >= self.opts.quiet_max {
-                progress.note(&format!(
-                    "quiet wait: load {load:.2} still ≥ {} after {}; running anyway",
-                    self.opts.quiet_load,
-                    fmt_duration(self.opts.quiet_max)
-                ));
-                break;
-            }
-            if !said {
-                progress.note(&format!(
-                    "quiet wait: 1-minute load {load:.2} ≥ {}; waiting",
-                    self.opts.quiet_load
-                ));
-                said = true;
-            }
-            std::thread::sleep(Duration::from_secs(2));
-        }
-        t0.elapsed().as_secs_f64()
+        crate::quiet::wait_for_quiet(self.opts, |s| progress.note(s))
     }
 
     pub fn log(&self, order: usize, what: &str) -> PathBuf {

@@ -19,6 +19,7 @@ pub mod options;
 pub mod payload;
 pub mod proc;
 pub mod progress;
+mod quiet;
 pub mod request;
 mod run;
 mod tcpmetrics;

@@ -195,28 +195,12 @@ pub fn bring_up(
         info.state.backend
     );
     meta["link"] = serde_json::to_value(&info)?;
-    if opts.check.unwrap_or(*check) {
-        println!("checking link {name} (shoal link check; 12–20 s at 141 ms)…");
-        match shoal_link::check(name, &shoal_link::CheckOptions::default()) {
-            Ok(rep) => {
-                println!(
-                    "link check: {}",
-                    if rep.pass {
-                        "pass"
-                    } else {
-                        "FAIL (see meta.json)"
-                    }
-                );
-                meta["link_check"] = serde_json::to_value(&rep)?;
-            }
-            Err(e) => {
-                println!("link check could not run: {e:#}");
-                meta["link_check"] = serde_json::json!({ "error": format!("{e:#}") });
-            }
-        }
+    let check_state = if opts.check.unwrap_or(*check) {
+        check_link(name, opts, meta)?
     } else {
         meta["link_check"] = serde_json::json!("not run ([link] check = false or --no-check)");
-    }
+        "not run"
+    };
     let st = g.state().clone();
     // What each end had in effect, read inside its namespace.
     // Global settings (udp_mem) are visible only outside the namespaces: "host".
@@ -236,7 +220,60 @@ pub fn bring_up(
             "net.ipv4.tcp_congestion_control",
         )
         .unwrap_or_default(),
-        cols: link_columns(&info),
+        cols: {
+            let mut cols = link_columns(&info);
+            cols.set(col::LINK_CHECK, check_state);
+            cols
+        },
     };
     Ok((g, ctx))
+}
+
+/// Checks the link (after the quiet wait, so that the check sees the machine the runs will):
+/// a failed check stops the sweep, its failing rows printed, unless `--accept-failed-check`,
+/// which records that the runs went on (meta.json `link_check_accepted`, runs.csv
+/// `link_check`). Returns the state for runs.csv.
+fn check_link(name: &str, opts: &Options, meta: &mut serde_json::Value) -> Result<&'static str> {
+    crate::quiet::wait_for_quiet(opts, |s| println!("{s}"));
+    println!("checking link {name} (shoal link check; 12–20 s at 141 ms)…");
+    let report = match std::env::var("SHOAL_SWEEP_TEST_CHECK") {
+        // Test hook: a failing check without measuring (docs/sweep.md, "Test hooks").
+        Ok(v) if v == "fail" => Ok(serde_json::json!({"pass": false, "rows": [{
+            "metric": "idle RTT (median)", "expected": "as the matrix asks",
+            "measured": "SHOAL_SWEEP_TEST_CHECK=fail", "tolerance": "", "verdict": "fail"}]})),
+        _ => shoal_link::check(name, &shoal_link::CheckOptions::default())
+            .map(|r| serde_json::to_value(&r).unwrap_or_default()),
+    };
+    let rep = match report {
+        Ok(rep) => rep,
+        Err(e) => {
+            println!("link check could not run: {e:#}");
+            meta["link_check"] = serde_json::json!({ "error": format!("{e:#}") });
+            return Ok("could not run");
+        }
+    };
+    meta["link_check"] = rep;
+    let Some(rows) = shoal_report::warnings::failed_check_rows(meta) else {
+        println!("link check: pass");
+        return Ok("pass");
+    };
+    println!("link check: FAIL");
+    for r in &rows {
+        println!("  {r}");
+    }
+    if !opts.accept_failed_check {
+        crate::meta::write_meta(&opts.out, meta)?;
+        anyhow::bail!(
+            "link check failed ({} failing row(s) above; meta.json → link_check): the link is not \
+             what the matrix asks for, so no run was started; --accept-failed-check runs the \
+             sweep anyway",
+            rows.len()
+        );
+    }
+    meta["link_check_accepted"] = serde_json::json!(true);
+    println!(
+        "link check FAILED; the sweep goes on (--accept-failed-check): runs.csv (link_check), \
+         meta.json, the summary and report.html say so"
+    );
+    Ok("FAILED, accepted")
 }

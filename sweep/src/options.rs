@@ -29,6 +29,8 @@ pub struct Options {
     pub keep: bool,
     /// Override the matrix's `[link] check`.
     pub check: Option<bool>,
+    /// Go on after a failed link check (recorded in meta.json, runs.csv and the report).
+    pub accept_failed_check: bool,
     /// Pause after a bulk delete of destinations before new files are written.
     pub settle: Duration,
     /// Keep every Shoal run's traces in `OUT/traces/<config_id>-r<run>/` (`shoal send

@@ -4,6 +4,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod check;
 mod html;
 mod study_page;
 mod sweep;
