@@ -241,7 +241,30 @@ impl Matrix {
         Matrix::parse(&text).with_context(|| format!("in matrix {}", path.display()))
     }
 
+    /// [`Matrix::load`], with the reference's problem returned beside the matrix instead of
+    /// as the error: the sweep reports a misspelt axis (found by the pre-flight's command-line
+    /// check) before the reference that names the axis as it should be spelt.
+    pub fn load_deferring_reference(
+        path: &std::path::Path,
+    ) -> Result<(Matrix, Option<anyhow::Error>)> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read matrix {}", path.display()))?;
+        let (m, reference) = Matrix::parse_deferring_reference(&text)
+            .with_context(|| format!("in matrix {}", path.display()))?;
+        Ok((
+            m,
+            reference.map(|e| e.context(format!("in matrix {}", path.display()))),
+        ))
+    }
+
     pub fn parse(text: &str) -> Result<Matrix> {
+        match Matrix::parse_deferring_reference(text)? {
+            (_, Some(e)) => Err(e),
+            (m, None) => Ok(m),
+        }
+    }
+
+    fn parse_deferring_reference(text: &str) -> Result<(Matrix, Option<anyhow::Error>)> {
         let MatrixFile {
             sweep,
             link,
@@ -328,7 +351,7 @@ impl Matrix {
         for (i, c) in configs.iter_mut().enumerate() {
             c.id = format!("c{:0width$}", i + 1);
         }
-        check_reference(&configs, &reference)?;
+        let reference_problem = check_reference(&configs, &reference).err();
         if let LinkSpec::Remote(r) = &link {
             crate::remote_arms::check_arms(configs.iter().map(|c| (c.arm, c.label())), r)?;
         }
@@ -342,7 +365,7 @@ impl Matrix {
                 bail!("axis {a}: acts on the local emulated link's namespaces, emulator and receiver; a remote receiver's sweep cannot set it (set it on the hosts themselves)");
             }
         }
-        Ok(Matrix {
+        let m = Matrix {
             runs: sweep.runs,
             seed: sweep.seed,
             timeout: sweep.timeout.map(|t| t.value),
@@ -357,7 +380,8 @@ impl Matrix {
             axes,
             configs,
             receiver_flags,
-        })
+        };
+        Ok((m, reference_problem))
     }
 }
 

@@ -147,6 +147,44 @@ const PER_RUN_OVERHEAD: Duration = Duration::from_secs(2);
 const LINK_CHECK: Duration = Duration::from_secs(20);
 
 /// The plan `--dry-run` prints: configurations, runs, and the time it should take.
+/// The controllers in effect among a payload's Shoal arms when no `cc` axis names them and
+/// they differ (TCP's host default, BBR, against quinn's CUBIC): `(payload, controllers)`.
+pub fn mixed_controllers(matrix: &Matrix) -> Vec<(String, Vec<String>)> {
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    for c in matrix.configs.iter().filter(|c| c.arm == Arm::Shoal) {
+        for (_, cc) in c.implied.iter().filter(|(k, _)| k == crate::axis::CC) {
+            let p = c.payload().to_string();
+            let i = match out.iter().position(|(q, _)| *q == p) {
+                Some(i) => i,
+                None => {
+                    out.push((p, Vec::new()));
+                    out.len() - 1
+                }
+            };
+            if !out[i].1.contains(cc) {
+                out[i].1.push(cc.clone());
+            }
+        }
+    }
+    out.retain(|(_, ccs)| {
+        let mut base: Vec<&str> = ccs.iter().map(|c| c.trim_start_matches("quinn-")).collect();
+        base.sort();
+        base.dedup();
+        base.len() > 1
+    });
+    out
+}
+
+/// What the dry run, the summary and report.html say of [`mixed_controllers`].
+pub fn mixed_controllers_text(payload: &str, ccs: &[String]) -> String {
+    format!(
+        "payload {payload}: the Shoal arms run under different congestion controllers ({}): \
+         TCP takes the host's default, QUIC quinn's CUBIC; add a cc axis (cc = [\"cubic\", \
+         \"bbr\"]) to compare the modes under the same controller",
+        ccs.join(", ")
+    )
+}
+
 pub fn plan_text(matrix: &Matrix, runs: u32, seed: u64, timeout: Duration, check: bool) -> String {
     let mut out = String::new();
     let total = matrix.configs.len() as u64 * u64::from(runs);
@@ -166,6 +204,12 @@ pub fn plan_text(matrix: &Matrix, runs: u32, seed: u64, timeout: Duration, check
             c.id,
             c.label(),
             fmt_duration(t)
+        ));
+    }
+    for (payload, ccs) in mixed_controllers(matrix) {
+        out.push_str(&format!(
+            "warning: {}\n",
+            mixed_controllers_text(&payload, &ccs)
         ));
     }
     for p in &matrix.payloads {

@@ -128,14 +128,7 @@ pub fn mixed_controllers(rep: &Report) -> Vec<(String, Vec<String>)> {
 }
 
 /// The sentence the dry run and the summary print for [`mixed_controllers`].
-pub fn mixed_controllers_text(payload: &str, ccs: &[String]) -> String {
-    format!(
-        "payload {payload}: the Shoal arms ran under different congestion controllers ({}): \
-         TCP takes the host's default, QUIC quinn's CUBIC; add a cc axis (cc = [\"cubic\", \
-         \"bbr\"]) to compare the modes under the same controller",
-        ccs.join(", ")
-    )
-}
+pub use shoal_matrix::preflight::mixed_controllers_text;
 
 /// Every warning about the sweep in `dir` (runs.csv gave `rep`; medians.csv is written).
 pub fn sweep_warnings(dir: &Path, rep: &Report, facts: &SweepFacts) -> Vec<Warning> {

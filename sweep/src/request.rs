@@ -93,7 +93,7 @@ pub fn exit_status(s: &Summary, strict: bool) -> u8 {
 /// `shoal sweep`. `parse` is the `shoal` binary's own argument parser: every
 /// configuration's command lines go through it before anything is touched.
 pub fn run_sweep(a: SweepRequest, parse: ArgCheck) -> Result<ExitCode> {
-    let mut matrix = Matrix::load(&a.matrix)?;
+    let (mut matrix, reference_problem) = Matrix::load_deferring_reference(&a.matrix)?;
     // The controller in effect where no cc axis sets it, in the labels when it differs.
     let tcp_default = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control")
         .map(|s| s.trim().to_string())
@@ -128,6 +128,9 @@ pub fn run_sweep(a: SweepRequest, parse: ArgCheck) -> Result<ExitCode> {
     };
     // Before the link, a payload or a receiver is touched: every configuration must parse.
     preflight::check(&matrix, opts.runs, opts.timeout, opts.traces, parse)?;
+    if let Some(e) = reference_problem {
+        return Err(e);
+    }
     if a.dry_run {
         print!(
             "{}",

@@ -229,6 +229,15 @@ impl Sweep<'_> {
         let rcv_udp_before = self.receiver_counters();
         let load = metrics::load_avg_1m();
         row.set(col::SWEEP_LOAD_1M_START, format!("{load:.2}"));
+        // Other work on the cores skews a run's speed: said per run, and per arm in the
+        // summary and report.html.
+        let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+        if cores > 0 && load > cores as f64 {
+            progress.note(&format!(
+                "warning: run {order}: 1-minute load {load:.2} at its start exceeds the {cores} \
+                 cores (--quiet-wait waits for a quiet machine)"
+            ));
+        }
         let timestamp = metrics::utc_timestamp();
 
         let started = Instant::now();
