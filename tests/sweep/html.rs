@@ -293,3 +293,28 @@ fn compare_html_is_self_contained_and_refuses_different_links() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success() && out.contains("link differs"), "{out}");
 }
+
+#[test]
+fn report_mbit_draws_beside_the_mb_per_s_chart() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().join("q");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::copy(
+        workspace_root().join("results/samples/quick/runs.csv"),
+        dir.join("runs.csv"),
+    )
+    .unwrap();
+    let o = shoal().arg("report").arg(&dir).output().unwrap();
+    assert!(o.status.success());
+    let png = std::fs::read(dir.join("throughput.png")).unwrap();
+    let o = shoal()
+        .arg("report")
+        .arg(&dir)
+        .arg("--mbit")
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    assert_eq!(std::fs::read(dir.join("throughput.png")).unwrap(), png);
+    let svg = std::fs::read_to_string(dir.join("throughput-mbit.svg")).unwrap();
+    assert!(svg.contains("Mbit/s") && dir.join("throughput-mbit.png").exists());
+}
