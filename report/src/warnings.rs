@@ -147,17 +147,11 @@ pub fn sweep_warnings(dir: &Path, rep: &Report, facts: &SweepFacts) -> Vec<Warni
         format!("{} [{}]", short.join(" "), cell(r, "payload"))
     };
     let mut loaded: Vec<String> = Vec::new();
+    let mut saturated: Vec<String> = Vec::new();
     let mut two_runs: Vec<String> = Vec::new();
     for r in &medians {
         if cell(r, "host_saturated") == "true" {
-            out.push(warn(
-                true,
-                format!(
-                    "{}: SATURATED machine — every core was busy in at least half of the median \
-                     run's 100 ms samples: this speed may be CPU-bound",
-                    name(r)
-                ),
-            ));
+            saturated.push(name(r));
         }
         if let (Some(cpus), Ok(load)) = (facts.cpus, cell(r, "max_load_1m_start").parse::<f64>()) {
             if load > cpus {
@@ -180,6 +174,16 @@ pub fn sweep_warnings(dir: &Path, rep: &Report, facts: &SweepFacts) -> Vec<Warni
         if cell(r, "runs_ok") == "2" {
             two_runs.push(name(r));
         }
+    }
+    if !saturated.is_empty() {
+        out.push(warn(
+            true,
+            format!(
+                "SATURATED machine — every core was busy in at least half of the median run's \
+                 100 ms samples, so these speeds may be CPU-bound: {}",
+                saturated.join(", ")
+            ),
+        ));
     }
     if !loaded.is_empty() {
         out.push(warn(

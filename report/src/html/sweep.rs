@@ -32,15 +32,15 @@ fn ok_mb(c: &ConfigSummary) -> Vec<f64> {
     c.runs.iter().filter(|r| r.ok).map(|r| r.mb_per_s).collect()
 }
 
-/// `other`'s median seconds / `fast`'s, with its interval and coverage: "2.41× X (interval
-/// 2.30–2.52, ≥ 56%)".
+/// `other`'s median seconds / `fast`'s, with its interval and coverage: "2.41× as fast as X
+/// (interval 2.30–2.52, coverage ≥ 56%)".
 fn ratio_text(fast: &ConfigSummary, other: &ConfigSummary, name: &str) -> String {
     let (f, o) = (ok_seconds(fast), ok_seconds(other));
     match (spread::median(&o), spread::median(&f)) {
         (Some(so), Some(sf)) if sf > 0.0 => {
             let ci = spread::ratio_of_medians_interval(&o, &f);
             format!(
-                "{:.2}× {name}{}",
+                "{:.2}× as fast as {name}{}",
                 so / sf,
                 ci.map(|ci| format!(
                     " (interval {:.2}–{:.2}, coverage {})",
@@ -113,11 +113,7 @@ pub fn answer(rep: &Report) -> Vec<String> {
             let mut ratios = Vec::new();
             match cs.iter().find(|c| c.is_reference) {
                 Some(r) if r.id == fast.id => ratios.push("it is the reference".to_string()),
-                Some(r) => ratios.push(ratio_text(
-                    fast,
-                    r,
-                    &format!("the reference {}'s speed", label(r)),
-                )),
+                Some(r) => ratios.push(ratio_text(fast, r, &format!("the reference {}", label(r)))),
                 None => {}
             }
             for b in cs.iter().filter(|c| c.kind != "shoal" && c.id != fast.id) {
