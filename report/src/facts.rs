@@ -45,10 +45,16 @@ pub fn facts(dir: &Path, rep: &Report) -> SweepFacts {
         .and_then(|t| serde_json::from_slice(&t).ok())
         .unwrap_or_default();
     let cells = |k: &'static str| rep.raw.iter().map(move |r| r.get(k).map_or("", |s| s));
-    let commit = match meta["shoal"]["commit"].as_str() {
+    // `shoal` since the binary's own version is recorded; `git` in older folders.
+    let build = if meta["shoal"]["commit"].is_string() {
+        &meta["shoal"]
+    } else {
+        &meta["git"]
+    };
+    let commit = match build["commit"].as_str() {
         Some(c) => format!(
             "{c}{}",
-            if meta["shoal"]["dirty"] == true {
+            if build["dirty"] == true {
                 " (dirty tree)"
             } else {
                 ""
