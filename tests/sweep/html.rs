@@ -243,6 +243,14 @@ fn compare_html_is_self_contained_and_refuses_different_links() {
         out.contains("same in A and B: link, commit, kernel, load, matrix"),
         "{out}"
     );
+    // The matrix's order (small files first), not the alphabet's.
+    let small = out
+        .find("payload=small kind=shoal mode=tcp-bundle cc=cubic")
+        .unwrap();
+    let large = out
+        .find("payload=large kind=shoal mode=tcp-bundle cc=cubic")
+        .unwrap();
+    assert!(small < large, "{out}");
     // 3 runs against 3: the interval's real coverage and the smallest p.
     assert!(out.contains("≥ 56%") && out.contains("(0.100)"), "{out}");
     let html = std::fs::read_to_string(&page).unwrap();
