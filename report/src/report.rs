@@ -339,6 +339,7 @@ pub fn write_medians(rep: &Report, path: &Path) -> Result<()> {
             "speedup_vs_reference",
             "speedup_ci_low",
             "speedup_ci_high",
+            "link_check",
         ]
         .iter()
         .map(|s| s.to_string()),
@@ -478,6 +479,17 @@ pub fn write_medians(rep: &Report, path: &Path) -> Result<()> {
             f3(speedup),
             f3(speedup_ci.map(|i| i.0)),
             f3(speedup_ci.map(|i| i.1)),
+            // The link check the runs followed (`FAILED, accepted` after a failed one).
+            {
+                let mut states: Vec<&str> = Vec::new();
+                for r in &rows {
+                    let s = r.get(column::LINK_CHECK.name()).map_or("", |s| s.as_str());
+                    if !s.is_empty() && !states.contains(&s) {
+                        states.push(s);
+                    }
+                }
+                states.join("/")
+            },
         ]);
         w.write_record(&rec)?;
         records.push(rec);

@@ -1,6 +1,6 @@
 //! Checks before a sweep runs: a failed link check stops the sweep before any run, its failing
-//! rows printed, unless `--accept-failed-check`, after which runs.csv, the summary and
-//! report.html say so (root: the emulated link; the failure comes from the test hook
+//! rows printed, unless `--accept-failed-check`, after which runs.csv, medians.csv, the
+//! summary and report.html say so (root: the emulated link; the failure comes from the test hook
 //! `SHOAL_SWEEP_TEST_CHECK=fail`); a misspelt axis is named before the reference; the dry run
 //! warns of TCP and QUIC under different controllers.
 
@@ -53,6 +53,8 @@ fn a_failed_link_check_stops_the_sweep_unless_accepted() {
     let r = rows(&s.out.join("runs.csv"));
     assert_eq!(r.len(), 1);
     assert_eq!(r[0]["link_check"], "FAILED, accepted");
+    let m = rows(&s.out.join("medians.csv"));
+    assert_eq!(m[0]["link_check"], "FAILED, accepted");
     assert!(
         s.stdout
             .contains("warning: link check FAILED and the sweep went on"),
