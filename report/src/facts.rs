@@ -82,8 +82,16 @@ pub fn facts(dir: &Path, rep: &Report) -> SweepFacts {
     if let Some(n) = meta["runs_per_config"].as_u64() {
         runs = BTreeSet::from([n as usize]);
     }
+    // Across two hosts there is no emulated link: the receiving host stands for the path.
+    let mut link = distinct(rep.configs.iter().map(|c| c.link.as_str()));
+    if link.is_empty() {
+        let hosts = distinct(cells(col::RECEIVER_HOST.name()));
+        if !hosts.is_empty() {
+            link = format!("remote receiver {hosts}");
+        }
+    }
     SweepFacts {
-        link: distinct(rep.configs.iter().map(|c| c.link.as_str())),
+        link,
         commit,
         kernel,
         load,
