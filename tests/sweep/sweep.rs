@@ -358,14 +358,14 @@ fn report_regenerates_the_committed_sample() {
     ] {
         assert!(first[k].is_number(), "{k} in {first}");
     }
-    // --mbit draws the axis in Mbit/s.
+    // --mbit draws the axis in Mbit/s, beside the MB/s chart.
     let out = shoal()
         .args(["report", "--mbit"])
         .arg(t.path())
         .output()
         .unwrap();
     assert!(out.status.success());
-    let svg = std::fs::read_to_string(t.path().join("throughput.svg")).unwrap();
+    let svg = std::fs::read_to_string(t.path().join("throughput-mbit.svg")).unwrap();
     assert!(svg.contains("Mbit/s"), "axis in Mbit/s");
 }
 
