@@ -24,7 +24,8 @@ td,th{border:1px solid #ccc;padding:.2em .5em;text-align:right;vertical-align:to
 td:first-child,th:first-child{text-align:left}th{background:#f0f0f0}\
 .answer li{margin:.3em 0}.warn li{margin:.2em 0}.bad{color:#b00;font-weight:bold}\
 .chart svg{max-width:100%;height:auto;border:1px solid #ddd;margin:.5em 0}\
-.note{color:#555;font-size:.9em}code{background:#f4f4f4;padding:0 .2em}";
+.note{color:#555;font-size:.9em}\
+#medians-table td:not(:first-child):not(:last-child){white-space:nowrap}code{background:#f4f4f4;padding:0 .2em}";
 
 /// A page being built: sections appended in order.
 #[derive(Default)]

@@ -202,8 +202,9 @@ pub fn medians_section(page: &mut Page, medians: &[BTreeMap<String, String>]) {
     page.para(
         "MB = 10^6 bytes of file content. Interval: order statistics around the median, with \
          the probability it covers the true median (3 runs: 75%). × reference: the reference's \
-         median seconds / this configuration's, with a 95% bootstrap interval. Failed runs \
-         count in runs, not in the medians.",
+         median seconds / this configuration's, with its bootstrap interval (95% nominal; with \
+         3 runs or fewer a side it can only return the runs' extremes and covers less, as the \
+         answer says). Failed runs count in runs, not in the medians.",
         "note",
     );
 }
