@@ -20,17 +20,24 @@ pub enum Arm {
     TarTcp,
     /// `tar c | tar x` on this host: what its disk does without any network.
     TarLocal,
+    /// `rclone copy` over SFTP to that sshd (`rclone-transfers` parallel transfers).
+    Rclone,
+    /// One `iperf3` TCP flow of the payload's byte count: the path's one-flow ceiling with
+    /// the arm's controller. No files move.
+    Iperf3,
 }
 
 impl Arm {
     /// Every kind, in the order the matrix documentation lists them.
-    pub const ALL: [Arm; 6] = [
+    pub const ALL: [Arm; 8] = [
         Arm::Shoal,
         Arm::TarSsh,
         Arm::RsyncSsh,
         Arm::Sftp,
         Arm::TarTcp,
         Arm::TarLocal,
+        Arm::Rclone,
+        Arm::Iperf3,
     ];
 
     /// The kind's name in a matrix, a label and runs.csv.
@@ -42,6 +49,8 @@ impl Arm {
             Arm::Sftp => "sftp",
             Arm::TarTcp => "tar-tcp",
             Arm::TarLocal => "tar-local",
+            Arm::Rclone => "rclone",
+            Arm::Iperf3 => "iperf3",
         }
     }
 
@@ -60,9 +69,25 @@ impl Arm {
         self != Arm::Shoal
     }
 
-    /// Runs over ssh to the sshd the sweep starts in the receiver namespace.
+    /// Runs over ssh to the sshd the sweep starts in the receiver namespace (across two
+    /// hosts: through `[link] ssh`).
     pub fn over_ssh(self) -> bool {
-        matches!(self, Arm::TarSsh | Arm::RsyncSsh | Arm::Sftp)
+        matches!(self, Arm::TarSsh | Arm::RsyncSsh | Arm::Sftp | Arm::Rclone)
+    }
+
+    /// Moves the payload's files, so its destination is verified (all but `iperf3`).
+    pub fn moves_files(self) -> bool {
+        self != Arm::Iperf3
+    }
+
+    /// Axes of a baseline's own (beside the sweep's): `rclone-transfers` for rclone, the
+    /// controller for iperf3.
+    pub fn own_axes(self) -> &'static [&'static str] {
+        match self {
+            Arm::Rclone => &[crate::axis::RCLONE_TRANSFERS],
+            Arm::Iperf3 => &[crate::axis::CC],
+            _ => &[],
+        }
     }
 
     /// Crosses the link (all but `tar-local`, which has no network and so no congestion
@@ -96,7 +121,7 @@ mod tests {
         assert_eq!(Arm::from_name("tar-sh"), None);
         assert_eq!(
             Arm::names(),
-            "shoal, tar-ssh, rsync-ssh, sftp, tar-tcp, tar-local"
+            "shoal, tar-ssh, rsync-ssh, sftp, tar-tcp, tar-local, rclone, iperf3"
         );
     }
 }

@@ -24,6 +24,10 @@ pub const PROFILE: &str = "profile";
 pub const RECV_CPU_QUOTA: &str = "recv-cpu-quota";
 /// The emulated link's random loss, changed on the running link (`conditions::loss`).
 pub const LOSS: &str = "loss";
+/// `rclone copy --transfers N --checkers N` (the rclone arm alone; default rclone's 4).
+pub const RCLONE_TRANSFERS: &str = "rclone-transfers";
+/// Axes that belong to one baseline tool ([`crate::arm::Arm::own_axes`]): no other arm takes them.
+pub const TOOL_AXES: &[&str] = &[RCLONE_TRANSFERS];
 /// `recv.NAME` is `shoal recv --NAME` alone.
 pub const RECV_PREFIX: &str = "recv.";
 

@@ -10,6 +10,7 @@ use crate::arm::Arm;
 use crate::axis::{self, AxisValue};
 use crate::conditions::Conditions;
 use crate::schema::{AxisValues, Ordered};
+use shoal_proto::wire::Cc;
 
 /// One axes table: axis name → its values, in matrix order.
 pub type Product = Vec<(String, Vec<AxisValue>)>;
@@ -73,7 +74,8 @@ pub fn cartesian(product: &Product) -> Vec<Vec<(String, AxisValue)>> {
 }
 
 /// Puts payload and kind first, checks the payload is one of `payloads`, types the arm and the
-/// time limit (`what` names the axes table in errors), and drops Shoal axes from baseline arms.
+/// time limit (`what` names the axes table in errors), and drops Shoal axes from baseline arms
+/// and a tool's own axes from every other arm.
 pub fn normalise(params: Vec<(String, AxisValue)>, payloads: &[&str], what: &str) -> Result<Point> {
     let find = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
     let payload = match find(axis::PAYLOAD) {
@@ -109,8 +111,24 @@ pub fn normalise(params: Vec<(String, AxisValue)>, payloads: &[&str], what: &str
         if k == axis::PAYLOAD || k == axis::KIND {
             continue;
         }
-        if arm.is_baseline() && !axis::BASELINE_AXES.contains(&k.as_str()) {
+        let own = arm.own_axes().contains(&k.as_str());
+        if !own
+            && (axis::TOOL_AXES.contains(&k.as_str())
+                || (arm.is_baseline() && !axis::BASELINE_AXES.contains(&k.as_str())))
+        {
             continue;
+        }
+        if k == axis::RCLONE_TRANSFERS && !matches!(v, AxisValue::Int(n) if n > 0) {
+            bail!("{what}: {k} = {}: a positive number of transfers", v.text());
+        }
+        // iperf3 -C takes a Linux controller's name.
+        if arm == Arm::Iperf3
+            && k == axis::CC
+            && ![Cc::Cubic, Cc::Bbr, Cc::Reno]
+                .map(Cc::linux_name)
+                .contains(&v.text().as_str())
+        {
+            bail!("{what}: cc = {}: iperf3 takes cubic, bbr or reno", v.text());
         }
         out.push((k, v));
     }

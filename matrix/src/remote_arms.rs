@@ -19,6 +19,15 @@ pub fn check_arms(
             Arm::TarLocal => bail!(
                 "{label}: tar-local copies on one host (the local file-system bound); run it in a local sweep, not across hosts"
             ),
+            Arm::Iperf3 if r.ssh.is_none() => bail!(
+                "{label}: iperf3 across hosts starts its server on {} through [link] ssh = \"user@host\" (docs/two-hosts.md, \"Baselines across two hosts\")",
+                r.receiver
+            ),
+            Arm::Rclone if r.ssh.is_some() => {
+                let target = r.ssh.as_deref().unwrap_or_default();
+                crate::rclone::login(target, &r.ssh_opts)
+                    .map_err(|e| anyhow::anyhow!("{label}: {e}"))?;
+            }
             a if a.over_ssh() && r.ssh.is_none() => bail!(
                 "{label}: {a} across hosts needs [link] ssh = \"user@host\", the login on {} it copies through (docs/two-hosts.md, \"Baselines across two hosts\")",
                 r.receiver

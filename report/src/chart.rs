@@ -123,7 +123,7 @@ fn panels(rep: &Report) -> Vec<Panel<'_>> {
             let mut colour_keys: Vec<String> = Vec::new();
             for c in &cs {
                 let (label, key) = if c.kind != Arm::Shoal.name() {
-                    (c.kind.clone(), String::new())
+                    (baseline_label(c), String::new())
                 } else {
                     let mut parts: Vec<String> = varying
                         .iter()
@@ -186,6 +186,19 @@ fn panels(rep: &Report) -> Vec<Panel<'_>> {
             }
         })
         .collect()
+}
+
+/// A baseline's row: its kind, and the values of the axes of its own (`rclone · transfers
+/// 16`, `iperf3 · cc bbr`).
+fn baseline_label(c: &ConfigSummary) -> String {
+    let own = Arm::from_name(&c.kind).map_or(&[][..], |a| a.own_axes());
+    std::iter::once(c.kind.clone())
+        .chain(own.iter().filter_map(|a| {
+            let v = value(c, &crate::columns::param_column(a));
+            (!v.is_empty()).then(|| format!("{} {v}", a.trim_start_matches("rclone-")))
+        }))
+        .collect::<Vec<_>>()
+        .join(" · ")
 }
 
 fn value<'a>(c: &'a ConfigSummary, col: &str) -> &'a str {

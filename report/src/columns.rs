@@ -59,6 +59,7 @@ pub mod col {
     pub const ERROR: Col = Col("error");
     pub const FILES_READY: Col = Col("files_ready");
     pub const BYTES_READY: Col = Col("bytes_ready");
+    pub const RETRANSMITS: Col = Col("retransmits");
     pub const MB_PER_S: Col = Col("mb_per_s");
     pub const FILES_PER_S: Col = Col("files_per_s");
     pub const INITIAL_WINDOW_BYTES: Col = Col("initial_window_bytes");

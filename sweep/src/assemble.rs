@@ -65,7 +65,8 @@ pub fn put_unreported(row: &mut Row, u: &Unreported) {
                 Arm::Shoal => l.rcv_addr.clone(),
                 Arm::TarLocal => "local".into(),
                 Arm::TarTcp => format!("{}:{}", l.rcv_addr, baseline::TAR_TCP_PORT),
-                Arm::TarSsh | Arm::RsyncSsh | Arm::Sftp => {
+                Arm::Iperf3 => format!("{}:{}", l.rcv_addr, shoal_matrix::iperf3::PORT),
+                Arm::TarSsh | Arm::RsyncSsh | Arm::Sftp | Arm::Rclone => {
                     format!("{}:22", l.rcv_addr)
                 }
             },

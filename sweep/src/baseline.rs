@@ -39,6 +39,10 @@ fn keygen(path: &Path) -> Result<()> {
     Ok(())
 }
 
+fn user_key(dir: &Path) -> PathBuf {
+    dir.join("user_ed25519")
+}
+
 fn find_sshd() -> Result<PathBuf> {
     for p in ["/usr/sbin/sshd", "/usr/bin/sshd", "/sbin/sshd"] {
         if Path::new(p).exists() {
@@ -57,7 +61,7 @@ impl Sshd {
         // sshd refuses to start without its privilege-separation directory.
         std::fs::create_dir_all("/run/sshd").context("creating /run/sshd")?;
         let host_key = dir.join("host_ed25519");
-        let user_key = dir.join("user_ed25519");
+        let user_key = user_key(dir);
         for k in [&host_key, &user_key] {
             if !k.exists() {
                 keygen(k)?;
@@ -179,6 +183,11 @@ impl Sshd {
         })
     }
 
+    /// The private key that logs in as root (for clients that take a key file: rclone).
+    pub fn user_key(&self) -> PathBuf {
+        user_key(&self.dir)
+    }
+
     /// Ends sshd (and any session it still has) by its process group.
     pub fn stop(mut self) {
         self.proc.kill(Duration::from_secs(2));
@@ -233,6 +242,28 @@ fn sftp_quote(s: &str) -> String {
     format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
+/// Stops a sweep before anything is created when an arm's tool is not installed on this host
+/// (rclone, iperf3: the other tools come with every install of scripts/setup.sh).
+pub fn check_tools(arms: impl IntoIterator<Item = Arm>) -> Result<()> {
+    for arm in arms {
+        let tool = match arm {
+            Arm::Rclone => "rclone",
+            Arm::Iperf3 => "iperf3",
+            _ => continue,
+        };
+        let found = Command::new(tool)
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok();
+        if !found {
+            bail!("the matrix has a {arm} arm, but {tool} is not installed here (scripts/setup.sh installs it)");
+        }
+    }
+    Ok(())
+}
+
 /// Versions of the baseline tools, for meta.json.
 pub fn tool_versions() -> Vec<(String, String)> {
     // The first line of `prog arg` that contains `want` (socat's first line is its authors).
@@ -260,6 +291,8 @@ pub fn tool_versions() -> Vec<(String, String)> {
         ("rsync".into(), line("rsync", "--version", "")),
         ("tar".into(), line("tar", "--version", "")),
         ("socat".into(), line("socat", "-V", "version")),
+        ("rclone".into(), line("rclone", "version", "rclone")),
+        ("iperf3".into(), line("iperf3", "--version", "iperf")),
     ]
 }
 

@@ -20,6 +20,7 @@ use crate::proc;
 use crate::progress::Progress;
 use crate::run::result_line;
 use crate::tcpmetrics::guard_tcp_metrics;
+use shoal_matrix::arm::Arm;
 use shoal_matrix::linkspec::{LinkSpec, RemoteReceiver};
 use shoal_matrix::matrix::Matrix;
 use shoal_matrix::plan::plan;
@@ -31,6 +32,7 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
     proc::install_interrupt_handler();
     // Before anything is created: the tools a destination volume needs.
     crate::conditions::dest_fs::check_tools(matrix.dest_fs)?;
+    baseline::check_tools(matrix.configs.iter().map(|c| c.arm))?;
     std::fs::create_dir_all(&opts.out)
         .with_context(|| format!("cannot create {}", opts.out.display()))?;
     std::fs::copy(&opts.matrix_path, opts.out.join("matrix.toml")).context("copying the matrix")?;
@@ -76,7 +78,12 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
                 &r.receiver,
                 &info.facts,
             )?;
-            if matrix.configs.iter().any(|c| c.arm.over_ssh()) {
+            // iperf3 starts its server on B through the same login.
+            if matrix
+                .configs
+                .iter()
+                .any(|c| c.arm.over_ssh() || c.arm == Arm::Iperf3)
+            {
                 crate::transfer::remote_baseline::probe_ssh(r)?;
             }
             let clock = control.clock_offset(CLOCK_PROBES)?;

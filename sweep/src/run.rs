@@ -34,6 +34,8 @@ pub fn result_line(cfg: &Config, row: &Row) -> String {
             g(col::SECONDS),
             if g(col::VERIFIED) == "true" {
                 "verified"
+            } else if !cfg.arm.moves_files() {
+                "no files: nothing to verify"
             } else {
                 "NOT verified: remote receiver"
             }
@@ -270,6 +272,8 @@ impl Sweep<'_> {
                 timeout,
                 cpu_group.as_ref(),
             )
+        } else if cfg.arm == Arm::Iperf3 {
+            self.iperf3_transfer(order, cfg, payload, timeout)
         } else if let Some((run_id, folder)) = &remote_run {
             self.remote_baseline_transfer(order, cfg, payload, run_id, folder, timeout)
         } else {
@@ -388,6 +392,10 @@ impl Sweep<'_> {
         // Verification: hash the destination from disk, compare with the source manifest.
         // (A sweep has an emulated link, with local destinations, or a remote receiver that
         // hashes its own.)
+        if !cfg.arm.moves_files() {
+            crate::transfer::iperf3::put_verdict(&mut row, &out);
+            return Ok(row);
+        }
         let v = match (&self.remote, &remote_run) {
             (Some(r), Some((run_id, _))) => match r.control.hash(run_id) {
                 Ok((m, secs)) => payload::compare_with(&payload.manifest, Ok(m), secs),

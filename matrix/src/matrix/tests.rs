@@ -190,3 +190,42 @@ fn traces_switch_and_per_run_file_axes() {
     );
     Matrix::parse(&m).unwrap();
 }
+
+#[test]
+fn tool_axes_go_to_their_tool_alone() {
+    let m = |axes: &str| {
+        Matrix::parse(&format!(
+            "[link]\nrtt = \"20ms\"\nrate = \"1gbit\"\n[payload.p]\nfiles = 1\nsize = 1\n{axes}"
+        ))
+    };
+    let labels = |axes: &str| {
+        m(axes)
+            .unwrap()
+            .configs
+            .iter()
+            .map(|c| c.label())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        labels(
+            "[axes]\nkind = [\"shoal\", \"sftp\", \"rclone\", \"iperf3\"]\ncc = [\"cubic\", \"bbr\"]\n\
+             rclone-transfers = [4, 16]\n"
+        ),
+        [
+            "payload=p kind=shoal cc=cubic",
+            "payload=p kind=shoal cc=bbr",
+            "payload=p kind=sftp",
+            "payload=p kind=rclone rclone-transfers=4",
+            "payload=p kind=rclone rclone-transfers=16",
+            "payload=p kind=iperf3 cc=cubic",
+            "payload=p kind=iperf3 cc=bbr",
+        ]
+    );
+    let e = m("[axes]\nkind = [\"rclone\"]\nrclone-transfers = [0]\n").unwrap_err();
+    assert!(format!("{e:#}").contains("rclone-transfers = 0"), "{e:#}");
+    let e = m("[axes]\nkind = [\"iperf3\"]\ncc = [\"cubik\"]\n").unwrap_err();
+    assert!(
+        format!("{e:#}").contains("iperf3 takes cubic, bbr or reno"),
+        "{e:#}"
+    );
+}

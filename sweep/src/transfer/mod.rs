@@ -1,6 +1,8 @@
 //! Process orchestration for one run: `shoal recv` and `shoal send`, or a baseline pipeline,
 //! started in their namespaces, timed, killed at their limit; their result as an [`Outcome`].
 
+pub mod iperf3;
+pub mod rclone;
 pub mod remote_baseline;
 
 use std::path::Path;
@@ -216,6 +218,14 @@ impl Sweep<'_> {
                     Some(self.start_tar_tcp_receiver(order, &l.rcv_ns, &l.rcv_addr, dest)?);
                 (
                     baseline::tar_tcp_sender(&payload.root, &l.rcv_addr, baseline::TAR_TCP_PORT),
+                    Some(l.snd_ns.as_str()),
+                )
+            }
+            Arm::Rclone => {
+                let sshd = self.sshd.as_ref().context("rclone without sshd")?;
+                let src = &payload.root;
+                (
+                    rclone::local(sshd, cfg, src, &l.rcv_addr, dest),
                     Some(l.snd_ns.as_str()),
                 )
             }

@@ -26,7 +26,7 @@ use shoal_report::columns::col;
 
 /// The ssh client and its options as one shell word list: `ssh -o BatchMode=yes OPTS…`
 /// (batch mode: a sweep must fail, not wait for a password).
-fn ssh_words(opts: &[String]) -> String {
+pub(crate) fn ssh_words(opts: &[String]) -> String {
     ["ssh", "-o", "BatchMode=yes"]
         .into_iter()
         .map(String::from)
@@ -183,6 +183,11 @@ impl Sweep<'_> {
                 });
                 waiting = Some(rx);
                 tar_tcp_sender(&payload.root, host, start.port)
+            }
+            Arm::Rclone => {
+                let target = spec.ssh.as_deref().context("no [link] ssh")?;
+                out.cols.push((col::RECEIVER, target.to_string()));
+                super::rclone::remote(spec, target, cfg, &payload.root, folder)?
             }
             a if a.over_ssh() => {
                 let target = spec.ssh.as_deref().context("no [link] ssh")?;
