@@ -16,6 +16,10 @@ command -v ssh-keygen >/dev/null 2>&1 || need+=(openssh-client)
 command -v rsync >/dev/null 2>&1 || need+=(rsync)
 # Sweep baseline tar-tcp (tar over one plain TCP connection, socat at both ends).
 command -v socat >/dev/null 2>&1 || need+=(socat)
+# Sweep baselines rclone (over SFTP to that sshd) and iperf3 (one bulk TCP flow; Debian's
+# package leaves its daemon off when installed non-interactively).
+command -v rclone >/dev/null 2>&1 || need+=(rclone)
+command -v iperf3 >/dev/null 2>&1 || need+=(iperf3)
 # tests/sweep/html.rs: report.html drawn by a real browser (headless Chromium).
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 # Host facts in meta.json: the offloads of the interface a run uses.

@@ -9,5 +9,6 @@ mod link;
 mod link_check;
 mod probe;
 mod study_infra;
+mod tools;
 mod two_hosts;
 mod two_hosts_baselines;

@@ -51,14 +51,17 @@ fn product_exclude_and_baselines() {
 fn shipped_matrices_parse() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/matrices");
     let count = |name: &str| Matrix::load(&dir.join(name)).unwrap().configs.len();
-    assert_eq!(count("quick.toml"), 8 + 4 + 1);
+    // … and rclone × 2 transfer counts, iperf3 × 2 payloads × 2 controllers.
+    let tools = 2 + 4;
+    assert_eq!(count("quick.toml"), 8 + 4 + 1 + tools);
     // 2 payloads × 4 modes × 2 controllers × 2 connection counts, 3 baselines, 2 on the
     // 1,024-file subset.
-    assert_eq!(count("study.toml"), 32 + 3 + 2);
+    assert_eq!(count("study.toml"), 32 + 3 + 2 + tools);
     assert_eq!(count("flow-control.toml"), 2 * 3 * 2 - 3);
-    assert_eq!(count("study-sftp-3min.toml"), 32 + 3 + 2);
-    // 4 modes × 2 controllers × 2 connection counts, tar-local and tar-tcp.
-    assert_eq!(count("study-1gbit.toml"), 16 + 2);
+    assert_eq!(count("study-sftp-3min.toml"), 32 + 3 + 2 + tools);
+    // 4 modes × 2 controllers × 2 connection counts, tar-local and tar-tcp; rclone × 2,
+    // iperf3 × 2 controllers.
+    assert_eq!(count("study-1gbit.toml"), 16 + 2 + 2 + 2);
     // 2 QUIC modes × 2 controllers × 8 connections, and the tcp-bundle bbr ×8 anchor.
     assert_eq!(count("study-quic8.toml"), 4 + 1);
     // 2 modes × 2 controllers × 2 connection counts, and 2 per-file modes with BBR.
