@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job: a local sweep on an emulated long link (141 ms RTT, 300 Mbit/s, 1-BDP queue),
 # scripts/matrices/quick.toml: 8,192 × 4 KiB in the four Shoal modes × {CUBIC, BBR} and with
-# tar|ssh, one 32 MiB file in the bundled modes, rclone (capped at 15 s) and one iperf3 flow per
+# tar|ssh, one 32 MiB file in the bundled modes, rclone (capped at 30 s) and one iperf3 flow per
 # payload and controller, three runs each in one shuffled order; every run is verified by SHA-256
 # of every file before its time counts. Prints the medians and where runs.csv, medians.csv and
 # the charts are (results/<timestamp>/). Extra arguments go to `shoal sweep` (e.g. --runs 5,

@@ -43,7 +43,8 @@ impl Login {
 }
 
 /// `rclone copy SRC REMOTE --transfers N --checkers N`, as words (no shell). No config file
-/// (`--config /dev/null`): the remote is on the command line. Everything else is rclone's
+/// (`--config /dev/null`): the remote is on the command line. Its progress every 5 s goes to
+/// the run's log (`--stats 5s`, one line, at the default log level). Everything else is rclone's
 /// default, as a user gets it: size-and-time checks against the (fresh, empty) destination,
 /// modification times set, and the upload's MD5 checked by running `md5sum` on the receiving
 /// host, which its sshd allows.
@@ -51,7 +52,8 @@ pub fn argv(src: &str, remote: &str, transfers: i64) -> Vec<String> {
     let n = transfers.to_string();
     ["copy", src, remote, "--transfers", &n, "--checkers", &n]
         .into_iter()
-        .chain(["--config", "/dev/null"])
+        .chain(["--config", "/dev/null", "--stats", "5s", "--stats-one-line"])
+        .chain(["--stats-log-level", "NOTICE"])
         .map(String::from)
         .collect()
 }
@@ -156,7 +158,8 @@ mod tests {
     fn command_words() {
         assert_eq!(
             argv("/src", ":sftp,host=\"h\":/d", 16).join(" "),
-            "copy /src :sftp,host=\"h\":/d --transfers 16 --checkers 16 --config /dev/null"
+            "copy /src :sftp,host=\"h\":/d --transfers 16 --checkers 16 --config /dev/null \
+             --stats 5s --stats-one-line --stats-log-level NOTICE"
         );
     }
 }
