@@ -10,9 +10,15 @@ use anyhow::{bail, Result};
 /// rclone's own default number of transfers.
 pub const DEFAULT_TRANSFERS: i64 = 4;
 
-/// Options that change nothing rclone does (it fails rather than prompts; it checks no host
-/// key unless given a known_hosts file).
-const HARMLESS: &[&str] = &["BatchMode", "StrictHostKeyChecking", "UserKnownHostsFile"];
+/// Options that change nothing rclone does (it fails rather than prompts, checks no host key
+/// unless given a known_hosts file, offers only the key it is given, and logs on its own).
+const HARMLESS: &[&str] = &[
+    "BatchMode",
+    "StrictHostKeyChecking",
+    "UserKnownHostsFile",
+    "IdentitiesOnly",
+    "LogLevel",
+];
 
 /// Where rclone's SFTP client logs in.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -78,3 +78,80 @@ fn rclone_and_iperf3_rows() {
         .unwrap()
         .contains("iperf"));
 }
+
+/// Two namespaces as hosts A and B: rclone into the folder B prepared, through the ssh login
+/// (its `-i` key translated for rclone's own SFTP client), verified on B; iperf3 with its
+/// server started on B through that login, its row not verified.
+#[test]
+#[ignore = "needs root"]
+fn rclone_and_iperf3_across_two_hosts() {
+    use std::time::Duration;
+    use support::sweep::sweep_in;
+    use support::{link_up, ReceiverProc};
+    const B: &str = "198.18.0.2";
+    needs_root();
+    needs_tools(&["sshd", "rclone", "iperf3"]);
+    let _l = serial();
+    let name = "toolsb";
+    let _link = link_up(&shoal_link::UpConfig::new(
+        name,
+        Duration::from_millis(10),
+        100_000_000,
+    ));
+    let (a_ns, b_ns) = (format!("{name}-snd"), format!("{name}-rcv"));
+    let t = tempfile::tempdir().unwrap();
+    let incoming = t.path().join("incoming");
+    let rx = ReceiverProc::start_at(
+        &format!("{B}:0"),
+        Some(&b_ns),
+        &t.path().join("id"),
+        &incoming,
+        &["--control"],
+    );
+    let sshd = shoal_sweep::baseline::Sshd::start(&t.path().join("ssh"), &b_ns, &a_ns, B)
+        .expect("sshd in B's namespace");
+    let (pin, _) = shoal_transport::identity::Identity::read_credentials(&rx.identity).unwrap();
+    let m = format!(
+        "[sweep]\ntimeout = \"1m\"\nprobe = false\n\
+         [link]\nreceiver = \"{}\"\npin = \"{pin}\"\ntoken_file = \"{}\"\n\
+         ssh = \"root@{B}\"\nssh_opts = [\"-i\", \"{}\", \"-o\", \"IdentitiesOnly=yes\", \
+         \"-o\", \"UserKnownHostsFile=/dev/null\", \"-o\", \"StrictHostKeyChecking=no\"]\n\
+         [payload.p]\nfiles = 60\nsize = \"4KiB\"\ndirs = 3\n\
+         [axes]\nkind = [\"rclone\", \"iperf3\"]\ncc = [\"bbr\"]\n",
+        rx.addr,
+        rx.identity.join("token").display(),
+        sshd.user_key().display()
+    );
+    let s = sweep_in(
+        Some(&a_ns),
+        t.path(),
+        "two",
+        &m,
+        "unused",
+        &["--runs", "1"],
+        &[],
+    );
+    sshd.stop();
+    assert!(s.ok, "stdout:\n{}\nstderr:\n{}", s.stdout, s.stderr);
+    let r = rows(&s.out.join("runs.csv"));
+    assert_eq!(r.len(), 2, "{}", s.stdout);
+    for row in &r {
+        assert_eq!(row["status"], "ok", "{row:?}");
+        if row["kind"] == "rclone" {
+            assert_eq!(row["verified"], "true", "{row:?}");
+            assert_eq!(row["files_verified"], "60");
+            assert_eq!(row["receiver"], format!("root@{B}"));
+            assert!(row["command"].contains(&row["dest"]), "{row:?}");
+            assert!(row["command"].contains("key_file="), "{row:?}");
+        } else {
+            assert_eq!(row["kind"], "iperf3");
+            assert_eq!(row["verified"], "", "{row:?}");
+            assert_eq!(row["cc"], "bbr", "{row:?}");
+            assert_eq!(row["receiver"], format!("{B}:5201"));
+            assert!(row["receiver_report"].contains("iperf3 -s -1"), "{row:?}");
+            assert!(row["mb_per_s"].parse::<f64>().unwrap() > 0.0, "{row:?}");
+        }
+    }
+    let left: Vec<_> = std::fs::read_dir(&incoming).unwrap().collect();
+    assert!(left.is_empty(), "run folders left on B: {left:?}");
+}
