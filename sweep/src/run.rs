@@ -40,6 +40,14 @@ pub fn result_line(cfg: &Config, row: &Row) -> String {
                 "NOT verified: remote receiver"
             }
         )
+    } else if !cfg.arm.moves_files() {
+        format!(
+            "{} {}: FAILED after {} s: {}",
+            cfg.id,
+            cfg.label(),
+            g(col::SECONDS),
+            g(col::ERROR)
+        )
     } else {
         format!(
             "{} {}: FAILED after {} s ({} of {} files verified): {}",
