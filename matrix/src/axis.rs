@@ -22,6 +22,11 @@ pub const ALLOW_PLAIN: &str = "allow-plain";
 pub const PROFILE: &str = "profile";
 /// The receiver's CPU cap, a fraction of one core (`conditions::cpu_quota`).
 pub const RECV_CPU_QUOTA: &str = "recv-cpu-quota";
+/// One end's freezer duty cycle (`conditions::stall`).
+pub const RECV_STALL: &str = "recv-stall";
+pub const SEND_STALL: &str = "send-stall";
+/// A busy process in the receiver's CPU-capped group (`conditions::stall`).
+pub const RECV_CPU_HOG: &str = "recv-cpu-hog";
 /// The emulated link's random loss, changed on the running link (`conditions::loss`).
 pub const LOSS: &str = "loss";
 /// `rclone copy --transfers N --checkers N` (the rclone arm alone; default rclone's 4).
@@ -36,9 +41,23 @@ pub const RECV_PREFIX: &str = "recv.";
 pub const PER_RUN_FILE_FLAGS: &[&str] = &["stats-out", "latency-out", "trace-dir"];
 
 /// Axes that are the sweep's own, never a flag of either end.
-pub const SWEEP_AXES: &[&str] = &[PAYLOAD, KIND, TIMEOUT, PROFILE, RECV_CPU_QUOTA, LOSS];
+pub const SWEEP_AXES: &[&str] = &[
+    PAYLOAD,
+    KIND,
+    TIMEOUT,
+    PROFILE,
+    RECV_CPU_QUOTA,
+    LOSS,
+    RECV_STALL,
+    SEND_STALL,
+    RECV_CPU_HOG,
+];
+/// Axes that act on the local namespaces, emulator or receiver process: a two-host sweep
+/// refuses them.
+pub const LOCAL_ONLY_AXES: &[&str] = &[LOSS, PROFILE, RECV_CPU_QUOTA, RECV_STALL, RECV_CPU_HOG];
 /// Axes that apply to a baseline arm (all others are Shoal flags and are dropped): the
-/// sweep's own, but for the receiver's CPU cap (the sweep caps only `shoal recv`).
+/// sweep's own, but for the receiver's CPU cap, hog and the stalls (the sweep caps and
+/// freezes only Shoal's ends).
 pub const BASELINE_AXES: &[&str] = &[PAYLOAD, KIND, TIMEOUT, PROFILE, LOSS];
 
 /// The transport `shoal send` uses when no `mode` axis picks one (its `--mode` default).

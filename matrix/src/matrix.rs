@@ -360,7 +360,7 @@ impl Matrix {
         if matches!(link, LinkSpec::Remote(_)) {
             if let Some(a) = axes
                 .iter()
-                .find(|a| [axis::LOSS, axis::PROFILE, axis::RECV_CPU_QUOTA].contains(&a.as_str()))
+                .find(|a| axis::LOCAL_ONLY_AXES.contains(&a.as_str()))
             {
                 bail!("axis {a}: acts on the local emulated link's namespaces, emulator and receiver; a remote receiver's sweep cannot set it (set it on the hosts themselves)");
             }

@@ -111,6 +111,17 @@ pub mod col {
     pub const RECEIVER_CPU_PERIODS: Col = Col("receiver_cpu_periods");
     pub const RECEIVER_CPU_THROTTLED: Col = Col("receiver_cpu_throttled");
     pub const RECEIVER_CPU_THROTTLED_SECONDS: Col = Col("receiver_cpu_throttled_seconds");
+    pub const RECEIVER_CPU_HOG_CPU_SECONDS: Col = Col("receiver_cpu_hog_cpu_seconds");
+    pub const RECEIVER_STALL_LENGTH_MS: Col = Col("receiver_stall_length_ms");
+    pub const RECEIVER_STALL_EVERY_MS: Col = Col("receiver_stall_every_ms");
+    pub const RECEIVER_STALLS_APPLIED: Col = Col("receiver_stalls_applied");
+    pub const RECEIVER_STALLED_MS_TOTAL: Col = Col("receiver_stalled_ms_total");
+    pub const RECEIVER_STALL_CGROUP: Col = Col("receiver_stall_cgroup");
+    pub const SENDER_STALL_LENGTH_MS: Col = Col("sender_stall_length_ms");
+    pub const SENDER_STALL_EVERY_MS: Col = Col("sender_stall_every_ms");
+    pub const SENDER_STALLS_APPLIED: Col = Col("sender_stalls_applied");
+    pub const SENDER_STALLED_MS_TOTAL: Col = Col("sender_stalled_ms_total");
+    pub const SENDER_STALL_CGROUP: Col = Col("sender_stall_cgroup");
     pub const RECEIVER_REPORT: Col = Col("receiver_report");
     pub const CLOCK_OFFSET_MS: Col = Col("clock_offset_ms");
     pub const CLOCK_OFFSET_RTT_MS: Col = Col("clock_offset_rtt_ms");
@@ -241,6 +252,17 @@ pub const TAIL: &[Col] = &[
     col::RECEIVER_CPU_PERIODS,
     col::RECEIVER_CPU_THROTTLED,
     col::RECEIVER_CPU_THROTTLED_SECONDS,
+    col::RECEIVER_CPU_HOG_CPU_SECONDS,
+    col::RECEIVER_STALL_LENGTH_MS,
+    col::RECEIVER_STALL_EVERY_MS,
+    col::RECEIVER_STALLS_APPLIED,
+    col::RECEIVER_STALLED_MS_TOTAL,
+    col::RECEIVER_STALL_CGROUP,
+    col::SENDER_STALL_LENGTH_MS,
+    col::SENDER_STALL_EVERY_MS,
+    col::SENDER_STALLS_APPLIED,
+    col::SENDER_STALLED_MS_TOTAL,
+    col::SENDER_STALL_CGROUP,
     col::RECEIVER_REPORT,
     col::CLOCK_OFFSET_MS,
     col::CLOCK_OFFSET_RTT_MS,

@@ -225,6 +225,15 @@ impl Sweep<'_> {
             }
             _ => None,
         };
+        // Each end's stall group and the CPU hog (Shoal arms on the local link).
+        let stalls = match cfg.arm == Arm::Shoal && self.link.is_some() {
+            true => crate::conditions::stall::RunStalls::create(
+                &cfg.conditions,
+                order,
+                cpu_group.as_ref(),
+            )?,
+            false => Default::default(),
+        };
 
         // Quiet wait, then pre-read the source into the page cache.
         let waited = self.quiet_wait(progress);
@@ -279,6 +288,7 @@ impl Sweep<'_> {
                 trace_dir.as_deref(),
                 timeout,
                 cpu_group.as_ref(),
+                &stalls,
             )
         } else if cfg.arm == Arm::Iperf3 {
             self.iperf3_transfer(order, cfg, payload, timeout)
@@ -295,6 +305,10 @@ impl Sweep<'_> {
                 row.set(col::RECEIVER_CPU_STEAL_SECONDS, f3((y - x).max(0.0)));
             }
         }
+        if let Ok(o) = &out {
+            stalls.put(&o.stalls, &mut row);
+        }
+        drop(stalls);
         if let Some(g) = cpu_group {
             g.put(&mut row);
             g.restore();

@@ -112,6 +112,11 @@ impl QuotaGroup {
         Ok(parse_stat(&text, self.version == Version::V1))
     }
 
+    /// The group's folder on cgroup v2 (where a stall group of the same end nests).
+    pub fn v2_dir(&self) -> Option<&Path> {
+        (self.version == Version::V2).then_some(self.dir.as_path())
+    }
+
     /// Which controller and group, for the row.
     pub fn describe(&self) -> String {
         let v = match self.version {

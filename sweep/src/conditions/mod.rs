@@ -1,5 +1,5 @@
 //! The host conditions of one run, each applied before the run and restored after it: the host
-//! profile's sysctls, the receiver's CPU quota (a cgroup), the link's loss, the destination
+//! profile's sysctls, the receiver's CPU quota (a cgroup), each end's stalls (a freezer cgroup), the link's loss, the destination
 //! file system (a fresh volume) and the start window (routes and buffer defaults). What each
 //! asks for is typed in shoal-matrix's `conditions`; here it is done to the host.
 //!
@@ -9,10 +9,12 @@
 //! | receiver CPU quota | [`cpu_quota::QuotaGroup::create`] | [`cpu_quota::QuotaGroup::restore`] (or drop) |
 //! | destination file system | [`dest_fs::Volume::create`] | [`dest_fs::Volume::restore`] (or drop) |
 //! | start window | [`start_window::apply`] | `Applied::restore_buffers`, then its routes' `RouteGuard::restore` (or drop) |
+//! | stalls, CPU hog | [`stall::RunStalls::create`], `place`, `start` | [`stall::Running::stop`], then drop (thaw, remove) |
 //! | link loss | [`loss::apply`] | none: every run of a `loss` axis sets its own rate, and the link goes down with the sweep |
 
 pub mod cpu_quota;
 pub mod dest_fs;
 pub mod loss;
 pub mod profile;
+pub mod stall;
 pub mod start_window;

@@ -40,6 +40,8 @@ pub struct Outcome {
     pub command: String,
     /// Columns the transfer knows best (a remote baseline's receiver and controller).
     pub cols: Vec<(shoal_report::columns::Col, String)>,
+    /// What the run's stall timers and CPU hog did.
+    pub stalls: crate::conditions::stall::Applied,
 }
 
 impl Sweep<'_> {
@@ -54,7 +56,9 @@ impl Sweep<'_> {
         trace_dir: Option<&Path>,
         timeout: Duration,
         cpu_group: Option<&crate::conditions::cpu_quota::QuotaGroup>,
+        stalls: &crate::conditions::stall::RunStalls,
     ) -> Result<Outcome> {
+        use crate::conditions::stall::End;
         let (mut send_flags, recv_flags) = argv::flags(cfg, &self.matrix.receiver_flags);
         send_flags.extend(shoal_matrix::start_window::send_flags(&self.opts.out, cfg));
         let mut out = Outcome::default();
@@ -80,6 +84,10 @@ impl Sweep<'_> {
                         p.kill(Duration::from_secs(1));
                         return Err(e.context("moving shoal recv into its CPU-capped cgroup"));
                     }
+                }
+                if let Err(e) = stalls.place(End::Receiver, p.pid) {
+                    p.kill(Duration::from_secs(1));
+                    return Err(e.context("moving shoal recv into its stall cgroup"));
                 }
                 let rx = proc::lines(p.child.stdout.take().expect("piped"));
                 let first = rx.recv_timeout(Duration::from_secs(15)).unwrap_or_default();
@@ -114,12 +122,16 @@ impl Sweep<'_> {
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(self.log(order, "send"))?);
         out.command = baseline::command_line(&cmd);
+        let hog = stalls.start_hog(&self.opts.shoal_bin, cpu_group)?;
         let t0 = Instant::now();
         let mut sender = Proc::spawn(
             &mut cmd,
             self.link.as_ref().map(|l| l.snd_ns.as_str()),
             "shoal send",
         )?;
+        // The stalls run from the sender's start to its exit.
+        stalls.place(End::Sender, sender.pid)?;
+        let running = stalls.start(&self.opts.shoal_bin, hog)?;
         let srx = proc::lines(sender.child.stdout.take().expect("piped"));
         // shoal send enforces --timeout itself; the sweep's own limit is a backstop.
         let hard = t0 + timeout + Duration::from_secs(30);
@@ -146,6 +158,7 @@ impl Sweep<'_> {
             }
         };
         out.wall_seconds = t0.elapsed().as_secs_f64();
+        out.stalls = running.stop();
         let stdout = proc::drain(&srx, Duration::from_secs(5));
         out.json = stdout
             .iter()
