@@ -8,6 +8,7 @@ mod diagnose;
 mod link;
 mod link_check;
 mod probe;
+mod stall;
 mod study_infra;
 mod tools;
 mod two_hosts;
