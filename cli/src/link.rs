@@ -77,6 +77,20 @@ pub enum LinkCommand {
     /// (internal) The TUN forwarder daemon that `up` starts.
     #[command(hide = true)]
     Forward(ForwardArgs),
+    /// (internal) Freeze a cgroup for LENGTH once every PERIOD until standard input ends,
+    /// then thaw it and print what was done as JSON (`exec --stall`, a sweep's stall axes).
+    #[command(hide = true)]
+    StallTimer(StallTimerArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct StallTimerArgs {
+    #[arg(long)]
+    pub cgroup: PathBuf,
+    #[arg(long)]
+    pub length: Span,
+    #[arg(long)]
+    pub every: Span,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -154,6 +168,11 @@ pub struct ExecArgs {
     /// Link name, as given to `shoal link up --name`.
     #[arg(long, default_value = shoal_link::DEFAULT_NAME)]
     pub name: String,
+    /// Freeze the command's processes for a while once every period as long as it runs, e.g.
+    /// "20ms every 250ms" (a cgroup freezer on a real-time timer); prints the stalls applied
+    /// and the time frozen when it ends.
+    #[arg(long, value_name = "LENGTH every PERIOD", value_parser = shoal_sweep::conditions::stall::StallSpec::parse)]
+    pub stall: Option<shoal_sweep::conditions::stall::StallSpec>,
     /// The command and its arguments, after `--`.
     #[arg(last = true, required = true)]
     pub command: Vec<OsString>,
@@ -268,6 +287,14 @@ pub fn run(cmd: LinkCommand) -> Result<i32> {
             cmd.args(args);
             shoal_link::netns::command_in_netns(&ns, &mut cmd)
                 .with_context(|| format!("is link {} up?", a.name))?;
+            if let Some(spec) = a.stall.filter(|s| !s.is_none()) {
+                let exe = std::env::current_exe().context("locating this program")?;
+                let end = match a.side {
+                    Side::Snd => shoal_sweep::conditions::stall::End::Sender,
+                    Side::Rcv => shoal_sweep::conditions::stall::End::Receiver,
+                };
+                return shoal_sweep::conditions::stall::exec::run(&mut cmd, end, spec, &exe);
+            }
             // exec only returns on failure.
             let e = cmd.exec();
             bail!("running {prog:?} in {ns}: {e}")
@@ -321,6 +348,10 @@ pub fn run(cmd: LinkCommand) -> Result<i32> {
                     out.forwarder_pid
                 );
             }
+            Ok(0)
+        }
+        LinkCommand::StallTimer(a) => {
+            shoal_sweep::conditions::stall::timer::main(&a.cgroup, a.length.0, a.every.0)?;
             Ok(0)
         }
         LinkCommand::Forward(a) => {

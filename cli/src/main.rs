@@ -82,24 +82,9 @@ enum Command {
         #[arg(long)]
         dest: Option<PathBuf>,
     },
-    /// Freeze a cgroup for LENGTH once every PERIOD until standard input ends, then thaw it
-    /// and print what was done as JSON (a sweep's `recv-stall`/`send-stall` timer).
-    #[command(hide = true)]
-    StallTimer {
-        #[arg(long)]
-        cgroup: PathBuf,
-        #[arg(long, value_parser = parse_span)]
-        length: std::time::Duration,
-        #[arg(long, value_parser = parse_span)]
-        every: std::time::Duration,
-    },
     /// Spin on one core until standard input ends (a sweep's `recv-cpu-hog`).
     #[command(hide = true)]
     CpuHog,
-}
-
-fn parse_span(text: &str) -> Result<std::time::Duration, String> {
-    shoal_proto::units::parse_duration(text).map_err(|e| e.to_string())
 }
 
 /// The build that runs, for rows and meta.json.
@@ -163,14 +148,6 @@ fn run(command: Command) -> Result<ExitCode> {
         Command::HostFacts { peer, dest } => {
             let facts = shoal_row::hostfacts::HostFacts::collect(peer, dest.as_deref());
             println!("{}", serde_json::to_string(&facts)?);
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::StallTimer {
-            cgroup,
-            length,
-            every,
-        } => {
-            shoal_sweep::conditions::stall::timer::main(&cgroup, length, every)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::CpuHog => {

@@ -1,16 +1,17 @@
 //! One end's stalls (`recv-stall`, `send-stall`) and the receiver's CPU hog (`recv-cpu-hog`).
 //! The end's process goes into a freezer group of its own (cgroup v1 `freezer` where it is
 //! mounted, else a cgroup v2 group's `cgroup.freeze`; under the receiver's CPU-capped group on
-//! v2, so the quota still applies); a timer process (`shoal stall-timer`, [`timer`]) freezes and
+//! v2, so the quota still applies); a timer process (`shoal link stall-timer`, [`timer`]) freezes and
 //! thaws it on schedule from the sender's start to its exit and reports what it did, which goes
 //! in the row. The timer thaws and removes the group itself when the sweep dies, and a group
 //! whose sweep is gone is removed when the next sweep creates one.
 
+pub mod exec;
 pub mod hog;
 pub mod timer;
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -18,7 +19,7 @@ use anyhow::{bail, Context, Result};
 
 use crate::conditions::cpu_quota::QuotaGroup;
 use crate::proc::Proc;
-use shoal_matrix::conditions::stall::StallSpec;
+pub use shoal_matrix::conditions::stall::StallSpec;
 use shoal_matrix::conditions::Conditions;
 use shoal_report::columns::{col, f3, Col, Row};
 use timer::{Freezer, Report};
@@ -152,7 +153,7 @@ impl Timer {
     /// Starts `shoal stall-timer` on `group` with the duty cycle `spec`.
     pub fn start(shoal_bin: &Path, group: &Path, spec: StallSpec) -> Result<Timer> {
         let mut cmd = Command::new(shoal_bin);
-        cmd.arg("stall-timer")
+        cmd.args(["link", "stall-timer"])
             .arg("--cgroup")
             .arg(group)
             .arg("--length")
@@ -352,14 +353,5 @@ impl Running {
             send: stop(self.send),
             hog_cpu_seconds,
         }
-    }
-}
-
-/// A group path for tests and `shoal link exec --stall`: the v1 freezer's or the v2 root's.
-pub fn root() -> PathBuf {
-    if Path::new(V1_FREEZER).join("tasks").exists() {
-        PathBuf::from(V1_FREEZER)
-    } else {
-        PathBuf::from(V2_ROOT)
     }
 }

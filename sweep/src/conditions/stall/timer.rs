@@ -1,4 +1,4 @@
-//! The stall timer (`shoal stall-timer`, run by the sweep or `shoal link exec --stall`): freezes
+//! The stall timer (`shoal link stall-timer`, run by the sweep or `shoal link exec --stall`): freezes
 //! a cgroup for a length of time once every period, on a fixed schedule, at a real-time
 //! priority, and counts what it did. It stops when its standard input ends: after a `stop` line
 //! (its owner is done; the owner removes the group), or without one (its owner died, e.g. a
