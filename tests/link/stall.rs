@@ -1,4 +1,5 @@
-//! The stall condition end to end (docs/sweep.md, "Stalls"): a receiver frozen on a duty cycle
+//! The stall condition end to end (docs/sweep.md, "Host profile, receiver
+//! CPU cap, stalls, destination file system"): a receiver frozen on a duty cycle
 //! by the sweep's timer, the time frozen as the timer counted it, and a sweep killed with
 //! SIGKILL mid-stall leaving no end frozen and no group behind.
 

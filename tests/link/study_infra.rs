@@ -1,5 +1,5 @@
 //! The study instrument's sweep axes and options end to end (docs/sweep.md, "Host profile,
-//! receiver CPU cap, destination file system"): `profile = ["stock"]` read back in the row,
+//! receiver CPU cap, stalls, destination file system"): `profile = ["stock"]` read back in the row,
 //! `recv-cpu-quota` with the receiver in a CPU-capped cgroup, and `[sweep] dest_fs` volumes
 //! (tmpfs, ext4/xfs/btrfs loop images) with verified runs; and the matrix checks (no root).
 
@@ -250,6 +250,8 @@ fn bad_dest_fs_profile_and_quota_are_refused_before_anything_runs() {
             "axis recv-cpu-quota: 0 is out of range",
         ),
         ("", "loss = [\"1\"]", "axis loss:"),
+        ("", "recv-stall = [\"20ms\"]", "axis recv-stall: \"20ms\" is not a stall"),
+        ("", "recv-cpu-hog = [true]", "axis recv-cpu-hog needs recv-cpu-quota"),
         (
             "",
             "profile = [\"stock\"]\nstream-window = [\"4MiB\"]",
@@ -273,6 +275,7 @@ fn bad_dest_fs_profile_and_quota_are_refused_before_anything_runs() {
         "profile = [\"stock\"]",
         "recv-cpu-quota = [0.5]",
         "loss = [\"1%\"]",
+        "recv-stall = [\"20ms every 250ms\"]",
     ] {
         let p = t.path().join("remote.toml");
         std::fs::write(
