@@ -154,3 +154,37 @@ fn a_sweep_killed_mid_stall_leaves_nothing_frozen() {
     );
     assert!(groups_of(pid).is_empty(), "{:?}", groups_of(pid));
 }
+
+#[test]
+#[ignore = "needs root"]
+fn a_cpu_hog_beside_the_quota_throttles_the_receivers_group() {
+    needs_root();
+    let _l = serial();
+    let link = format!("stall{}h", std::process::id() % 100);
+    let t = tempfile::tempdir().unwrap();
+    let m = matrix(
+        &link,
+        1000,
+        "mode = [\"tcp-bundle\"]\nrecv-cpu-quota = [0.5]\nrecv-cpu-hog = [true]\nsend-stall = [\"none\"]",
+    );
+    let s = sweep(t.path(), "out", &m, &link, &["--runs", "1"], &[]);
+    let rs = rows(&s.out.join("runs.csv"));
+    assert_eq!(rs.len(), 1, "{}", s.stderr);
+    let r = &rs[0];
+    assert_eq!(r["status"], "ok", "{r:?}");
+    let hog: f64 = r["receiver_cpu_hog_cpu_seconds"].parse().unwrap();
+    let secs: f64 = r["seconds"].parse().unwrap();
+    eprintln!(
+        "hog {hog} s of CPU in a {secs} s run; periods {} throttled {} for {} s",
+        r["receiver_cpu_periods"], r["receiver_cpu_throttled"], r["receiver_cpu_throttled_seconds"]
+    );
+    assert!(hog > 0.1 * secs, "the hog ran: {r:?}");
+    assert!(
+        r["receiver_cpu_throttled"].parse::<u64>().unwrap() > 0,
+        "{r:?}"
+    );
+    // `none` at the sender: the setting recorded, no stall.
+    assert_eq!(r["sender_stall_length_ms"], "0.000", "{r:?}");
+    assert_eq!(r["sender_stalls_applied"], "0", "{r:?}");
+    assert_eq!(r["receiver_stall_length_ms"], "", "{r:?}");
+}
