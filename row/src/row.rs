@@ -85,6 +85,11 @@ pub struct RunRow {
     pub retransmits: Option<u64>,
     pub lost_bytes: Option<u64>,
     pub congestion_events: Option<u64>,
+    /// QUIC: congestion events that were persistent congestion; STREAM_DATA_BLOCKED and
+    /// DATA_BLOCKED frames the sender sent (TCP: empty).
+    pub persistent_congestion_events: Option<u64>,
+    pub stream_data_blocked_frames: Option<u64>,
+    pub data_blocked_frames: Option<u64>,
     pub sent_packets: Option<u64>,
     pub delivery_rate_bytes_per_s: Option<u64>,
     pub bytes_sent: Option<u64>,

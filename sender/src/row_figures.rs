@@ -33,6 +33,9 @@ pub(crate) fn put_transport_stats(row: &mut RunRow, mode: Mode, s: &ConnStats) {
     row.retransmits = Some(s.retransmits);
     row.lost_bytes = Some(s.lost_bytes);
     row.congestion_events = (!tcp).then_some(s.congestion_events);
+    row.persistent_congestion_events = (!tcp).then_some(s.persistent_congestion_events);
+    row.stream_data_blocked_frames = (!tcp).then_some(s.stream_data_blocked_frames);
+    row.data_blocked_frames = (!tcp).then_some(s.data_blocked_frames);
     row.sent_packets = Some(s.sent_packets);
     row.delivery_rate_bytes_per_s = tcp.then_some(s.delivery_rate);
     row.bytes_sent = Some(s.bytes_sent);
@@ -97,6 +100,8 @@ mod tests {
         let s = ConnStats {
             rtt_ms: 141.0,
             congestion_events: 3,
+            persistent_congestion_events: 1,
+            stream_data_blocked_frames: 7,
             bytes_acked: 10,
             delivery_rate: 5,
             ..Default::default()
@@ -106,12 +111,30 @@ mod tests {
         assert_eq!(tcp.rtt_ms, Some(141.0));
         assert_eq!(tcp.congestion_events, None, "TCP does not expose it");
         assert_eq!(
+            (
+                tcp.persistent_congestion_events,
+                tcp.stream_data_blocked_frames,
+                tcp.data_blocked_frames
+            ),
+            (None, None, None),
+            "QUIC's alone"
+        );
+        assert_eq!(
             (tcp.bytes_acked, tcp.delivery_rate_bytes_per_s),
             (Some(10), Some(5))
         );
         let mut quic = RunRow::default();
         put_transport_stats(&mut quic, Mode::QuicStreams, &s);
         assert_eq!(quic.congestion_events, Some(3));
+        assert_eq!(
+            (
+                quic.persistent_congestion_events,
+                quic.stream_data_blocked_frames,
+                quic.data_blocked_frames
+            ),
+            (Some(1), Some(7), Some(0)),
+            "a real 0 stays 0"
+        );
         assert_eq!(
             (quic.delivery_rate_bytes_per_s, quic.rwnd_limited_ms),
             (None, None),

@@ -45,17 +45,30 @@ pub fn factory_with(cc: Option<Cc>, initial_window: Option<u64>) -> Factory {
     }
 }
 
-/// Bytes acknowledged on a connection so far, shared with its controller.
+/// Bytes acknowledged on a connection so far, and its persistent-congestion events (which
+/// quinn's statistics do not count), shared with its controller.
 #[derive(Clone, Debug, Default)]
-pub struct AckedBytes(Arc<AtomicU64>);
+pub struct AckedBytes(Arc<Counts>);
+
+#[derive(Debug, Default)]
+struct Counts {
+    acked: AtomicU64,
+    persistent: AtomicU64,
+}
 
 impl AckedBytes {
     pub fn get(&self) -> u64 {
-        self.0.load(Ordering::Relaxed)
+        self.0.acked.load(Ordering::Relaxed)
+    }
+
+    /// Congestion events quinn declared persistent congestion (RFC 9002 §7.6: the window
+    /// falls to its minimum).
+    pub fn persistent_congestion(&self) -> u64 {
+        self.0.persistent.load(Ordering::Relaxed)
     }
 
     fn add(&self, bytes: u64) {
-        self.0.fetch_add(bytes, Ordering::Relaxed);
+        self.0.acked.fetch_add(bytes, Ordering::Relaxed);
     }
 }
 
@@ -88,7 +101,8 @@ impl ControllerFactory for Counting {
     }
 }
 
-/// A controller that delegates every call to the real one and counts `on_ack`'s bytes.
+/// A controller that delegates every call to the real one and counts `on_ack`'s bytes and
+/// the persistent-congestion events.
 struct CountingController {
     inner: Box<dyn Controller>,
     acked: AckedBytes,
@@ -129,6 +143,9 @@ impl Controller for CountingController {
         is_persistent_congestion: bool,
         lost_bytes: u64,
     ) {
+        if is_persistent_congestion {
+            self.acked.0.persistent.fetch_add(1, Ordering::Relaxed);
+        }
         self.inner
             .on_congestion_event(now, sent, is_persistent_congestion, lost_bytes)
     }

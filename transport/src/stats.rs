@@ -28,6 +28,12 @@ pub struct ConnStats {
     pub lost_bytes: u64,
     /// QUIC congestion events (TCP: 0, not exposed).
     pub congestion_events: u64,
+    /// QUIC congestion events that were persistent congestion (TCP: 0).
+    pub persistent_congestion_events: u64,
+    /// QUIC STREAM_DATA_BLOCKED and DATA_BLOCKED frames sent: the peer's stream or
+    /// connection window held data back (TCP: 0).
+    pub stream_data_blocked_frames: u64,
+    pub data_blocked_frames: u64,
     /// TCP: data segments sent; QUIC: packets sent.
     pub sent_packets: u64,
     /// TCP `delivery_rate` (bytes/s; QUIC: 0, not exposed).
@@ -52,6 +58,9 @@ pub fn tcp_stats(socket: &impl AsFd) -> io::Result<ConnStats> {
         retransmits: u64::from(info.tcpi_total_retrans),
         lost_bytes: info.tcpi_bytes_retrans,
         congestion_events: 0,
+        persistent_congestion_events: 0,
+        stream_data_blocked_frames: 0,
+        data_blocked_frames: 0,
         sent_packets: u64::from(info.tcpi_data_segs_out),
         delivery_rate: info.tcpi_delivery_rate,
         bytes_sent: info.tcpi_bytes_sent,
@@ -80,6 +89,9 @@ pub fn quic_stats(conn: &quinn::Connection, acked: Option<&AckedBytes>) -> ConnS
         retransmits: s.path.lost_packets,
         lost_bytes: s.path.lost_bytes,
         congestion_events: s.path.congestion_events,
+        persistent_congestion_events: acked.map_or(0, AckedBytes::persistent_congestion),
+        stream_data_blocked_frames: s.frame_tx.stream_data_blocked,
+        data_blocked_frames: s.frame_tx.data_blocked,
         sent_packets: s.path.sent_packets,
         delivery_rate: 0,
         bytes_sent: s.udp_tx.bytes,
@@ -112,6 +124,9 @@ impl ConnStats {
             retransmits: sum(|c| c.retransmits),
             lost_bytes: sum(|c| c.lost_bytes),
             congestion_events: sum(|c| c.congestion_events),
+            persistent_congestion_events: sum(|c| c.persistent_congestion_events),
+            stream_data_blocked_frames: sum(|c| c.stream_data_blocked_frames),
+            data_blocked_frames: sum(|c| c.data_blocked_frames),
             sent_packets: sum(|c| c.sent_packets),
             delivery_rate: sum(|c| c.delivery_rate),
             bytes_sent: sum(|c| c.bytes_sent),
