@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use shoal_proto::recvsettings::parse_flag_size;
-use shoal_transport::config::FlowConfig;
+use shoal_transport::config::{FlowConfig, UdpRcvbuf};
 
 use crate::defaults;
 
@@ -52,6 +52,11 @@ pub(crate) struct FlowArgs {
     /// UDP 8 MiB]. The kernel caps it at net.core.rmem_max; the value in effect is reported.
     #[arg(long, value_parser = |v: &str| floored("rcvbuf", v))]
     pub(crate) rcvbuf: Option<u64>,
+    /// QUIC: SO_RCVBUF of the UDP socket, set before the endpoint starts [default: --rcvbuf,
+    /// else 8 MiB]; `kernel` leaves the kernel's default (net.core.rmem_default), as quinn
+    /// does. The kernel caps it at net.core.rmem_max; the value in effect is reported.
+    #[arg(long, value_parser = UdpRcvbuf::parse)]
+    pub(crate) udp_rcvbuf: Option<UdpRcvbuf>,
 }
 
 impl FlowArgs {
@@ -63,6 +68,7 @@ impl FlowArgs {
             send_window: self.send_window,
             sndbuf: self.sndbuf,
             rcvbuf: self.rcvbuf,
+            udp_rcvbuf: self.udp_rcvbuf,
             max_udp_payload: None,
         }
     }

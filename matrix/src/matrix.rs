@@ -66,6 +66,7 @@ pub const DEFAULT_RECEIVER_FLAGS: &[&str] = &[
     "conn-window",
     "sndbuf",
     "rcvbuf",
+    "udp-rcvbuf",
 ];
 
 /// A generated payload's seed when `[payload.NAME] seed` is not given.

@@ -8,6 +8,7 @@ mod diagnose;
 mod link;
 mod link_check;
 mod probe;
+mod quic_figures;
 mod stall;
 mod study_infra;
 mod tools;

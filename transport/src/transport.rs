@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
 
-use crate::config::{Cc, FlowConfig, DEFAULT_UDP_BUFFER};
+use crate::config::{Cc, FlowConfig, UdpRcvbuf, DEFAULT_UDP_BUFFER};
 
 /// Transport parameters both QUIC ends use, from `flow`.
 pub fn quic_transport(flow: &FlowConfig, cc: Option<Cc>) -> Result<quinn::TransportConfig> {
@@ -130,13 +130,21 @@ pub fn yamux_config(streams: usize) -> yamux::Config {
     cfg
 }
 
-/// A UDP socket with the buffers in `flow` (or [`DEFAULT_UDP_BUFFER`]).
+/// A UDP socket with the buffers in `flow` (or [`DEFAULT_UDP_BUFFER`]; `udp_rcvbuf` before
+/// `rcvbuf`, and `kernel` leaves the receive buffer unset).
 pub fn udp_socket(bind: SocketAddr, flow: &FlowConfig) -> Result<std::net::UdpSocket> {
     let domain = socket2::Domain::for_address(bind);
     let socket = socket2::Socket::new(domain, socket2::Type::DGRAM, Some(socket2::Protocol::UDP))?;
     // The kernel caps these at net.core.{w,r}mem_max; what we got is read back and reported.
     let _ = socket.set_send_buffer_size(flow.sndbuf.unwrap_or(DEFAULT_UDP_BUFFER) as usize);
-    let _ = socket.set_recv_buffer_size(flow.rcvbuf.unwrap_or(DEFAULT_UDP_BUFFER) as usize);
+    let rcvbuf = match flow.udp_rcvbuf {
+        Some(UdpRcvbuf::Kernel) => None,
+        Some(UdpRcvbuf::Bytes(b)) => Some(b),
+        None => Some(flow.rcvbuf.unwrap_or(DEFAULT_UDP_BUFFER)),
+    };
+    if let Some(b) = rcvbuf {
+        let _ = socket.set_recv_buffer_size(b as usize);
+    }
     socket
         .bind(&bind.into())
         .with_context(|| format!("cannot bind UDP {bind}"))?;
