@@ -27,6 +27,8 @@ pub const RECV_STALL: &str = "recv-stall";
 pub const SEND_STALL: &str = "send-stall";
 /// A busy process in the receiver's CPU-capped group (`conditions::stall`).
 pub const RECV_CPU_HOG: &str = "recv-cpu-hog";
+/// The `shoal` binary both ends of a run use, by its `[binaries]` label (`crate::binaries`).
+pub const SHOAL: &str = "shoal";
 /// The emulated link's random loss, changed on the running link (`conditions::loss`).
 pub const LOSS: &str = "loss";
 /// `rclone copy --transfers N --checkers N` (the rclone arm alone; default rclone's 4).
@@ -51,10 +53,18 @@ pub const SWEEP_AXES: &[&str] = &[
     RECV_STALL,
     SEND_STALL,
     RECV_CPU_HOG,
+    SHOAL,
 ];
 /// Axes that act on the local namespaces, emulator or receiver process: a two-host sweep
 /// refuses them.
-pub const LOCAL_ONLY_AXES: &[&str] = &[LOSS, PROFILE, RECV_CPU_QUOTA, RECV_STALL, RECV_CPU_HOG];
+pub const LOCAL_ONLY_AXES: &[&str] = &[
+    LOSS,
+    PROFILE,
+    RECV_CPU_QUOTA,
+    RECV_STALL,
+    RECV_CPU_HOG,
+    SHOAL,
+];
 /// Axes that apply to a baseline arm (all others are Shoal flags and are dropped): the
 /// sweep's own, but for the receiver's CPU cap, hog and the stalls (the sweep caps and
 /// freezes only Shoal's ends).

@@ -8,6 +8,7 @@
 pub mod argv;
 pub mod arm;
 pub mod axis;
+pub mod binaries;
 pub mod conditions;
 pub mod iperf3;
 pub mod linkspec;

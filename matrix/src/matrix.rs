@@ -197,11 +197,19 @@ pub struct Matrix {
     pub axes: Vec<String>,
     pub configs: Vec<Config>,
     pub receiver_flags: Vec<String>,
+    /// `[binaries]`: label → a `shoal` binary, for the `shoal` axis.
+    pub binaries: std::collections::BTreeMap<String, std::path::PathBuf>,
 }
 
 impl Matrix {
     pub fn payload(&self, name: &str) -> Option<&PayloadSpec> {
         self.payloads.iter().find(|p| p.name == name)
+    }
+
+    /// The `shoal` binary a configuration's `shoal` axis names (`None`: the sweep's own).
+    pub fn binary(&self, cfg: &Config) -> Option<&std::path::Path> {
+        let label = cfg.get(axis::SHOAL)?.text();
+        self.binaries.get(&label).map(|p| p.as_path())
     }
 
     pub fn is_remote(&self) -> bool {
@@ -239,7 +247,11 @@ impl Matrix {
     pub fn load(path: &std::path::Path) -> Result<Matrix> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read matrix {}", path.display()))?;
-        Matrix::parse(&text).with_context(|| format!("in matrix {}", path.display()))
+        let mut m =
+            Matrix::parse(&text).with_context(|| format!("in matrix {}", path.display()))?;
+        let dir = path.parent().unwrap_or(std::path::Path::new("."));
+        crate::binaries::resolve(&mut m.binaries, dir);
+        Ok(m)
     }
 
     /// [`Matrix::load`], with the reference's problem returned beside the matrix instead of
@@ -250,8 +262,10 @@ impl Matrix {
     ) -> Result<(Matrix, Option<anyhow::Error>)> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read matrix {}", path.display()))?;
-        let (m, reference) = Matrix::parse_deferring_reference(&text)
+        let (mut m, reference) = Matrix::parse_deferring_reference(&text)
             .with_context(|| format!("in matrix {}", path.display()))?;
+        let dir = path.parent().unwrap_or(std::path::Path::new("."));
+        crate::binaries::resolve(&mut m.binaries, dir);
         Ok((
             m,
             reference.map(|e| e.context(format!("in matrix {}", path.display()))),
@@ -274,6 +288,7 @@ impl Matrix {
             also,
             exclude,
             flags,
+            binaries,
         } = schema::read(text).map_err(anyhow::Error::msg)?;
         if sweep.runs == Some(0) {
             bail!("[sweep] runs must be a positive number");
@@ -366,6 +381,8 @@ impl Matrix {
                 bail!("axis {a}: acts on the local emulated link's namespaces, emulator and receiver; a remote receiver's sweep cannot set it (set it on the hosts themselves)");
             }
         }
+        let binaries = binaries.unwrap_or_default();
+        crate::binaries::check(&binaries, &configs)?;
         let m = Matrix {
             runs: sweep.runs,
             seed: sweep.seed,
@@ -381,6 +398,7 @@ impl Matrix {
             axes,
             configs,
             receiver_flags,
+            binaries,
         };
         Ok((m, reference_problem))
     }

@@ -26,6 +26,8 @@ pub struct MatrixFile {
     #[serde(default)]
     pub exclude: Vec<Ordered<AxisValue>>,
     pub flags: Option<FlagsSection>,
+    /// `[binaries]`: label → another `shoal` binary, for the `shoal` axis.
+    pub binaries: Option<std::collections::BTreeMap<String, PathBuf>>,
 }
 
 /// `[sweep]`.

@@ -43,6 +43,27 @@ pub fn binary_provenance(bin: &Path) -> serde_json::Value {
     })
 }
 
+/// Checks the `[binaries]` of the `shoal` axis before anything is touched: each must run
+/// (`BIN --version`) and say it is shoal.
+pub fn check_binaries(matrix: &Matrix) -> anyhow::Result<()> {
+    for (label, bin) in &matrix.binaries {
+        let out = Command::new(bin).arg("--version").output();
+        match out {
+            Ok(o)
+                if o.status.success()
+                    && String::from_utf8_lossy(&o.stdout).starts_with("shoal ") => {}
+            Ok(o) => anyhow::bail!(
+                "[binaries] {label} = {}: `--version` did not name a shoal build ({}): {}",
+                bin.display(),
+                o.status,
+                String::from_utf8_lossy(&o.stderr).trim()
+            ),
+            Err(e) => anyhow::bail!("[binaries] {label} = {}: cannot run it: {e}", bin.display()),
+        }
+    }
+    Ok(())
+}
+
 /// What meta.json records before the first run.
 pub struct Start<'a> {
     pub opts: &'a Options,
@@ -73,6 +94,8 @@ pub fn initial(s: &Start) -> serde_json::Value {
         "quiet_load": s.opts.quiet_load,
         "work": s.work_run.display().to_string(),
         "shoal_bin": s.opts.shoal_bin.display().to_string(),
+        // The `shoal` axis: each label's build (both ends of its runs use it).
+        "binaries": s.matrix.binaries.iter().map(|(l, b)| (l.clone(), binary_provenance(b))).collect::<serde_json::Map<_, _>>(),
         "configs": s.matrix.configs.iter().map(|c| serde_json::json!({"id": c.id, "config": c.label()})).collect::<Vec<_>>(),
         "payloads": s.payloads.values().map(|p| serde_json::json!({
             "name": p.name, "files": p.files, "bytes": p.bytes, "root": p.root.display().to_string(), "origin": p.origin,

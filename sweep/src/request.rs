@@ -131,6 +131,7 @@ pub fn run_sweep(a: SweepRequest, parse: ArgCheck) -> Result<ExitCode> {
     if let Some(e) = reference_problem {
         return Err(e);
     }
+    crate::meta::check_binaries(&matrix)?;
     if a.dry_run {
         print!(
             "{}",

@@ -4,6 +4,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod binaries;
 mod diagnose;
 mod link;
 mod link_check;

@@ -62,12 +62,14 @@ impl Sweep<'_> {
         let (mut send_flags, recv_flags) = argv::flags(cfg, &self.matrix.receiver_flags);
         send_flags.extend(shoal_matrix::start_window::send_flags(&self.opts.out, cfg));
         let mut out = Outcome::default();
+        // Both ends run the configuration's build (the `shoal` axis), else the sweep's own.
+        let bin = self.matrix.binary(cfg).unwrap_or(&self.opts.shoal_bin);
 
         // Receiver: one run, into this run's fresh destination, in the receiver namespace.
         let mut receiver = None;
         let to = match (&self.link, &self.matrix.link) {
             (Some(l), _) => {
-                let mut cmd = Command::new(&self.opts.shoal_bin);
+                let mut cmd = Command::new(bin);
                 cmd.args(argv::recv_argv(
                     &format!("{}:0", l.rcv_addr),
                     dest,
@@ -107,7 +109,7 @@ impl Sweep<'_> {
             (None, _) => unreachable!("an emulated link always has a context"),
         };
 
-        let mut cmd = Command::new(&self.opts.shoal_bin);
+        let mut cmd = Command::new(bin);
         cmd.args(argv::send_argv(
             &self.matrix.link,
             &to,
