@@ -319,7 +319,11 @@ impl RunStalls {
                     row.set(total, f3(r.stalled_ms_total));
                     row.set(cgroup, describe(g.dir()));
                 }
-                (Some(g), _) => row.set(cgroup, describe(g.dir())),
+                // The condition's cells stay empty: what was applied is unknown.
+                (Some(g), Some(Err(e))) => {
+                    row.set(cgroup, format!("{} (timer failed: {e})", describe(g.dir())))
+                }
+                (Some(g), None) => row.set(cgroup, describe(g.dir())),
             }
         }
         if let Some(s) = applied.hog_cpu_seconds {
