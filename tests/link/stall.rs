@@ -41,7 +41,7 @@ fn groups_of(pid: u32) -> Vec<PathBuf> {
 
 #[test]
 #[ignore = "needs root"]
-fn a_stalled_receiver_is_frozen_as_often_and_as_long_as_asked() {
+fn stalled_ends_are_frozen_as_often_and_as_long_as_asked() {
     needs_root();
     let _l = serial();
     let link = format!("stall{}", std::process::id() % 1000);
@@ -49,7 +49,8 @@ fn a_stalled_receiver_is_frozen_as_often_and_as_long_as_asked() {
     let m = matrix(
         &link,
         3000,
-        "mode = [\"quic-bundle\"]\nrecv-stall = [\"20ms every 100ms\"]",
+        "mode = [\"quic-bundle\"]\nrecv-stall = [\"20ms every 100ms\"]\n\
+         send-stall = [\"30ms every 200ms\"]",
     );
     let s = sweep(t.path(), "out", &m, &link, &["--runs", "1"], &[]);
     let rs = rows(&s.out.join("runs.csv"));
@@ -59,23 +60,27 @@ fn a_stalled_receiver_is_frozen_as_often_and_as_long_as_asked() {
     assert_eq!(r["param_recv_stall"], "20ms every 100ms");
     assert_eq!(r["receiver_stall_length_ms"], "20.000", "{r:?}");
     assert_eq!(r["receiver_stall_every_ms"], "100.000", "{r:?}");
-    assert_eq!(
-        r["sender_stalls_applied"], "",
-        "no sender stall axis: {r:?}"
-    );
-    let count: f64 = r["receiver_stalls_applied"].parse().unwrap();
-    let total: f64 = r["receiver_stalled_ms_total"].parse().unwrap();
-    assert!(count >= 3.0, "a few stalls in the run: {r:?}");
-    eprintln!("{count} stalls, {total} ms frozen, {} s", r["seconds"]);
-    let want = 20.0 * count;
-    assert!(
-        (total - want).abs() <= 0.1 * want,
-        "stalled {total} ms in {count} stalls of 20 ms: {r:?}"
-    );
-    // The group is gone.
-    let group = r["receiver_stall_cgroup"].split(' ').next_back().unwrap();
-    assert!(group.contains("shoal-stall-"), "{r:?}");
-    assert!(!Path::new(group).exists(), "{group} left behind");
+    assert_eq!(r["sender_stall_every_ms"], "200.000", "{r:?}");
+    for (end, length) in [("receiver", 20.0), ("sender", 30.0)] {
+        let count: f64 = r[&format!("{end}_stalls_applied")].parse().unwrap();
+        let total: f64 = r[&format!("{end}_stalled_ms_total")].parse().unwrap();
+        eprintln!(
+            "{end}: {count} stalls, {total} ms frozen, {} s",
+            r["seconds"]
+        );
+        assert!(count >= 3.0, "{end}: a few stalls in the run: {r:?}");
+        let want = length * count;
+        assert!(
+            (total - want).abs() <= 0.1 * want,
+            "{end}: stalled {total} ms in {count} stalls of {length} ms: {r:?}"
+        );
+        // It froze the end's process, and the group is gone.
+        let cgroup = &r[&format!("{end}_stall_cgroup")];
+        assert!(!cgroup.contains("empty"), "{r:?}");
+        let group = cgroup.split(' ').next_back().unwrap();
+        assert!(group.contains("shoal-stall-"), "{r:?}");
+        assert!(!Path::new(group).exists(), "{group} left behind");
+    }
 }
 
 #[test]

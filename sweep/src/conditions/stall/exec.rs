@@ -36,9 +36,10 @@ pub fn run(cmd: &mut Command, end: End, spec: StallSpec, exe: &Path) -> Result<i
     let status = child.wait().context("waiting for the command")?;
     let report = timer.stop()?;
     eprintln!(
-        "stall {}: {} stalls applied, {:.1} ms frozen in all (longest {:.1} ms{}), {}",
+        "stall {}: {} stalls applied to up to {} processes, {:.1} ms frozen in all (longest {:.1} ms{}), {}",
         spec.text(),
         report.stalls_applied,
+        report.processes_max,
         report.stalled_ms_total,
         report.longest_stall_ms,
         if report.realtime {

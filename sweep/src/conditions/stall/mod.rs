@@ -317,7 +317,12 @@ impl RunStalls {
                 (Some(g), Some(Ok(r))) => {
                     row.set(count, r.stalls_applied.to_string());
                     row.set(total, f3(r.stalled_ms_total));
-                    row.set(cgroup, describe(g.dir()));
+                    let empty = if r.stalls_applied > 0 && r.processes_max == 0 {
+                        " (empty: no process was frozen)"
+                    } else {
+                        ""
+                    };
+                    row.set(cgroup, format!("{}{empty}", describe(g.dir())));
                 }
                 // The condition's cells stay empty: what was applied is unknown.
                 (Some(g), Some(Err(e))) => {

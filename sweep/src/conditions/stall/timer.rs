@@ -27,6 +27,9 @@ pub struct Report {
     pub stalled_ms_total: f64,
     /// The longest single stall.
     pub longest_stall_ms: f64,
+    /// The most processes the group held at a freeze (0: it froze nothing).
+    #[serde(default)]
+    pub processes_max: u64,
     /// Whether the timer ran at a real-time priority (SCHED_FIFO).
     pub realtime: bool,
     /// Whether the owner asked it to stop (false: its input ended without `stop`).
@@ -79,14 +82,11 @@ impl Freezer {
         std::fs::write(self.file(), v).with_context(|| format!("thawing {}", self.dir.display()))
     }
 
-    /// Whether the group is (being) frozen now.
-    pub fn is_frozen(&self) -> bool {
-        if self.v1 {
-            std::fs::read_to_string(self.file())
-                .is_ok_and(|s| s.trim() == "FROZEN" || s.trim() == "FREEZING")
-        } else {
-            std::fs::read_to_string(self.file()).is_ok_and(|s| s.trim() == "1")
-        }
+    /// How many processes the group holds.
+    pub fn processes(&self) -> u64 {
+        std::fs::read_to_string(self.dir.join("cgroup.procs"))
+            .map(|s| s.lines().count() as u64)
+            .unwrap_or(0)
     }
 
     /// Thaws the group, moves its processes to the parent group and removes it (a group with
@@ -195,6 +195,7 @@ pub fn run(dir: &Path, length: Duration, every: Duration) -> Result<Report> {
             return Err(e);
         }
         let frozen_at = Instant::now();
+        report.processes_max = report.processes_max.max(freezer.processes());
         let ended = wait(frozen_at + length);
         let thawed = freezer.thaw();
         let ms = frozen_at.elapsed().as_secs_f64() * 1000.0;
