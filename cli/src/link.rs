@@ -171,8 +171,8 @@ pub struct ExecArgs {
     /// Freeze the command's processes for a while once every period as long as it runs, e.g.
     /// "20ms every 250ms" (a cgroup freezer on a real-time timer); prints the stalls applied
     /// and the time frozen when it ends.
-    #[arg(long, value_name = "LENGTH every PERIOD", value_parser = shoal_sweep::conditions::stall::StallSpec::parse)]
-    pub stall: Option<shoal_sweep::conditions::stall::StallSpec>,
+    #[arg(long, value_name = "LENGTH every PERIOD", value_parser = shoal_hostctl::stall::StallSpec::parse)]
+    pub stall: Option<shoal_hostctl::stall::StallSpec>,
     /// The command and its arguments, after `--`.
     #[arg(last = true, required = true)]
     pub command: Vec<OsString>,
@@ -290,10 +290,10 @@ pub fn run(cmd: LinkCommand) -> Result<i32> {
             if let Some(spec) = a.stall.filter(|s| !s.is_none()) {
                 let exe = std::env::current_exe().context("locating this program")?;
                 let end = match a.side {
-                    Side::Snd => shoal_sweep::conditions::stall::End::Sender,
-                    Side::Rcv => shoal_sweep::conditions::stall::End::Receiver,
+                    Side::Snd => shoal_hostctl::stall::End::Sender,
+                    Side::Rcv => shoal_hostctl::stall::End::Receiver,
                 };
-                return shoal_sweep::conditions::stall::exec::run(&mut cmd, end, spec, &exe);
+                return shoal_hostctl::stall::exec::run(&mut cmd, end, spec, &exe);
             }
             // exec only returns on failure.
             let e = cmd.exec();
@@ -351,7 +351,7 @@ pub fn run(cmd: LinkCommand) -> Result<i32> {
             Ok(0)
         }
         LinkCommand::StallTimer(a) => {
-            shoal_sweep::conditions::stall::timer::main(&a.cgroup, a.length.0, a.every.0)?;
+            shoal_hostctl::stall::timer::main(&a.cgroup, a.length.0, a.every.0)?;
             Ok(0)
         }
         LinkCommand::Forward(a) => {

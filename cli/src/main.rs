@@ -151,7 +151,7 @@ fn run(command: Command) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::CpuHog => {
-            shoal_sweep::conditions::stall::hog::main();
+            shoal_hostctl::stall::hog::main();
             Ok(ExitCode::SUCCESS)
         }
         Command::Path { cmd } => Ok(if path::path_command(cmd)? {

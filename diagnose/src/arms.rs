@@ -116,7 +116,7 @@ pub fn run(
         .context("starting shoal sweep")?;
     let mut ended_early = None;
     while child.try_wait()?.is_none() {
-        let why = if shoal_sweep::proc::interrupted() {
+        let why = if shoal_hostctl::proc::interrupted() {
             Some("interrupted")
         } else if Instant::now() >= deadline {
             Some("the budget ran out before it ran")

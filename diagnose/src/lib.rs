@@ -43,7 +43,7 @@ const RESERVE: Duration = Duration::from_secs(6);
 pub fn run(o: &Options) -> Result<bool> {
     let start = Instant::now();
     let deadline = start + o.budget.saturating_sub(RESERVE);
-    shoal_sweep::proc::install_interrupt_handler();
+    shoal_hostctl::proc::install_interrupt_handler();
     let remote = Remote::new(&o.receiver, o.pin.as_deref(), o.token_file.as_deref())?;
     let info = first_contact(&remote, o.token_file.as_deref())?;
     let mut done: Vec<String> = Vec::new();
@@ -186,7 +186,7 @@ pub fn run(o: &Options) -> Result<bool> {
 /// After Ctrl-C: says which stages were done (the receiver's folders are removed by the
 /// arms' sweeps and the write floor itself).
 fn stopped(done: &[String]) -> bool {
-    if !shoal_sweep::proc::interrupted() {
+    if !shoal_hostctl::proc::interrupted() {
         return false;
     }
     eprintln!(

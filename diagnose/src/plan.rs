@@ -112,7 +112,7 @@ pub fn run_arms(
     if planned + per_run + base_s < left {
         chosen.push(base);
     }
-    if chosen.is_empty() || shoal_sweep::proc::interrupted() {
+    if chosen.is_empty() || shoal_hostctl::proc::interrupted() {
         return Ok(());
     }
     say(&format!(

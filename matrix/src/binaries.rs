@@ -11,10 +11,13 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Result};
 
 use crate::axis;
-use crate::matrix::Config;
 
-/// Checks the labels: each a short name, and every `shoal` axis value one of them.
-pub fn check(binaries: &BTreeMap<String, PathBuf>, configs: &[Config]) -> Result<()> {
+/// Checks the labels: each a short name, and every value of the `shoal` axis (`used`) one of
+/// them.
+pub fn check(
+    binaries: &BTreeMap<String, PathBuf>,
+    used: impl IntoIterator<Item = String>,
+) -> Result<()> {
     for label in binaries.keys() {
         let ok = !label.is_empty()
             && label.len() <= 16
@@ -25,21 +28,18 @@ pub fn check(binaries: &BTreeMap<String, PathBuf>, configs: &[Config]) -> Result
             bail!("[binaries] {label:?}: a label is 1–16 characters of [A-Za-z0-9._-]");
         }
     }
-    for c in configs {
-        if let Some(v) = c.get(axis::SHOAL) {
-            let label = v.text();
-            if !binaries.contains_key(&label) {
-                let known: Vec<&str> = binaries.keys().map(String::as_str).collect();
-                bail!(
-                    "axis {} = {label:?}: not a label of [binaries] (known: {})",
-                    axis::SHOAL,
-                    if known.is_empty() {
-                        "none; add e.g. [binaries] old = \"/path/to/shoal\"".to_string()
-                    } else {
-                        known.join(", ")
-                    }
-                );
-            }
+    for label in used {
+        if !binaries.contains_key(&label) {
+            let known: Vec<&str> = binaries.keys().map(String::as_str).collect();
+            bail!(
+                "axis {} = {label:?}: not a label of [binaries] (known: {})",
+                axis::SHOAL,
+                if known.is_empty() {
+                    "none; add e.g. [binaries] old = \"/path/to/shoal\"".to_string()
+                } else {
+                    known.join(", ")
+                }
+            );
         }
     }
     Ok(())

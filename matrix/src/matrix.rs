@@ -382,7 +382,12 @@ impl Matrix {
             }
         }
         let binaries = binaries.unwrap_or_default();
-        crate::binaries::check(&binaries, &configs)?;
+        crate::binaries::check(
+            &binaries,
+            configs
+                .iter()
+                .filter_map(|c| c.get(crate::axis::SHOAL).map(|v| v.text())),
+        )?;
         let m = Matrix {
             runs: sweep.runs,
             seed: sweep.seed,

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::proc::Proc;
+use shoal_hostctl::proc::Proc;
 use shoal_matrix::arm::Arm;
 
 /// Host alias the generated ssh_config defines.
@@ -126,14 +126,14 @@ impl Sshd {
                 bail!(
                     "sshd exited ({}): {}",
                     e.describe(),
-                    crate::proc::tail_of(&dir.join("sshd.log"), 400)
+                    shoal_hostctl::proc::tail_of(&dir.join("sshd.log"), 400)
                 );
             }
             if t0.elapsed() > Duration::from_secs(15) {
                 proc.kill(Duration::from_secs(1));
                 bail!(
                     "no ssh login to the receiver namespace within 15 s: {}",
-                    crate::proc::tail_of(&dir.join("sshd.log"), 400)
+                    shoal_hostctl::proc::tail_of(&dir.join("sshd.log"), 400)
                 );
             }
             std::thread::sleep(Duration::from_millis(200));

@@ -17,7 +17,6 @@ mod linkctx;
 mod meta;
 pub mod options;
 pub mod payload;
-pub mod proc;
 pub mod progress;
 mod quiet;
 pub mod request;

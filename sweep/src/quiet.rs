@@ -5,8 +5,8 @@ use std::time::{Duration, Instant};
 use shoal_row::metrics;
 
 use crate::options::Options;
-use crate::proc;
 use crate::progress::fmt_duration;
+use shoal_hostctl::proc;
 
 /// `--quiet-wait`: waits until the 1-minute load is below `--quiet-load` (at most
 /// `--quiet-max`), before each run and before the link check; returns the seconds waited.

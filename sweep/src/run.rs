@@ -218,7 +218,7 @@ impl Sweep<'_> {
         // The receiver's CPU cap: a cgroup of its own for this run (removed when dropped).
         let cpu_group = match cfg.conditions.recv_cpu_quota {
             Some(q) if cfg.arm == Arm::Shoal && self.link.is_some() => {
-                Some(crate::conditions::cpu_quota::QuotaGroup::create(
+                Some(shoal_hostctl::cpu_quota::QuotaGroup::create(
                     &format!("shoal-{}-{order:05}", std::process::id()),
                     q,
                 )?)
@@ -227,11 +227,9 @@ impl Sweep<'_> {
         };
         // Each end's stall group and the CPU hog (Shoal arms on the local link).
         let stalls = match cfg.arm == Arm::Shoal && self.link.is_some() {
-            true => crate::conditions::stall::RunStalls::create(
-                &cfg.conditions,
-                order,
-                cpu_group.as_ref(),
-            )?,
+            true => {
+                shoal_hostctl::stall::RunStalls::create(&cfg.conditions, order, cpu_group.as_ref())?
+            }
             false => Default::default(),
         };
 

@@ -6,15 +6,13 @@
 //! | condition | apply | restore |
 //! |---|---|---|
 //! | host profile | [`profile::apply`] | [`profile::Applied::restore`] (or drop) |
-//! | receiver CPU quota | [`cpu_quota::QuotaGroup::create`] | [`cpu_quota::QuotaGroup::restore`] (or drop) |
+//! | receiver CPU quota | `shoal_hostctl::cpu_quota::QuotaGroup::create` | `QuotaGroup::restore` (or drop) |
 //! | destination file system | [`dest_fs::Volume::create`] | [`dest_fs::Volume::restore`] (or drop) |
 //! | start window | [`start_window::apply`] | `Applied::restore_buffers`, then its routes' `RouteGuard::restore` (or drop) |
-//! | stalls, CPU hog | [`stall::RunStalls::create`], `place`, `start` | [`stall::Running::stop`], then drop (thaw, remove) |
+//! | stalls, CPU hog | `shoal_hostctl::stall::RunStalls::create`, `place`, `start` | `stall::Running::stop`, then drop (thaw, remove) |
 //! | link loss | [`loss::apply`] | none: every run of a `loss` axis sets its own rate, and the link goes down with the sweep |
 
-pub mod cpu_quota;
 pub mod dest_fs;
 pub mod loss;
 pub mod profile;
-pub mod stall;
 pub mod start_window;

@@ -14,8 +14,8 @@ use anyhow::{bail, Context, Result};
 use crate::baseline;
 use crate::context::Sweep;
 use crate::payload::Payload;
-use crate::proc::{self, Proc};
 use crate::progress::fmt_duration;
+use shoal_hostctl::proc::{self, Proc};
 use shoal_matrix::argv;
 use shoal_matrix::arm::Arm;
 use shoal_matrix::linkspec::LinkSpec;
@@ -41,7 +41,7 @@ pub struct Outcome {
     /// Columns the transfer knows best (a remote baseline's receiver and controller).
     pub cols: Vec<(shoal_report::columns::Col, String)>,
     /// What the run's stall timers and CPU hog did.
-    pub stalls: crate::conditions::stall::Applied,
+    pub stalls: shoal_hostctl::stall::Applied,
 }
 
 impl Sweep<'_> {
@@ -55,10 +55,10 @@ impl Sweep<'_> {
         run_id: Option<&str>,
         trace_dir: Option<&Path>,
         timeout: Duration,
-        cpu_group: Option<&crate::conditions::cpu_quota::QuotaGroup>,
-        stalls: &crate::conditions::stall::RunStalls,
+        cpu_group: Option<&shoal_hostctl::cpu_quota::QuotaGroup>,
+        stalls: &shoal_hostctl::stall::RunStalls,
     ) -> Result<Outcome> {
-        use crate::conditions::stall::End;
+        use shoal_hostctl::stall::End;
         let (mut send_flags, recv_flags) = argv::flags(cfg, &self.matrix.receiver_flags);
         send_flags.extend(shoal_matrix::start_window::send_flags(&self.opts.out, cfg));
         let mut out = Outcome::default();

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::conditions::cpu_quota::QuotaGroup;
+use crate::cpu_quota::QuotaGroup;
 use crate::proc::Proc;
 pub use shoal_matrix::conditions::stall::StallSpec;
 use shoal_matrix::conditions::Conditions;

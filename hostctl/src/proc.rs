@@ -35,7 +35,7 @@ pub fn killed_error(ran: Duration, limit: Duration) -> String {
     } else {
         format!(
             "killed at the {} limit",
-            crate::progress::fmt_duration(ran.min(limit))
+            shoal_matrix::plan::fmt_duration(ran.min(limit))
         )
     }
 }
