@@ -165,11 +165,25 @@ pub fn read_floor(dir: &Path) -> Result<FloorRate> {
     })
 }
 
+/// Files the scout of the receiver's write floor creates.
+const SCOUT_FILES: u64 = 200;
+
 /// The receiver's write floor for the sample's shape.
 pub fn write_floor(remote: &Remote, sample: &SampleObs, dirs: u32) -> Result<FloorRate> {
-    let run_id = fresh_run_id();
     let file_bytes = sample.sample_bytes / sample.sample_files.max(1);
-    let r = remote.write_floor(&run_id, sample.sample_files, file_bytes, dirs)?;
+    floor_of(remote, sample.sample_files, file_bytes, dirs)
+}
+
+/// A first write floor on a few files of the tree's mean size, before the sample is sized: a
+/// destination creating a few hundred files a second must shrink the sample, or its floor
+/// and every arm would outlast the budget.
+pub fn scout_write_floor(remote: &Remote, tree: &Tree) -> Result<FloorRate> {
+    let n = tree.files.len().max(1) as u64;
+    floor_of(remote, SCOUT_FILES.min(n), tree.bytes() / n, 1)
+}
+
+fn floor_of(remote: &Remote, files: u64, file_bytes: u64, dirs: u32) -> Result<FloorRate> {
+    let r = remote.write_floor(&fresh_run_id(), files, file_bytes, dirs)?;
     let fact = |k: &str| r.facts.get(k).and_then(|v| v.parse::<f64>().ok());
     Ok(FloorRate {
         files_per_s: fact("files_per_s").unwrap_or(0.0),

@@ -70,8 +70,9 @@ pub fn run(o: &Options) -> Result<bool> {
         Some(src) => Tree::read(src)?,
         None => Tree::generated(o.files, o.size),
     };
+    let scout = ends::scout_write_floor(&remote, &tree).ok();
     let left = deadline.saturating_duration_since(Instant::now());
-    let n = plan::sample_files(&tree, &path, left);
+    let n = plan::sample_files(&tree, &path, scout.as_ref(), left);
     let picked = tree.pick(n);
     let scratch = tempfile::Builder::new()
         .prefix("shoal-diagnose-")

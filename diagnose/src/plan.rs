@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use shoal_verdict::{
-    ArmKind, ArmObs, Observations, PathObs, FLOOR_CONTRADICTED, FLOOR_NEAR, LOSS_MIN,
+    ArmKind, ArmObs, FloorRate, Observations, PathObs, FLOOR_CONTRADICTED, FLOOR_NEAR, LOSS_MIN,
 };
 
 use crate::arms::{self, Arm, Setup};
@@ -19,13 +19,24 @@ const BASE_SHARE: f64 = 1.0 / 20.0;
 const FILES_PER_S: f64 = 20_000.0;
 
 /// Files in the sample: as many as a base run of about [`BASE_SHARE`] of `left` moves at the
-/// probe's goodput, 200 at least, the whole tree at most.
-pub fn sample_files(tree: &Tree, path: &PathObs, left: Duration) -> u64 {
+/// probe's goodput, or the receiver writes at its scouted floor (`writes`) when that is slower,
+/// 200 at least, the whole tree at most.
+pub fn sample_files(
+    tree: &Tree,
+    path: &PathObs,
+    writes: Option<&FloorRate>,
+    left: Duration,
+) -> u64 {
     let total = tree.files.len() as u64;
     let g = path.goodput_to_receiver_bits_per_s.unwrap_or(10e6).max(1e5);
     let mean = tree.bytes() as f64 / total.max(1) as f64;
     let target = (left.as_secs_f64() * BASE_SHARE - 0.5).max(0.5);
-    let per_file = mean * 8.0 / g + 1.0 / FILES_PER_S;
+    let net = mean * 8.0 / g + 1.0 / FILES_PER_S;
+    // A slow destination would make the sample's write floor and every arm outlast the budget.
+    let write = writes
+        .and_then(|w| w.seconds_for(1, mean as u64))
+        .unwrap_or(0.0);
+    let per_file = net.max(write);
     let n = (target / per_file) as u64;
     n.clamp(200.min(total), total.min(50_000))
 }
@@ -144,9 +155,10 @@ pub fn run_arms(
 const PER_RUN_RCVBUF: &str = "not run: the receiver applies a run's own rcvbuf after the handshake, which holds the window below the kernel's; start the receiver with --rcvbuf to test windows sized for the path";
 
 /// Why no arm can gain: a floor binds the base by the verdict's own rule (it needs at least
-/// [`FLOOR_NEAR`] of the base's time and the base did not beat it, [`FLOOR_CONTRADICTED`]), on a
-/// path whose probe was neither lossy nor possibly held by a window (either would make the
-/// link's floor itself too low). `None` when arms are worth running.
+/// [`FLOOR_NEAR`] of the base's time and the base did not beat it, [`FLOOR_CONTRADICTED`]). The
+/// link's floor counts only on a path whose probe was neither lossy nor possibly held by a
+/// window (either makes the probe's rate, and so that floor, too low); the ends' floors are
+/// measured with no network and count whatever the probe saw. `None` when arms are worth running.
 fn near_floor(obs: &Observations, base_s: f64) -> Option<String> {
     let p = &obs.path;
     let (files, bytes) = (obs.sample.sample_files, obs.sample.sample_bytes);
@@ -156,11 +168,9 @@ fn near_floor(obs: &Observations, base_s: f64) -> Option<String> {
     let cap = window_cap(p);
     let bdp = p.bdp_bytes.unwrap_or(0);
     let windowed = cap.is_none_or(|c| c < 2 * bdp);
-    if lossy || windowed || !p.unreliable.is_empty() {
-        return None;
-    }
     let link = p
         .goodput_to_receiver_bits_per_s
+        .filter(|_| !lossy && !windowed && p.unreliable.is_empty())
         .map(|g| (bytes as f64 * 8.0 / g, "the link's rate"));
     let read = obs
         .ends
@@ -278,13 +288,33 @@ mod tests {
             ..PathObs::default()
         };
         // 75 s left → a 3.25 s base; 4 KiB at 20 Mbit/s is 1.64 ms a file, + 50 µs.
-        let n = sample_files(&tree, &path, Duration::from_secs(75));
+        let n = sample_files(&tree, &path, None, Duration::from_secs(75));
         assert!((1850..2000).contains(&n), "{n}");
         assert_eq!(
-            sample_files(&Tree::generated(50, 4096), &path, Duration::from_secs(75)),
+            sample_files(
+                &Tree::generated(50, 4096),
+                &path,
+                None,
+                Duration::from_secs(75)
+            ),
             50
         );
-        assert_eq!(sample_files(&tree, &path, Duration::ZERO), 296);
+        assert_eq!(sample_files(&tree, &path, None, Duration::ZERO), 296);
+        // A destination creating 200 files/s: a 3.25 s base writes 650 of them.
+        let slow = FloorRate {
+            files_per_s: 200.0,
+            bytes_per_s: 200.0 * 4096.0,
+            cpu_busy: None,
+        };
+        let n = sample_files(&tree, &path, Some(&slow), Duration::from_secs(75));
+        assert_eq!(n, 650);
+        let fast = FloorRate {
+            files_per_s: 50_000.0,
+            bytes_per_s: 200e6,
+            cpu_busy: None,
+        };
+        let n = sample_files(&tree, &path, Some(&fast), Duration::from_secs(75));
+        assert!((1850..2000).contains(&n), "{n}");
     }
 
     #[test]
@@ -307,6 +337,16 @@ mod tests {
         assert!(near_floor(&obs, 3.5).is_none());
         obs.path.loss_to_receiver.random = Some(0.01);
         assert!(near_floor(&obs, 4.4).is_none());
+        // The receiver's writes are measured with no network: the probe's loss does not
+        // touch them, and they bind.
+        obs.ends.receiver_write = Some(FloorRate {
+            files_per_s: 240.0,
+            bytes_per_s: 1e9,
+            cpu_busy: None,
+        });
+        let why = near_floor(&obs, 4.4).expect("the write floor binds");
+        assert!(why.contains("the receiver's writes"), "{why}");
+        obs.ends.receiver_write = None;
         obs.path.loss_to_receiver.random = Some(0.0);
         obs.path.bdp_bytes = Some(3 << 20);
         assert!(near_floor(&obs, 4.4).is_none());

@@ -28,6 +28,11 @@ struct Planted {
 impl Planted {
     /// Brings `cfg` up (the sender's namespace with controller `cc`) and starts the receiver.
     fn up(cfg: UpConfig, cc: Option<&str>) -> Planted {
+        Planted::up_at(cfg, cc, None)
+    }
+
+    /// As [`Planted::up`], the receiver writing into `dest` when given.
+    fn up_at(cfg: UpConfig, cc: Option<&str>, dest: Option<&Path>) -> Planted {
         let name = cfg.name.clone();
         let guard = link_up(&cfg);
         let mut allowed = None;
@@ -50,7 +55,7 @@ impl Planted {
             "198.18.0.2:0",
             Some(&format!("{name}-rcv")),
             &dir.path().join("id"),
-            &dir.path().join("incoming"),
+            &dest.map_or_else(|| dir.path().join("incoming"), Path::to_path_buf),
             &["--control"],
         );
         let (pin, token) = credentials(&rx);
@@ -223,6 +228,104 @@ fn a_receiver_held_to_a_fifth_of_a_core_is_receiver_cpu() {
     assert_eq!(primary(&r), "receiver-cpu", "{r:#}");
     drop(p);
     group.restore();
+}
+
+/// The cgroup v1 file that caps a block device's write operations per second (the root
+/// group's cap holds every writer, the journal's thread included).
+const WRITE_IOPS: &str = "/sys/fs/cgroup/blkio/blkio.throttle.write_iops_device";
+
+/// An ext4 volume on a loop device over a sparse file in /dev/shm, mounted `-o sync` and held
+/// to [`SyncVolume::IOPS`] writes a second: every file's creation waits for its writes and the
+/// journal's, about 13 operations, so some 75 files a second against tens of thousands on the
+/// host's disk. A sync mount alone varied from 200 to 8,000 files/s between runs (the journal
+/// commits' timing), and at 3,000 writes/s the floor still varied by 25% between measurements;
+/// a lower cap makes the wait per file dominate. Undone when dropped (only what it created).
+struct SyncVolume {
+    dir: tempfile::TempDir,
+    loopdev: String,
+    dev: Option<String>,
+    mounted: bool,
+}
+
+impl SyncVolume {
+    const IOPS: u32 = 1000;
+
+    fn new() -> SyncVolume {
+        let dir = tempfile::tempdir_in("/dev/shm").unwrap();
+        let img = dir.path().join("volume.img");
+        std::fs::File::create(&img)
+            .unwrap()
+            .set_len(1024 * MIB)
+            .unwrap();
+        let out = std::process::Command::new("losetup")
+            .args(["--find", "--show"])
+            .arg(&img)
+            .output()
+            .expect("losetup");
+        assert!(out.status.success(), "losetup: {out:?}");
+        let mut v = SyncVolume {
+            loopdev: String::from_utf8_lossy(&out.stdout).trim().to_string(),
+            dir,
+            dev: None,
+            mounted: false,
+        };
+        let mnt = v.mount_point();
+        std::fs::create_dir(&mnt).unwrap();
+        let ok = |c: &mut std::process::Command| c.status().is_ok_and(|s| s.success());
+        assert!(ok(std::process::Command::new("mkfs.ext4")
+            .args(["-q", &v.loopdev])
+            .stdout(Stdio::null())));
+        assert!(ok(std::process::Command::new("mount")
+            .args(["-o", "sync", &v.loopdev])
+            .arg(&mnt)));
+        v.mounted = true;
+        let base = v.loopdev.trim_start_matches("/dev/");
+        let dev = std::fs::read_to_string(format!("/sys/block/{base}/dev")).unwrap();
+        let dev = dev.trim().to_string();
+        std::fs::write(WRITE_IOPS, format!("{dev} {}", SyncVolume::IOPS))
+            .expect("a cgroup v1 blkio controller");
+        v.dev = Some(dev);
+        v
+    }
+
+    fn mount_point(&self) -> PathBuf {
+        self.dir.path().join("mnt")
+    }
+}
+
+impl Drop for SyncVolume {
+    fn drop(&mut self) {
+        if let Some(dev) = self.dev.take() {
+            let _ = std::fs::write(WRITE_IOPS, format!("{dev} 0"));
+        }
+        if self.mounted {
+            let _ = std::process::Command::new("umount")
+                .arg(self.mount_point())
+                .status();
+        }
+        let _ = std::process::Command::new("losetup")
+            .args(["-d", &self.loopdev])
+            .status();
+    }
+}
+
+#[test]
+#[ignore = "needs root"]
+fn a_destination_mounted_sync_is_receiver_fs() {
+    let _serial = serial();
+    // A fast short link, so neither the path nor a window is the limit; the receiver writes
+    // into the sync volume (the volume drops after the receiver: locals drop in reverse order).
+    let vol = SyncVolume::new();
+    let cfg = UpConfig::new(&unique("diagfs"), Duration::from_millis(2), 200_000_000);
+    let p = Planted::up_at(cfg, None, Some(&vol.mount_point().join("incoming")));
+    let (r, took) = p.diagnose(20_000, 90);
+    println!("receiver-fs case: {took:.1} s of a 90 s budget");
+    assert_eq!(primary(&r), "receiver-fs", "{r:#}");
+    assert!(
+        entries(&vol.mount_point().join("incoming")).is_empty(),
+        "the diagnosis left files on the receiver"
+    );
+    drop(p);
 }
 
 /// Without `--control`, with a wrong token, or with nobody listening, the diagnosis stops
