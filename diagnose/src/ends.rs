@@ -208,7 +208,7 @@ fn fresh_run_id() -> String {
 /// This host's processors: count, cgroup quota, and steal over `steal_span` (s) since
 /// `steal0` (`cpu_steal_seconds` then).
 pub fn local_cpu(steal0: Option<f64>, span: f64) -> CpuObs {
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+    let cpus = shoal_row::hostfacts::cpus().max(1) as u32;
     let steal = match (steal0, shoal_row::hostfacts::cpu_steal_seconds()) {
         (Some(a), Some(b)) if span > 0.0 => Some(((b - a) / (span * f64::from(cpus))).max(0.0)),
         _ => None,

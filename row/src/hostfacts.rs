@@ -61,9 +61,7 @@ impl HostFacts {
                 .ok()
                 .and_then(|t| cpu_model(&t))
                 .unwrap_or_default(),
-            cpus: std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(0),
+            cpus: cpus(),
             tcp_congestion_control: sys("net/ipv4/tcp_congestion_control"),
             tcp_rmem: sys("net/ipv4/tcp_rmem"),
             tcp_wmem: sys("net/ipv4/tcp_wmem"),
@@ -222,6 +220,11 @@ pub fn parse_snmp_udp(snmp: &str) -> Option<UdpDrops> {
         rcvbuf_errors: get("RcvbufErrors")?,
         in_errors: get("InErrors")?,
     })
+}
+
+/// This host's processors as the process may use them (affinity included); 0 when unknown.
+pub fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(0, |n| n.get())
 }
 
 /// CPU time stolen from this (virtual) machine by its host so far, all CPUs, seconds.

@@ -166,6 +166,13 @@ fn path(o: &mut String, obs: &Observations) {
         loss(&p.loss_to_receiver),
         loss(&p.loss_from_receiver)
     );
+    if let Some(w) = p.window_limited_fraction {
+        let _ = writeln!(
+            o,
+            "  the probe's flow to the receiver was held by the receive window or the send buffer {} of its time",
+            pct(w)
+        );
+    }
     let b =
         |name: &str, m: Option<[u64; 3]>| m.map(|m| format!("{name} {} {} {}", m[0], m[1], m[2]));
     for (who, l) in [

@@ -159,6 +159,12 @@ fn window_is_named_when_kernel_maxima_of_1_mib_hold_a_window_held_probe() {
         "{ev}"
     );
     assert!(ev.contains("the 8-connection arm ran in"), "{ev}");
+    // The summary's path lines show the share too, as the JSON's `window_limited_fraction`.
+    let text = render(&v, &o);
+    assert!(
+        text.contains("the probe's flow to the receiver was held by the receive window or the send buffer 90.0% of its time"),
+        "{text}"
+    );
     // The best command is the measured fix with the lowest predicted time.
     let lowest = v
         .fixes
