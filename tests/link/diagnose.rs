@@ -155,8 +155,9 @@ fn prediction_error(p: &Planted, report: &serde_json::Value, files: u64, what: &
     let real = p.send_best(report, files);
     let off = (real - predicted) / real;
     println!(
-        "{what}: predicted {predicted:.2} s for {files} files with `{}`, real {real:.2} s ({:+.1}%)",
+        "{what}: predicted {predicted:.2} s for {files} files with `{}`, real {real:.2} s, predicted/real {:.3} ({:+.1}%)",
         report["best_command"],
+        predicted / real,
         off * 100.0
     );
     off
@@ -318,13 +319,16 @@ fn a_destination_mounted_sync_is_receiver_fs() {
     let vol = SyncVolume::new();
     let cfg = UpConfig::new(&unique("diagfs"), Duration::from_millis(2), 200_000_000);
     let p = Planted::up_at(cfg, None, Some(&vol.mount_point().join("incoming")));
-    let (r, took) = p.diagnose(20_000, 90);
+    // 2,000 files: the whole tree's real run takes about half a minute at ~65 files/s.
+    let (r, took) = p.diagnose(2_000, 90);
     println!("receiver-fs case: {took:.1} s of a 90 s budget");
     assert_eq!(primary(&r), "receiver-fs", "{r:#}");
     assert!(
         entries(&vol.mount_point().join("incoming")).is_empty(),
         "the diagnosis left files on the receiver"
     );
+    let off = prediction_error(&p, &r, 2_000, "receiver-fs");
+    assert!(off.abs() <= 0.15, "prediction off by {:.1}%", off * 100.0);
     drop(p);
 }
 

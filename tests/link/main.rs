@@ -6,6 +6,7 @@ mod support;
 
 mod binaries;
 mod diagnose;
+mod diagnose_stop;
 mod link;
 mod link_check;
 mod probe;
