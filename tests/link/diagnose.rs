@@ -167,7 +167,7 @@ fn prediction_error(p: &Planted, report: &serde_json::Value, files: u64, what: &
 #[ignore = "needs root"]
 fn a_slow_short_link_is_link_rate_and_nothing_claims_a_gain() {
     let _serial = serial();
-    let cfg = UpConfig::new(&unique("dgr"), Duration::from_millis(10), 20_000_000);
+    let cfg = UpConfig::new(&unique("diagr"), Duration::from_millis(10), 20_000_000);
     let p = Planted::up(cfg, None);
     let (r, took) = p.diagnose(20_000, 90);
     println!("link-rate case: {took:.1} s of a 90 s budget");
@@ -186,22 +186,29 @@ fn a_slow_short_link_is_link_rate_and_nothing_claims_a_gain() {
 #[ignore = "needs root"]
 fn random_loss_with_cubic_is_loss() {
     let _serial = serial();
-    let mut cfg = UpConfig::new(&unique("dgl"), Duration::from_millis(40), 50_000_000);
+    let mut cfg = UpConfig::new(&unique("diagl"), Duration::from_millis(40), 50_000_000);
     cfg.loss = 0.01;
     let p = Planted::up(cfg, Some("cubic"));
     let (r, took) = p.diagnose(20_000, 90);
     println!("loss case: {took:.1} s of a 90 s budget");
     assert_eq!(primary(&r), "loss", "{r:#}");
-    // Recorded, not required: the sample is small at CUBIC's lossy rate, and the model's
-    // whole-tree time from it was measured 37% and 105% above real runs (see the printed figures).
-    prediction_error(&p, &r, 20_000, "loss");
+    // The sample is sized from CUBIC's lossy probe (a few hundred files), and the fix's run of
+    // it lasts a dozen round trips: a prediction from it must be called unreliable, or hold.
+    let off = prediction_error(&p, &r, 20_000, "loss");
+    let doubt = r["prediction_unreliable"].as_str();
+    println!("loss: prediction_unreliable: {doubt:?}");
+    assert!(
+        off.abs() <= 0.15 || doubt.is_some(),
+        "prediction off by {:.1}% and not called unreliable",
+        off * 100.0
+    );
 }
 
 #[test]
 #[ignore = "needs root"]
 fn kernel_buffers_below_the_bdp_are_window() {
     let _serial = serial();
-    let mut cfg = UpConfig::new(&unique("dgw"), Duration::from_millis(100), 100_000_000);
+    let mut cfg = UpConfig::new(&unique("diagw"), Duration::from_millis(100), 100_000_000);
     cfg.tcp_mem_max = MIB;
     let p = Planted::up(cfg, None);
     let (r, took) = p.diagnose(20_000, 90);
@@ -216,7 +223,7 @@ fn a_receiver_held_to_a_fifth_of_a_core_is_receiver_cpu() {
     // A fast short link, so the link is not the limit; the receiver's process is moved into
     // a cgroup capped at 0.2 core right after it starts (removed when `group` drops, after
     // the receiver: locals drop in reverse order).
-    let name = unique("dgc");
+    let name = unique("diagc");
     let group =
         shoal_hostctl::cpu_quota::QuotaGroup::create(&name, 0.2).expect("a cgroup cpu controller");
     let cfg = UpConfig::new(&name, Duration::from_millis(2), 1_000_000_000);

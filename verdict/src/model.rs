@@ -228,6 +228,45 @@ pub fn breakdown(obs: &Observations, arm: &ArmObs, p: &PathFigures) -> Option<Br
     })
 }
 
+/// Round trips below which a run may end before its controller reaches the path's rate.
+pub const SHORT_RUN_RTTS: f64 = 30.0;
+
+/// Why the whole-tree prediction from `arm` cannot be trusted, if so: the path's rate came
+/// from an arm's own goodput on the sample (the probe's was lower, as a lossy or window-held
+/// probe's is), in a run of fewer than [`SHORT_RUN_RTTS`] round trips, so that rate is likely
+/// still a start's and the tree's time is extrapolated from it. A floor that binds the whole
+/// tree is measured without the network and stands.
+pub fn prediction_doubt(
+    arm: &ArmObs,
+    p: &PathFigures,
+    floors: &[FloorRate],
+    obs: &Observations,
+) -> Option<String> {
+    let (files, bytes) = (obs.sample.tree_files, obs.sample.tree_bytes);
+    let floor = floors
+        .iter()
+        .filter_map(|f| f.seconds_for(files, bytes))
+        .fold(0.0, f64::max);
+    if Model::fit(obs, arm, p)?.predict(p, files, bytes) <= floor {
+        return None;
+    }
+    let by = p.raised_by.as_ref()?;
+    let t = obs
+        .arms
+        .iter()
+        .find(|a| &a.kind == by && a.measured())?
+        .median_s()?;
+    let rtts = t / p.rtt_s;
+    (rtts < SHORT_RUN_RTTS).then(|| {
+        format!(
+            "the path's rate ({}) is {}'s own goodput on the sample, in a run of {} ({rtts:.0} round trips, under {SHORT_RUN_RTTS:.0}): a run that short may end before its controller reaches the path's rate, so the whole tree may go faster than predicted; a larger --budget samples more",
+            crate::fmt::rate(p.rate_bps),
+            by.label(),
+            crate::fmt::secs(t),
+        )
+    })
+}
+
 /// The whole tree's time for a measured arm: the fitted model, or the floors that bind the
 /// whole tree (reading it as found, writing it) when those are slower.
 pub fn predict_tree(

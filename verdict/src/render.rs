@@ -21,6 +21,7 @@ pub fn report_json(v: &Verdict, obs: &Observations, stages: Value) -> Value {
         "fixes": v.fixes,
         "best_command": v.best_command,
         "predicted_seconds": v.predicted_seconds,
+        "prediction_unreliable": v.prediction_unreliable,
         "common_tools": v.common_tools,
         "skipped": v.skipped,
         "path": obs.path,
@@ -111,6 +112,9 @@ pub fn render(v: &Verdict, obs: &Observations) -> String {
             ""
         };
         let _ = writeln!(o, "  predicted for the whole tree: {}{note}", secs(t));
+        if let Some(why) = &v.prediction_unreliable {
+            let _ = writeln!(o, "  the prediction is unreliable: {why}");
+        }
     }
     if !v.common_tools.is_empty() {
         o.push_str("\nCommon tools on this path (estimates from the model, not runs):\n");

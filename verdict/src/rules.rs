@@ -101,6 +101,11 @@ pub fn diagnose(obs: &Observations) -> Verdict {
         Some((t, _)) => t,
         None => model::predict_tree(obs, base, cx.path.as_ref(), &floors),
     };
+    let predicting = best.map_or(base, |(_, a)| a);
+    v.prediction_unreliable = v
+        .predicted_seconds
+        .and(cx.path.as_ref())
+        .and_then(|p| model::prediction_doubt(predicting, p, &floors, obs));
     v.fixes = fixes.into_iter().map(|(f, _)| f).collect();
     if let Some(p) = &cx.path {
         v.common_tools = model::common_tools(obs, p, &floors);

@@ -122,6 +122,9 @@ pub struct Verdict {
     pub best_command: String,
     /// Predicted whole-tree time with `best_command` (s), when the model fits.
     pub predicted_seconds: Option<f64>,
+    /// Why that prediction cannot be trusted, when it cannot (`model::prediction_doubt`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prediction_unreliable: Option<String>,
     /// What common tools would take (model estimates).
     pub common_tools: Vec<ToolEstimate>,
     /// What was not measured or not used, and why: arms that did not run, floors the

@@ -429,3 +429,34 @@ fn quic_slower_without_receive_buffer_errors_names_nothing() {
     o.arms = vec![base(&[10.0, 10.1, 10.2]), q];
     assert!(diagnose(&o).bottlenecks.is_empty());
 }
+
+#[test]
+fn a_prediction_from_a_short_run_that_set_the_paths_rate_is_called_unreliable() {
+    // The loss case as measured (40 ms, 50 Mbit/s, 1% loss, CUBIC): the probe's lossy flow saw
+    // 2.9 Mbit/s, so the sample was 286 files; the bbr arm ran it in 0.548 s (13 round trips),
+    // and its goodput set the path's rate. The whole tree then took 14.45 s with --cc bbr
+    // against 27.29 s predicted.
+    let mut o = planted(2.9, 41.6, 286, 4096);
+    o.sample.tree_files = 20_000;
+    o.sample.tree_bytes = 20_000 * 4096;
+    o.path.loss_to_receiver = LossObs {
+        total: Some(0.01),
+        random: Some(0.007),
+        queue_overflow: Some(0.014),
+    };
+    let mut b = base(&[0.9097]);
+    set_runs(&mut b, |r| r.retrans_fraction = Some(0.01));
+    o.arms = vec![b, bbr(&[0.5483])];
+    let v = diagnose(&o);
+    assert_eq!(kinds(&v), vec![Kind::Loss], "{v:#?}");
+    let why = v.prediction_unreliable.clone().expect("called unreliable");
+    assert!(
+        why.contains("the bbr arm's own goodput") && why.contains("13 round trips"),
+        "{why}"
+    );
+    assert!(render(&v, &o).contains("the prediction is unreliable: the path's rate"));
+    // A run of many round trips at the probe's own rate is not doubted.
+    let mut o = planted(20.0, 10.0, 2_000, 4096);
+    o.arms = vec![base(&[3.4, 3.5])];
+    assert_eq!(diagnose(&o).prediction_unreliable, None);
+}
