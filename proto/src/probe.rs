@@ -104,6 +104,7 @@ pub const SAMPLE_INTERVAL_MS: u64 = 50;
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct TcpSample {
     pub t: f64,
+    /// Bytes the peer acknowledged, cumulatively or selectively (SACKed above a hole).
     pub bytes_acked: u64,
     pub retransmits: u64,
     pub segments_out: u64,
@@ -132,7 +133,16 @@ pub struct AckedFlow {
     /// Retransmitted and sent segments within it.
     pub steady_retransmits: u64,
     pub steady_segments: u64,
+    /// How bunched those retransmits are between readings: the index of dispersion of each
+    /// reading's retransmits around its segments × the steady loss rate (about 1 for random
+    /// loss, far above 1 when they come in bursts, as a queue overflowing does); `None` with
+    /// fewer than [`MIN_DISPERSION_RETRANSMITS`] of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady_loss_dispersion: Option<f64>,
 }
+
+/// Fewest steady retransmits [`AckedFlow::steady_loss_dispersion`] is computed from.
+pub const MIN_DISPERSION_RETRANSMITS: u64 = 10;
 
 impl AckedFlow {
     /// The flow from its readings (time order) and warm-up (s); `None` without two readings
@@ -165,6 +175,7 @@ impl AckedFlow {
             warmup_segments: first.segments_out,
             steady_retransmits: last.retransmits.saturating_sub(first.retransmits),
             steady_segments: last.segments_out.saturating_sub(first.segments_out),
+            steady_loss_dispersion: dispersion(steady),
         })
     }
 
@@ -177,6 +188,26 @@ impl AckedFlow {
     pub fn warmup_loss(&self) -> f64 {
         ratio(self.warmup_retransmits, self.warmup_segments)
     }
+}
+
+/// The index of dispersion of the retransmits between consecutive readings, against a
+/// binomial draw at the readings' overall loss rate.
+fn dispersion(steady: &[TcpSample]) -> Option<f64> {
+    let (first, last) = (steady.first()?, steady.last()?);
+    let r = last.retransmits.saturating_sub(first.retransmits);
+    let n = last.segments_out.saturating_sub(first.segments_out);
+    if r < MIN_DISPERSION_RETRANSMITS || n == 0 {
+        return None;
+    }
+    let p = r as f64 / n as f64;
+    let (mut sq, mut var) = (0.0, 0.0);
+    for w in steady.windows(2) {
+        let ri = w[1].retransmits.saturating_sub(w[0].retransmits) as f64;
+        let si = w[1].segments_out.saturating_sub(w[0].segments_out) as f64;
+        sq += (ri - si * p).powi(2);
+        var += si * p * (1.0 - p);
+    }
+    (var > 0.0).then(|| sq / var)
 }
 
 fn ratio(a: u64, b: u64) -> f64 {
@@ -315,6 +346,33 @@ mod tests {
         // Nothing after the warm-up, or a single reading: no figure.
         assert_eq!(AckedFlow::of(&s[..2], 1.0), None);
         assert_eq!(AckedFlow::of(&s[..3], 1.0), None);
+    }
+
+    #[test]
+    fn retransmits_in_bursts_are_over_dispersed_and_even_ones_are_not() {
+        // 40 readings of 1,000 segments each: 1% lost evenly (10 per reading), or the same 400
+        // retransmits in 4 bursts of 100.
+        let flow = |burst: bool| {
+            let (mut r, mut out) = (0u64, 0u64);
+            let mut s = vec![sample(1.0, 0, 0, 0)];
+            for i in 1..=40u64 {
+                out += 1_000;
+                r += match (burst, i % 10) {
+                    (false, _) => 10,
+                    (true, 0) => 100,
+                    (true, _) => 0,
+                };
+                s.push(sample(1.0 + i as f64 * 0.1, i * 1_000_000, r, out));
+            }
+            AckedFlow::of(&s, 1.0).unwrap()
+        };
+        let even = flow(false).steady_loss_dispersion.unwrap();
+        let bursts = flow(true).steady_loss_dispersion.unwrap();
+        assert!(even < 1.0, "{even}");
+        assert!(bursts > 50.0, "{bursts}");
+        // Too few retransmits to tell.
+        let s = [sample(1.0, 0, 0, 0), sample(2.0, 1, 9, 1_000)];
+        assert_eq!(AckedFlow::of(&s, 1.0).unwrap().steady_loss_dispersion, None);
     }
 
     #[test]

@@ -54,6 +54,9 @@ pub const STALL_S: f64 = 1.0;
 /// A flow held by a window (the receive window or the send buffer) this share of its time
 /// measured that window, not the path.
 pub const WINDOW_HELD: f64 = 0.5;
+/// Index of dispersion of the steady retransmits from which they count as bursts (a queue
+/// overflowing) rather than random loss: random loss gives about 1.
+pub const BURSTY_LOSS: f64 = 5.0;
 
 /// One direction's bulk TCP flow.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -95,6 +98,14 @@ impl Direction {
                 }
                 if a.samples < MIN_SAMPLES {
                     why.push(format!("{} TCP_INFO readings only", a.samples));
+                }
+                if let Some(d) = a
+                    .steady_loss_dispersion
+                    .filter(|d| *d >= BURSTY_LOSS && a.steady_loss() > 0.0)
+                {
+                    why.push(format!(
+                        "its loss after the warm-up came in bursts (dispersion {d:.1}; about 1 for random loss): the probe's own queue overflow, not the path's random loss"
+                    ));
                 }
                 if a.longest_stall_s >= STALL_S {
                     why.push(format!(

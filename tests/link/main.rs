@@ -10,6 +10,7 @@ mod diagnose_stop;
 mod link;
 mod link_check;
 mod probe;
+mod probe_fidelity;
 mod quic_figures;
 mod stall;
 mod study_infra;

@@ -179,14 +179,19 @@ pub fn probe_sender_tcp(socket: &impl AsFd) -> Option<shoal_proto::probe::Sender
     })
 }
 
-/// One TCP_INFO reading of a path probe's sending socket, `t` s after its flow started.
+/// One TCP_INFO reading of a path probe's sending socket, `t` s after its flow started. Its
+/// acknowledged bytes include the segments selectively acknowledged above a hole
+/// (`tcpi_sacked` × MSS): counted only once the hole fills, a reading taken during a
+/// recovery would move bytes delivered before it into the next interval (a goodput 4.6% above
+/// the link's ceiling at 300 Mbit/s with 1% loss).
 pub fn probe_sample(socket: &impl AsFd, t: f64) -> Option<shoal_proto::probe::TcpSample> {
-    let s = tcp_stats(socket).ok()?;
+    let i = shoal_sys::tcp::tcp_info(socket).ok()?;
+    let sacked = u64::from(i.tcpi_sacked) * u64::from(i.tcpi_snd_mss);
     Some(shoal_proto::probe::TcpSample {
         t,
-        bytes_acked: s.bytes_acked,
-        retransmits: s.retransmits,
-        segments_out: s.sent_packets,
+        bytes_acked: i.tcpi_bytes_acked + sacked,
+        retransmits: u64::from(i.tcpi_total_retrans),
+        segments_out: u64::from(i.tcpi_data_segs_out),
     })
 }
 
