@@ -41,8 +41,9 @@ pub fn diagnose(obs: &Observations) -> Verdict {
         .and_then(|b| Some((b, b.median_s()?)))
         .filter(|(b, t)| b.measured() && *t > 0.0)
     else {
-        v.skipped
-            .push("the base did not run: no constraint can be named".into());
+        v.skipped.push(
+            "the base did not run: nothing is named from it, so no constraint can be named".into(),
+        );
         v.best_command = command(&base_args);
         return v;
     };
