@@ -57,6 +57,10 @@ pub const WINDOW_HELD: f64 = 0.5;
 /// Index of dispersion of the steady retransmits from which they count as bursts (a queue
 /// overflowing) rather than random loss: random loss gives about 1.
 pub const BURSTY_LOSS: f64 = 5.0;
+/// Random loss after the warm-up at or above this fraction makes one flow's rate the
+/// controller's answer to loss (e.g. CUBIC at 1%: a few Mbit/s at 141 ms), a lower bound of
+/// the path's rate rather than a reading of it.
+pub const LOSS_BOUND: f64 = 0.005;
 
 /// One direction's bulk TCP flow.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -105,6 +109,14 @@ impl Direction {
                 {
                     why.push(format!(
                         "its loss after the warm-up came in bursts (dispersion {d:.1}; about 1 for random loss): the probe's own queue overflow, not the path's random loss"
+                    ));
+                }
+                if a.steady_loss() >= LOSS_BOUND
+                    && a.steady_loss_dispersion.is_none_or(|d| d < BURSTY_LOSS)
+                {
+                    why.push(format!(
+                        "it lost {:.2}% of its segments after the warm-up: one flow's rate at that loss is set by its controller, a lower bound of the path's rate",
+                        a.steady_loss() * 100.0
                     ));
                 }
                 if a.longest_stall_s >= STALL_S {
