@@ -42,17 +42,21 @@ where
 {
     let mut replies = Replies::spawn(rd);
     let mut waits = Waits::default();
-    let sent = send_records(
-        &mut wr,
-        hello,
-        &mut reader,
-        &mut replies,
-        wait_per_file,
-        hooks,
-        &mut waits,
-        counters,
-    )
-    .await;
+    let failure = replies.failure();
+    let sent = tokio::select! {
+        biased;
+        sent = send_records(
+            &mut wr,
+            hello,
+            &mut reader,
+            &mut replies,
+            wait_per_file,
+            hooks,
+            &mut waits,
+            counters,
+        ) => sent,
+        () = failure => Err(crate::finish::stopped_by_receiver()),
+    };
     // Content bytes this connection carried (its end marker's count).
     let bytes = *sent.as_ref().unwrap_or(&0);
     let result = finish_with_reply(sent.map(drop), reader.finish(), &mut replies).await;

@@ -26,6 +26,12 @@ pub(crate) struct Sent {
     pub waits: Waits,
 }
 
+/// Sending stopped because the receiver's final reply, a failure, came first (its reason
+/// follows from [`finish_with_reply`]).
+pub(crate) fn stopped_by_receiver() -> anyhow::Error {
+    anyhow!("the receiver ended the run before every file was sent")
+}
+
 /// How long to wait for the receiver's reason after a write fails.
 const REASON_GRACE: Duration = Duration::from_secs(3);
 

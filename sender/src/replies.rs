@@ -17,6 +17,10 @@ pub(crate) struct Replies {
     final_reply: Option<oneshot::Receiver<FinalReply>>,
     /// The reply after a completion that announced a sync (`--fsync`).
     sync_reply: Option<oneshot::Receiver<Option<Reply>>>,
+    /// Becomes true when the final reply is a failure (a refusal, a write error): sending
+    /// stops at once instead of running into a window or a socket the receiver stopped
+    /// reading.
+    failed: watch::Receiver<bool>,
     task: JoinHandle<()>,
 }
 
@@ -32,12 +36,26 @@ impl Replies {
         let (ack_tx, acks) = watch::channel(0);
         let (final_tx, final_rx) = oneshot::channel();
         let (sync_tx, sync_rx) = oneshot::channel();
-        let task = tokio::spawn(read_replies(rd, ack_tx, final_tx, sync_tx));
+        let (failed_tx, failed) = watch::channel(false);
+        let task = tokio::spawn(read_replies(rd, ack_tx, final_tx, sync_tx, failed_tx));
         Self {
             acks,
             final_reply: Some(final_rx),
             sync_reply: Some(sync_rx),
+            failed,
             task,
+        }
+    }
+
+    /// Ready once the receiver's final reply is a failure; pending for ever otherwise. The
+    /// sending loops race it: a refusal or a write error at the receiver reaches the sender
+    /// as soon as its reply does.
+    pub(crate) fn failure(&self) -> impl std::future::Future<Output = ()> + 'static {
+        let mut failed = self.failed.clone();
+        async move {
+            if failed.wait_for(|&f| f).await.is_err() {
+                std::future::pending::<()>().await;
+            }
         }
     }
 
@@ -79,15 +97,24 @@ async fn read_replies<R: AsyncRead + Unpin>(
     acks: watch::Sender<u64>,
     final_tx: oneshot::Sender<FinalReply>,
     sync_tx: oneshot::Sender<Option<Reply>>,
+    failed: watch::Sender<bool>,
 ) {
     let mut decoder = ReplyDecoder;
     let mut buf = BytesMut::with_capacity(4096);
     let reply = next_final(&mut rd, &mut decoder, &mut buf, &acks).await;
     let sync_follows = matches!(&reply, Some(Reply::Completion(c)) if c.sync_follows);
+    let failure = match &reply {
+        Some(Reply::Error(_)) => true,
+        Some(Reply::Completion(c)) => !c.errors.is_empty(),
+        _ => false,
+    };
     let _ = final_tx.send(FinalReply {
         reply,
         decoded_at: Instant::now(),
     });
+    if failure {
+        failed.send_replace(true);
+    }
     if sync_follows {
         let _ = sync_tx.send(next_final(&mut rd, &mut decoder, &mut buf, &acks).await);
     }

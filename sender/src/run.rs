@@ -135,10 +135,13 @@ pub async fn run(config: &SendConfig) -> RunOutcome {
                 config,
                 run_id,
                 queue.clone(),
-                probes,
+                probes.clone(),
                 progress.counters.clone(),
             );
             let result = bounded(config, work).await;
+            if let Err(e) = &result {
+                close_quic(&probes, e).await;
+            }
             // A run that ended early (a failure, the timeout) needs no more of the tree.
             queue.stop();
             progress.stop().await;
@@ -291,6 +294,25 @@ async fn bounded(
         r = work => r,
         e = limit => Err(e),
         e = interrupt => Err(e),
+    }
+}
+
+/// A run stopped from outside its connections (Ctrl-C, `--timeout`) closes each QUIC
+/// connection still open with the reason, so the receiver logs it at once instead of waiting
+/// out its idle timeout (a dropped connection sends no close before the process exits).
+async fn close_quic(probes: &Mutex<Vec<(u16, StatsHandle)>>, why: &anyhow::Error) {
+    let conns: Vec<quinn::Connection> = probes
+        .lock()
+        .expect("probes")
+        .iter()
+        .filter_map(|(_, p)| match p {
+            StatsHandle::Quic(conn, _) => Some(conn.clone()),
+            StatsHandle::Tcp(_) => None,
+        })
+        .collect();
+    let reason = format!("sender stopped: {why:#}");
+    for conn in conns {
+        net::close_and_send(&conn, 2, reason.as_bytes(), Duration::from_secs(1)).await;
     }
 }
 

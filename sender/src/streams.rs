@@ -128,17 +128,21 @@ where
     let mut replies = Replies::spawn(control_rd);
     let mut peak = 0u64;
     let mut waits = Waits::default();
-    let sent = send_files(
-        &mut control_wr,
-        &opener,
-        hello,
-        &mut reader,
-        hooks,
-        &mut peak,
-        &mut waits,
-        counters,
-    )
-    .await;
+    let failure = replies.failure();
+    let sent = tokio::select! {
+        biased;
+        sent = send_files(
+            &mut control_wr,
+            &opener,
+            hello,
+            &mut reader,
+            hooks,
+            &mut peak,
+            &mut waits,
+            counters,
+        ) => sent,
+        () = failure => Err(crate::finish::stopped_by_receiver()),
+    };
     // Content bytes this connection carried (its end marker's count).
     let bytes = *sent.as_ref().unwrap_or(&0);
     let done = finish_with_reply(sent.map(drop), reader.finish(), &mut replies).await;
