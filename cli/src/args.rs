@@ -74,6 +74,44 @@ impl FlowArgs {
     }
 }
 
+/// A duration flag within its range (`shoal_proto::ranges::DURATIONS`).
+pub(crate) fn span_in(flag: &str, text: &str) -> Result<std::time::Duration, String> {
+    shoal_proto::ranges::parse_flag_duration(flag, text).map_err(|e| e.to_string())
+}
+
+/// A count flag within its range (`shoal_proto::ranges::COUNTS`).
+pub(crate) fn count_in(flag: &str, text: &str) -> Result<u64, String> {
+    shoal_proto::ranges::parse_flag_count(flag, text).map_err(|e| e.to_string())
+}
+
+/// What `--help` says after the flags: the ranges of `flags` (from the tables that check
+/// them) and the exit status.
+pub(crate) fn ranges_help(flags: &[&str]) -> String {
+    use shoal_proto::ranges::{COUNTS, DURATIONS};
+    use shoal_proto::recvsettings::FLOORS;
+    let mut out = Vec::new();
+    for flag in flags {
+        if let Some(r) = DURATIONS.iter().find(|r| r.flag == *flag) {
+            out.push(format!("--{flag} {}", r.describe()));
+        } else if let Some(r) = COUNTS.iter().find(|r| r.flag == *flag) {
+            out.push(format!("--{flag} {}", r.describe()));
+        } else if let Some(f) = FLOORS.iter().find(|f| f.flag == *flag) {
+            out.push(format!(
+                "--{flag} {} or more",
+                shoal_proto::units::format_size(f.least)
+            ));
+        }
+    }
+    format!(
+        "Ranges (checked as the command line is parsed): {}.\n\n{EXIT_STATUS}",
+        out.join(", ")
+    )
+}
+
+/// The exit status every command keeps.
+pub(crate) const EXIT_STATUS: &str = "Exit status: 0 ok, 1 a run failed, 2 the invocation is \
+     wrong (a flag, an address, a folder; nothing was run), 130 interrupted (Ctrl-C).";
+
 /// A size flag within its floor (`shoal_proto::recvsettings::FLOORS`): the same bound the
 /// control channel's per-run settings meet.
 pub(crate) fn floored(flag: &str, text: &str) -> Result<u64, String> {

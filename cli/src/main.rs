@@ -31,6 +31,7 @@ use shoal_transport::config::{Cc, Mode};
 /// arrived by SHA-256 of every file.
 #[derive(Debug, Parser)]
 #[command(name = "shoal", version = env!("SHOAL_LONG_VERSION"), max_term_width = 100)]
+#[command(after_help = args::EXIT_STATUS)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

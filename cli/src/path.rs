@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use clap::Subcommand;
-use shoal_proto::units::{human_bytes, parse_duration};
+use shoal_proto::units::human_bytes;
 use shoal_sender::path_state::now_unix;
 
 use crate::start_window::store;
@@ -21,7 +21,7 @@ pub enum PathCommand {
         #[arg(long, value_name = "DIR")]
         path_state: Option<PathBuf>,
         /// Records older than this show as expired.
-        #[arg(long, default_value = crate::defaults::span(shoal_sender::path_state::DEFAULT_LIFETIME), value_parser = parse_duration)]
+        #[arg(long, default_value = crate::defaults::span(shoal_sender::path_state::DEFAULT_LIFETIME), value_parser = |v: &str| crate::args::span_in("path-state-lifetime", v))]
         path_state_lifetime: Duration,
         /// One JSON object per record.
         #[arg(long)]

@@ -7,13 +7,24 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use shoal_proto::units::{parse_duration, parse_size};
 use shoal_transport::identity::Identity;
 
 use crate::args::{FlowArgs, IdentityArgs, RuntimeArgs};
 use crate::defaults;
 
 #[derive(Debug, Args)]
+#[command(after_help = crate::args::ranges_help(&[
+    "idle-timeout",
+    "hello-timeout",
+    "max-files",
+    "max-bytes",
+    "max-folders",
+    "write-budget",
+    "stream-window",
+    "conn-window",
+    "sndbuf",
+    "rcvbuf",
+]))]
 pub(crate) struct RecvArgs {
     /// Address to listen on, e.g. 0.0.0.0:7474 (port 0 picks a free port).
     #[arg(long, default_value = "0.0.0.0:7474")]
@@ -44,7 +55,7 @@ pub(crate) struct RecvArgs {
     #[arg(long)]
     pub(crate) fsync: bool,
     /// Drop a peer that sends nothing for this long (handshake included).
-    #[arg(long, default_value = defaults::span(defaults::RECV.idle_timeout), value_parser = parse_duration)]
+    #[arg(long, default_value = defaults::span(defaults::RECV.idle_timeout), value_parser = |v: &str| crate::args::span_in("idle-timeout", v))]
     pub(crate) idle_timeout: Duration,
     /// Received bytes a run may hold before they are written (back-pressure to the sender).
     /// Small on purpose: TCP data waits in the kernel's socket buffer and QUIC data in
@@ -73,16 +84,16 @@ pub(crate) struct RecvArgs {
     pub(crate) max_connections: u32,
     /// Most files one run may bring: enforced on the run's running count as files arrive (the
     /// file past it is refused before it is created; files kept are within the limit).
-    #[arg(long, default_value_t = defaults::RECV.max_files)]
+    #[arg(long, default_value_t = defaults::RECV.max_files, value_parser = |v: &str| crate::args::count_in("max-files", v))]
     pub(crate) max_files: u64,
     /// Most content bytes one run may bring, enforced like --max-files on each file's size
     /// before it is created: 4096, 4KiB, 1TiB…
-    #[arg(long, default_value = defaults::size(defaults::RECV.max_bytes), value_parser = parse_size)]
+    #[arg(long, default_value = defaults::size(defaults::RECV.max_bytes), value_parser = |v: &str| crate::args::count_in("max-bytes", v))]
     pub(crate) max_bytes: u64,
     /// Most folder records (empty folders) one run may bring, enforced like --max-files: the
     /// folder past it is refused before it is created. A file's own parent folders are
     /// bounded by --max-files and --max-depth.
-    #[arg(long, default_value_t = defaults::RECV.max_folders)]
+    #[arg(long, default_value_t = defaults::RECV.max_folders, value_parser = |v: &str| crate::args::count_in("max-folders", v))]
     pub(crate) max_folders: u64,
     /// Longest path a peer may send, in bytes (each component stays ≤ 255).
     #[arg(long, default_value_t = defaults::RECV.limits.path.max_len as u16, value_parser = clap::value_parser!(u16).range(1..))]
@@ -92,7 +103,7 @@ pub(crate) struct RecvArgs {
     pub(crate) max_depth: u16,
     /// Deadline from connecting to a complete hello (TLS handshake included): bounds a peer
     /// that trickles bytes.
-    #[arg(long, default_value = defaults::span(defaults::RECV.hello_timeout), value_parser = parse_duration)]
+    #[arg(long, default_value = defaults::span(defaults::RECV.hello_timeout), value_parser = |v: &str| crate::args::span_in("hello-timeout", v))]
     pub(crate) hello_timeout: Duration,
     /// Take control connections from a sweep on another host (same token, TLS only): each run
     /// gets a fresh folder under --dest (DEST/<run id>, with or without --flat), hashed from

@@ -7,7 +7,6 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use shoal_pipeline::reader::ReaderConfig;
-use shoal_proto::units::{parse_duration, parse_size};
 use shoal_transport::config::{Cc, FlowConfig, Mode};
 use shoal_transport::identity::{self, Identity, Pin};
 
@@ -16,9 +15,10 @@ use crate::{defaults, mode_parser, parse_cc, provenance, start_window};
 
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("series_out").args(["stats_out", "trace_dir"])))]
+#[command(after_help = crate::args::ranges_help(&SEND_RANGES))]
 pub(crate) struct SendArgs {
     /// Receiver address, host:port.
-    #[arg(long)]
+    #[arg(long, value_parser = check_to)]
     pub(crate) to: String,
     /// Source folder to send (symbolic links in it are skipped and counted).
     #[arg(long)]
@@ -62,14 +62,14 @@ pub(crate) struct SendArgs {
     /// cwnd_bytes, rtt_ms, retransmits. Ctrl-C ends the run as failed with the error
     /// "interrupted" (row printed and appended to --csv, exit status 130), after the figures
     /// so far on stderr (with --json: one object, event "interrupted").
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = |v: &str| crate::args::span_in("interval", v))]
     pub(crate) interval: Option<Duration>,
     /// Bytes the reader may read ahead of the socket (held in memory until written), split
     /// over the connections (at least 256 KiB each). Only hides file open/read latency: data in
     /// flight is in the socket buffers (TCP) or quinn's send window (QUIC) [default: 8MiB for
     /// TCP modes, 2MiB for QUIC modes: quinn already holds up to --send-window of data ready
     /// to send, and 8 MiB cost ~5 MB more sender RSS (docs/benchmarks.md, Memory)]
-    #[arg(long, value_parser = parse_size)]
+    #[arg(long, value_parser = |v: &str| crate::args::count_in("read-ahead", v))]
     pub(crate) read_ahead: Option<u64>,
     #[command(flatten)]
     pub(crate) flow: FlowArgs,
@@ -105,7 +105,7 @@ pub(crate) struct SendArgs {
     pub(crate) test_reverse_blocks: bool,
     /// Sample RTT, cwnd, retransmits, goodput… of every connection this often (e.g. 100ms)
     /// into --stats-out, or into --trace-dir's series [default with --trace-dir: 100ms].
-    #[arg(long, value_parser = parse_duration, requires = "series_out")]
+    #[arg(long, value_parser = |v: &str| crate::args::span_in("stats-interval", v), requires = "series_out")]
     pub(crate) stats_interval: Option<Duration>,
     /// The sender's time-series CSV for --stats-interval: per sample and connection, the
     /// cumulative counters and the interval's goodput and retransmits (docs/csv-schema.md).
@@ -121,10 +121,10 @@ pub(crate) struct SendArgs {
     #[arg(long, hide = true)]
     pub(crate) test_corrupt_file: Option<usize>,
     /// Give up connecting after this long.
-    #[arg(long, default_value = defaults::span(defaults::SEND.connect_timeout), value_parser = parse_duration)]
+    #[arg(long, default_value = defaults::span(defaults::SEND.connect_timeout), value_parser = |v: &str| crate::args::span_in("connect-timeout", v))]
     pub(crate) connect_timeout: Duration,
     /// Fail the run if it takes longer than this (e.g. 15m) [default: no limit].
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = |v: &str| crate::args::span_in("timeout", v))]
     pub(crate) timeout: Option<Duration>,
     /// This run's id, 32 hex digits [default: random]. A sweep passes the id it prepared a
     /// fresh folder for on a receiver started with --control (docs/two-hosts.md).
@@ -134,11 +134,40 @@ pub(crate) struct SendArgs {
     pub(crate) start: start_window::StartArgs,
 }
 
+/// The flags whose ranges `send --help` lists.
+const SEND_RANGES: [&str; 12] = [
+    "timeout",
+    "connect-timeout",
+    "interval",
+    "stats-interval",
+    "path-state-lifetime",
+    "read-ahead",
+    "block-size",
+    "stream-window",
+    "conn-window",
+    "send-window",
+    "sndbuf",
+    "rcvbuf",
+];
+
+fn check_to(s: &str) -> Result<String, String> {
+    shoal_sender::net::check_address(s).map(|()| s.to_string())
+}
+
 fn parse_run_id(s: &str) -> Result<[u8; 16], String> {
     shoal_proto::control::parse_run_id(s).ok_or_else(|| "expected 32 lowercase hex digits".into())
 }
 
 pub(crate) async fn send(a: SendArgs) -> Result<ExitCode> {
+    // Invocation errors end here, before a run starts (exit 2, no row).
+    shoal_sender::net::resolve(&a.to)
+        .await
+        .with_context(|| format!("--to {}", a.to))?;
+    match std::fs::metadata(&a.src) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => bail!("--src {} is not a folder", a.src.display()),
+        Err(e) => bail!("--src {}: {e}", a.src.display()),
+    }
     let (pin, token) = match (a.pin, a.token_file) {
         (Some(pin), Some(file)) => (pin, identity::read_token_file(&file)?),
         (None, None) => {

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 use clap::Args;
-use shoal_proto::units::{parse_duration, parse_size};
+use shoal_proto::units::parse_size;
 use shoal_row::row::RunRow;
 use shoal_sender::path_state::{now_unix, Lookup, PathStore};
 use shoal_sender::start_window::{record_of, StartConfig, PHASES_FILE};
@@ -64,7 +64,7 @@ pub struct StartArgs {
     #[arg(long, value_name = "DIR")]
     pub path_state: Option<PathBuf>,
     /// Path state older than this is ignored (RFC 9959's guidance: an hour).
-    #[arg(long, default_value = crate::defaults::span(shoal_sender::path_state::DEFAULT_LIFETIME), value_parser = parse_duration)]
+    #[arg(long, default_value = crate::defaults::span(shoal_sender::path_state::DEFAULT_LIFETIME), value_parser = |v: &str| crate::args::span_in("path-state-lifetime", v))]
     pub path_state_lifetime: Duration,
     /// Do not save this run's path state.
     #[arg(long)]

@@ -12,6 +12,7 @@ pub mod careful_resume;
 pub mod codec;
 pub mod control;
 pub mod probe;
+pub mod ranges;
 pub mod receive_window;
 pub mod recvsettings;
 pub mod relpath;

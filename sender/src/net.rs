@@ -44,8 +44,27 @@ impl SocketProbe {
     }
 }
 
+/// Checks that `to` reads as `host:port` or `[v6]:port` with a port in 1..=65535 (no
+/// lookup): `send --to`'s value parser.
+pub fn check_address(to: &str) -> Result<(), String> {
+    let Some((host, port)) = to.rsplit_once(':') else {
+        return Err(format!("{to:?} is not host:port (e.g. 10.0.0.2:7474)"));
+    };
+    let bracketed = host.strip_prefix('[').and_then(|h| h.strip_suffix(']'));
+    let v6_ok = bracketed.is_some_and(|h| h.parse::<std::net::Ipv6Addr>().is_ok());
+    if host.is_empty() || (host.contains(':') && !v6_ok) {
+        return Err(format!(
+            "{to:?} is not host:port (an IPv6 address goes in brackets: [::1]:7474)"
+        ));
+    }
+    match port.parse::<u16>() {
+        Ok(p) if p > 0 => Ok(()),
+        _ => Err(format!("the port of {to:?} is outside 1..=65535")),
+    }
+}
+
 /// Resolves `to` (host:port) to its first address.
-pub(crate) async fn resolve(to: &str) -> Result<SocketAddr> {
+pub async fn resolve(to: &str) -> Result<SocketAddr> {
     tokio::net::lookup_host(to)
         .await
         .with_context(|| format!("cannot resolve {to}"))?
@@ -217,5 +236,27 @@ pub(crate) async fn close_and_send(
     tokio::task::yield_now().await;
     while conn.stats().udp_tx.datagrams == before && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_address;
+
+    #[test]
+    fn addresses_are_host_and_port() {
+        for ok in ["127.0.0.1:7474", "[::1]:1", "host.example:65535"] {
+            assert_eq!(check_address(ok), Ok(()), "{ok}");
+        }
+        for bad in [
+            "nonsense",
+            "127.0.0.1:99999",
+            "127.0.0.1:0",
+            ":7474",
+            "::1:7474",
+            "a:b",
+        ] {
+            assert!(check_address(bad).is_err(), "{bad}");
+        }
     }
 }
