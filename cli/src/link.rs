@@ -99,13 +99,13 @@ pub struct UpArgs {
     #[arg(long, default_value = shoal_link::DEFAULT_NAME)]
     pub name: String,
     /// Round-trip time (each direction gets half), e.g. 141ms.
-    #[arg(long)]
+    #[arg(long, value_parser = |v: &str| link_span("rtt", v))]
     pub rtt: Span,
     /// Sender → receiver rate, e.g. 300mbit.
-    #[arg(long)]
+    #[arg(long, value_parser = |v: &str| link_rate("rate", v))]
     pub rate: Rate,
     /// Receiver → sender rate (default: --rate).
-    #[arg(long)]
+    #[arg(long, value_parser = |v: &str| link_rate("down-rate", v))]
     pub down_rate: Option<Rate>,
     /// Drop-tail queue per direction: NBDP (of that direction) or bytes (375000, 4MiB).
     #[arg(long, default_value_t = UP.queue)]
@@ -114,7 +114,7 @@ pub struct UpArgs {
     #[arg(long, default_value = loss_text(UP.loss))]
     pub loss: Loss,
     /// MTU of both ends of the link, in bytes (IP packet size; 1500 as on Ethernet).
-    #[arg(long, default_value_t = UP.mtu)]
+    #[arg(long, default_value_t = UP.mtu, value_parser = |v: &str| link_count("mtu", v).map(|n| n as u32))]
     pub mtu: u32,
     /// How the delay line is built: tun (Shoal's userspace forwarder, works without netem),
     /// netem (veth + tc netem, where the kernel has it), auto (netem if available, else tun).
@@ -131,7 +131,7 @@ pub struct UpArgs {
     #[arg(long)]
     pub no_pm_qos: bool,
     /// Max TCP buffer (tcp_rmem/tcp_wmem) inside the namespaces, e.g. 64MiB.
-    #[arg(long, value_parser = shoal_link::parse::parse_size, default_value = crate::defaults::size(UP.tcp_mem_max))]
+    #[arg(long, value_parser = |v: &str| link_count("tcp-mem-max", v), default_value = crate::defaults::size(UP.tcp_mem_max))]
     pub tcp_mem_max: u64,
 }
 
@@ -187,17 +187,17 @@ pub struct CheckArgs {
     #[arg(long)]
     pub json: bool,
     /// Length of the bulk TCP flow (default: warm-up + 5 s).
-    #[arg(long)]
+    #[arg(long, value_parser = |v: &str| link_span("duration", v))]
     pub duration: Option<Span>,
     /// Part of the bulk flow not counted, to get past slow start (default: 25 RTTs, 2–5 s).
-    #[arg(long)]
+    #[arg(long, value_parser = |v: &str| link_span("warmup", v))]
     pub warmup: Option<Span>,
     /// Loss probes (when loss is configured).
-    #[arg(long, default_value_t = CHECK.loss_probes)]
+    #[arg(long, default_value_t = CHECK.loss_probes, value_parser = |v: &str| link_count("loss-probes", v))]
     pub loss_probes: u64,
     /// Longest the bulk TCP loss flow may run (when loss is configured; 0s skips it). It stops
     /// earlier once it has sent 225/loss segments.
-    #[arg(long, default_value_t = Span(CHECK.bulk_loss_max))]
+    #[arg(long, default_value_t = Span(CHECK.bulk_loss_max), value_parser = |v: &str| link_span("bulk-loss-max", v))]
     pub bulk_loss_max: Span,
 }
 
@@ -214,7 +214,7 @@ pub struct BlackholeArgs {
     #[arg(long, default_value = shoal_link::DEFAULT_NAME)]
     pub name: String,
     /// How long, e.g. 5s or 500ms; a new request replaces a running blackhole.
-    #[arg(long = "for", value_name = "DURATION", required_unless_present = "end")]
+    #[arg(long = "for", value_name = "DURATION", required_unless_present = "end", value_parser = |v: &str| link_span("for", v))]
     pub duration: Option<Span>,
     /// End a running blackhole now.
     #[arg(long, conflicts_with = "duration")]
@@ -241,6 +241,23 @@ pub struct ForwardArgs {
     /// The forwarder's configuration, a JSON file `up` wrote.
     #[arg(long)]
     pub config: PathBuf,
+}
+
+/// `shoal link`'s duration, rate and count flags within their ranges (`shoal_link::ranges`).
+fn link_span(flag: &str, text: &str) -> Result<Span, String> {
+    shoal_link::ranges::span_in(flag, text)
+        .map(Span)
+        .map_err(|e| format!("{e:#}"))
+}
+
+fn link_rate(flag: &str, text: &str) -> Result<Rate, String> {
+    shoal_link::ranges::rate_in(flag, text)
+        .map(Rate)
+        .map_err(|e| format!("{e:#}"))
+}
+
+fn link_count(flag: &str, text: &str) -> Result<u64, String> {
+    shoal_link::ranges::count_in(flag, text).map_err(|e| format!("{e:#}"))
 }
 
 /// Runs one `shoal link` command; returns the process exit code.

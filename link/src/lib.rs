@@ -14,6 +14,7 @@ pub mod ipc;
 pub mod netem;
 pub mod netns;
 pub mod parse;
+pub mod ranges;
 pub mod report;
 pub mod state;
 pub mod tun;
