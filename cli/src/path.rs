@@ -26,6 +26,12 @@ pub enum PathCommand {
         /// One JSON object per record.
         #[arg(long)]
         json: bool,
+        /// Only the records still fresh (expired ones are pruned after each ok `send`).
+        #[arg(long)]
+        fresh: bool,
+        /// Only the records of this receiver host (as given to `send --to`, without the port).
+        #[arg(long)]
+        host: Option<String>,
     },
     /// Delete one receiver's record (KEY, as `path show` prints it) or, with --all, every one.
     Forget {
@@ -45,6 +51,8 @@ pub fn path_command(cmd: PathCommand) -> Result<bool> {
             path_state,
             path_state_lifetime,
             json,
+            fresh: only_fresh,
+            host,
         } => {
             let store = store(&path_state);
             let records = store.list()?;
@@ -54,6 +62,17 @@ pub fn path_command(cmd: PathCommand) -> Result<bool> {
             let now = now_unix();
             let mut all_ok = true;
             for (key, record) in records {
+                let wanted = |r: &shoal_sender::path_state::PathRecord| {
+                    let fresh =
+                        shoal_proto::careful_resume::is_fresh(r.saved_at, now, path_state_lifetime);
+                    (fresh || !only_fresh)
+                        && host.as_ref().is_none_or(|h| {
+                            shoal_sender::path_state::host_of(&r.address) == h.as_str()
+                        })
+                };
+                if matches!(&record, Ok(r) if !wanted(r)) {
+                    continue;
+                }
                 match record {
                     Ok(r) if json => println!("{}", serde_json::to_string(&r)?),
                     Ok(r) => {

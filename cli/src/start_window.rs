@@ -8,7 +8,7 @@ use anyhow::{bail, Result};
 use clap::Args;
 use shoal_proto::units::parse_size;
 use shoal_row::row::RunRow;
-use shoal_sender::path_state::{now_unix, Lookup, PathStore};
+use shoal_sender::path_state::{now_unix, Cap, Lookup, PathStore, DEFAULT_LIFETIME, WINDOW_FLOOR};
 use shoal_sender::start_window::{record_of, StartConfig, PHASES_FILE};
 use shoal_transport::config::Mode;
 use shoal_transport::identity::Pin;
@@ -116,7 +116,23 @@ impl StartArgs {
         };
         let (saved, saved_cap) = match &lookup {
             Lookup::Fresh(r) => (Some(r.saved()), r.saved_window().1.name()),
-            Lookup::Expired(_) | Lookup::Missing => (None, ""),
+            Lookup::Expired(_) | Lookup::Missing | Lookup::SetAside { .. } => (None, ""),
+        };
+        let note = match &lookup {
+            Lookup::SetAside { file, reason } => {
+                let note = format!(
+                    "path state set aside as {}: {reason}; started cold",
+                    file.display()
+                );
+                eprintln!("warning: {note}");
+                note
+            }
+            Lookup::Fresh(r) if r.saved_window().1 == Cap::Floor => format!(
+                "saved window of {} B raised to the floor, {} B",
+                r.unclamped_window(),
+                WINDOW_FLOOR
+            ),
+            _ => String::new(),
         };
         let initial_window = match self.initial_window {
             None => None,
@@ -133,6 +149,7 @@ impl StartArgs {
                         store.dir().display(),
                         match lookup {
                             Lookup::Expired(_) => "the record there has expired",
+                            Lookup::SetAside { .. } => "the record there was set aside",
                             _ => "no record",
                         }
                     );
@@ -146,6 +163,7 @@ impl StartArgs {
             saved_cap,
             initial_window,
             phases_out: trace_dir.map(|d| d.join(PHASES_FILE)),
+            note,
         })
     }
 
@@ -157,8 +175,11 @@ impl StartArgs {
         let Some(record) = record_of(row, &pin.to_string(), to) else {
             return;
         };
-        if let Err(e) = store(&self.path_state).save(&record) {
+        let store = store(&self.path_state);
+        if let Err(e) = store.save(&record) {
             eprintln!("warning: path state not saved: {e:#}");
         }
+        // Every ok run saves a record: expired ones go, so the folder keeps what is of use.
+        store.prune(self.path_state_lifetime.max(DEFAULT_LIFETIME), now_unix());
     }
 }

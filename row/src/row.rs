@@ -148,6 +148,11 @@ pub struct RunRow {
     pub resume_saved_window_bytes: Option<u64>,
     #[serde(default)]
     pub resume_saved_window_cap: String,
+    /// What became of the path state this run asked for, when it could not be used as saved:
+    /// a record set aside (corrupt, truncated, empty, not UTF-8, values no path has) and the
+    /// run started cold, or a saved window raised to the floor. Empty otherwise.
+    #[serde(default)]
+    pub path_state_note: String,
     /// The highest rate of newly acknowledged bytes over any window of at least one min RTT
     /// and 100 ms, summed over connections, bytes/s (sender/src/peak.rs); the path state saves
     /// it. Empty for a failed run or one too short to span a window.

@@ -22,6 +22,17 @@ use shoal_transport::identity::Pin;
 /// `--path-state-lifetime`'s default (RFC 9959 §4.3.1, which sets no value).
 pub const DEFAULT_LIFETIME: Duration = Duration::from_secs(3_600);
 
+/// The least saved window a run starts from: the controller's default initial window
+/// (quinn's, 10 × 1,200 bytes). A smaller one (a record of a few bytes) left the connection
+/// unable to send until its connect timeout.
+pub const WINDOW_FLOOR: u64 = 10 * 1_200;
+
+/// What a path can have, at most: a record outside is refused when read, like a corrupt one.
+const MOST_RTT_MS: f64 = 60_000.0;
+const MOST_WINDOW: u64 = 1 << 40;
+const MOST_RATE: u64 = 10_000_000_000_000 / 8;
+const MOST_CONNECTIONS: u64 = 64;
+
 /// What one run learnt about the path to a receiver.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -61,6 +72,8 @@ pub enum Cap {
     Goodput,
     /// The cwnd the saving run ended with.
     Cwnd,
+    /// Raised to [`WINDOW_FLOOR`].
+    Floor,
 }
 
 impl Cap {
@@ -69,6 +82,7 @@ impl Cap {
             Cap::Peak => "peak",
             Cap::Goodput => "goodput",
             Cap::Cwnd => "cwnd",
+            Cap::Floor => "floor",
         }
     }
 }
@@ -110,11 +124,28 @@ impl PathRecord {
             / 1_000_000
             / u128::from(self.connections.max(1));
         let carried = u64::try_from(carried).unwrap_or(u64::MAX);
-        if self.cwnd_bytes <= carried {
+        let (window, cap) = if self.cwnd_bytes <= carried {
             (self.cwnd_bytes, Cap::Cwnd)
         } else {
             (carried, cap)
+        };
+        match window < WINDOW_FLOOR {
+            true => (WINDOW_FLOOR, Cap::Floor),
+            false => (window, cap),
         }
+    }
+
+    /// The window as the figures give it, before [`WINDOW_FLOOR`] (for the row's note).
+    pub fn unclamped_window(&self) -> u64 {
+        let rate = self
+            .peak_delivery_bytes_per_s
+            .filter(|&p| p > 0)
+            .unwrap_or(self.goodput_bytes_per_s);
+        let carried = u128::from(rate) * self.rtt().as_micros()
+            / 1_000_000
+            / u128::from(self.connections.max(1));
+        self.cwnd_bytes
+            .min(u64::try_from(carried).unwrap_or(u64::MAX))
     }
 
     pub fn key(&self) -> String {
@@ -177,6 +208,13 @@ pub enum Lookup {
     Fresh(PathRecord),
     Expired(PathRecord),
     Missing,
+    /// The record could not be used (corrupt, truncated, empty, not UTF-8, values no path
+    /// has): it was renamed to `file` (its name ends with the reason), and the run starts
+    /// cold. `reason` says why.
+    SetAside {
+        file: PathBuf,
+        reason: String,
+    },
 }
 
 impl PathStore {
@@ -203,8 +241,9 @@ impl PathStore {
         self.dir.join(format!("{key}.json"))
     }
 
-    /// The record for a receiver, judged against `lifetime` at `now`. A file that cannot be
-    /// read or parsed is an error naming it (delete it with `shoal path forget`).
+    /// The record for a receiver, judged against `lifetime` at `now`. A record that cannot
+    /// be used is set aside ([`Lookup::SetAside`]): a cache never blocks a transfer. A folder
+    /// another user owns, or others may write, is an error: its records could be anyone's.
     pub fn lookup(
         &self,
         transport: &str,
@@ -213,13 +252,28 @@ impl PathStore {
         lifetime: Duration,
         now: u64,
     ) -> Result<Lookup> {
+        self.check_folder()?;
         let file = self.file(&key(transport, &pin.to_string(), address));
-        let text = match read_record(&file) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Lookup::Missing),
-            Err(e) => return Err(e).with_context(|| format!("cannot read {}", file.display())),
+        let record = match load(&file) {
+            Ok(r) => r,
+            Err(Unusable::Missing) => return Ok(Lookup::Missing),
+            Err(Unusable::Bad(slug, why)) => {
+                let aside = self.dir.join(format!(
+                    "{}.{slug}-{now}",
+                    file.file_name()
+                        .and_then(|n| n.to_str())
+                        .unwrap_or("record")
+                ));
+                let reason = match fs::rename(&file, &aside) {
+                    Ok(()) => why,
+                    Err(e) => format!("{why} (and it could not be set aside: {e})"),
+                };
+                return Ok(Lookup::SetAside {
+                    file: aside,
+                    reason,
+                });
+            }
         };
-        let record = parse(&file, &text)?;
         // A record under this key that names another receiver (a hand-edited file) is not it.
         if record.pin != pin.to_string() || host_of(&record.address) != host_of(address) {
             return Ok(Lookup::Missing);
@@ -231,19 +285,94 @@ impl PathStore {
         })
     }
 
-    /// Saves `record` (replacing the receiver's previous one) atomically.
+    /// Refuses a folder that another user owns or that others may write (a missing one is
+    /// fine: `save` creates it, private).
+    pub fn check_folder(&self) -> Result<()> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = match fs::metadata(&self.dir) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e).with_context(|| format!("cannot read {}", self.dir.display())),
+        };
+        let me = shoal_sys::io::effective_uid();
+        if meta.uid() != me {
+            bail!(
+                "path-state folder {} is owned by uid {}, not by this user (uid {me}): refused",
+                self.dir.display(),
+                meta.uid()
+            );
+        }
+        if meta.mode() & 0o022 != 0 {
+            bail!(
+                "path-state folder {} may be written by others (mode {:o}): refused; `chmod go-w` it",
+                self.dir.display(),
+                meta.mode() & 0o7777
+            );
+        }
+        Ok(())
+    }
+
+    /// Saves `record` (replacing the receiver's previous one) atomically: written to a new
+    /// temporary (`O_CREAT | O_EXCL | O_NOFOLLOW`: a link planted there is never followed)
+    /// and renamed over the record.
     pub fn save(&self, record: &PathRecord) -> Result<PathBuf> {
-        fs::create_dir_all(&self.dir)
+        use std::io::Write;
+        use std::os::unix::fs::DirBuilderExt;
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.dir)
             .with_context(|| format!("cannot create path-state folder {}", self.dir.display()))?;
+        self.check_folder()?;
         let file = self.file(&record.key());
-        let tmp = self
-            .dir
-            .join(format!(".{}.tmp{}", record.key(), std::process::id()));
+        let tmp = self.dir.join(format!(
+            ".{}.tmp{}-{:08x}",
+            record.key(),
+            std::process::id(),
+            rand::random::<u32>()
+        ));
         let text = serde_json::to_string_pretty(record)? + "\n";
-        fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
-        fs::rename(&tmp, &file)
-            .with_context(|| format!("cannot rename {} to {}", tmp.display(), file.display()))?;
+        let written = shoal_sys::io::create_new_nofollow(&tmp, 0o600)
+            .and_then(|mut f| f.write_all(text.as_bytes()));
+        if let Err(e) = written {
+            let _ = fs::remove_file(&tmp);
+            return Err(e).with_context(|| format!("cannot write {}", tmp.display()));
+        }
+        if let Err(e) = fs::rename(&tmp, &file) {
+            let _ = fs::remove_file(&tmp);
+            return Err(e)
+                .with_context(|| format!("cannot rename {} to {}", tmp.display(), file.display()));
+        }
         Ok(file)
+    }
+
+    /// Removes records saved more than `older_than` before `now`, and records set aside as
+    /// long ago; returns how many went. Every ok run saves one, so the folder would
+    /// otherwise keep one per receiver it ever met.
+    pub fn prune(&self, older_than: Duration, now: u64) -> usize {
+        let Ok(entries) = fs::read_dir(&self.dir) else {
+            return 0;
+        };
+        let cutoff = now.saturating_sub(older_than.as_secs());
+        let mut n = 0;
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') {
+                continue;
+            }
+            let saved_at = match name.strip_suffix(".json") {
+                Some(_) => load(&entry.path()).ok().map(|r| r.saved_at),
+                // A record set aside: `KEY.json.REASON-UNIXTIME`.
+                None => name
+                    .rsplit_once('-')
+                    .filter(|_| name.contains(".json."))
+                    .and_then(|(_, t)| t.parse::<u64>().ok()),
+            };
+            if saved_at.is_some_and(|t| t < cutoff) && fs::remove_file(entry.path()).is_ok() {
+                n += 1;
+            }
+        }
+        n
     }
 
     /// Every record in the folder, by key; a file that does not parse comes back as its error.
@@ -266,9 +395,11 @@ impl PathStore {
             else {
                 continue;
             };
-            let record = read_record(&path)
-                .with_context(|| format!("cannot read {}", path.display()))
-                .and_then(|t| parse(&path, &t));
+            let record = match load(&path) {
+                Ok(r) => Ok(r),
+                Err(Unusable::Missing) => continue,
+                Err(Unusable::Bad(_, why)) => Err(anyhow::anyhow!("{}: {why}", path.display())),
+            };
             out.push((key.to_string(), record));
         }
         out.sort_by(|a, b| a.0.cmp(&b.0));
@@ -316,151 +447,63 @@ fn read_record(file: &Path) -> std::io::Result<String> {
         .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8"))
 }
 
-fn parse(file: &Path, text: &str) -> Result<PathRecord> {
-    let r: PathRecord = serde_json::from_str(text)
-        .with_context(|| format!("{}: not a Shoal path-state record", file.display()))?;
-    if !(r.min_rtt_ms.is_finite() && r.min_rtt_ms > 0.0) || r.cwnd_bytes == 0 {
-        bail!(
-            "{}: min_rtt_ms must be a positive number and cwnd_bytes above 0",
-            file.display()
-        );
+/// Why a record cannot be used.
+enum Unusable {
+    Missing,
+    /// A short reason for the set-aside name (`corrupt`, `empty`…) and the whole cause.
+    Bad(&'static str, String),
+}
+
+/// The record in `file`, or why it cannot be used.
+fn load(file: &Path) -> std::result::Result<PathRecord, Unusable> {
+    let text = match read_record(file) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Unusable::Missing),
+        Err(e) if e.to_string() == "not UTF-8" => {
+            return Err(Unusable::Bad("not-utf8", "not UTF-8".into()))
+        }
+        Err(e) => return Err(Unusable::Bad("unreadable", format!("cannot read it: {e}"))),
+    };
+    if text.trim().is_empty() {
+        return Err(Unusable::Bad("empty", "empty".into()));
     }
-    Ok(r)
+    let r: PathRecord = serde_json::from_str(&text).map_err(|e| {
+        let slug = match e.is_eof() {
+            true => "truncated",
+            false => "corrupt",
+        };
+        Unusable::Bad(slug, format!("not a Shoal path-state record ({slug}: {e})"))
+    })?;
+    out_of_range(&r).map_or(Ok(r), |why| Err(Unusable::Bad("out-of-range", why)))
+}
+
+/// What in `r` no path can have, as stored.
+fn out_of_range(r: &PathRecord) -> Option<String> {
+    let bad = if !(r.min_rtt_ms.is_finite() && r.min_rtt_ms > 0.0 && r.min_rtt_ms <= MOST_RTT_MS) {
+        format!("min_rtt_ms {} is outside (0, {MOST_RTT_MS}]", r.min_rtt_ms)
+    } else if !(1..=MOST_WINDOW).contains(&r.cwnd_bytes) {
+        format!("cwnd_bytes {} is outside 1..={MOST_WINDOW}", r.cwnd_bytes)
+    } else if let Some(rate) = [
+        Some(r.goodput_bytes_per_s),
+        r.delivery_rate_bytes_per_s,
+        r.peak_delivery_bytes_per_s,
+    ]
+    .into_iter()
+    .flatten()
+    .find(|&v| v > MOST_RATE)
+    {
+        format!("a rate of {rate} bytes/s is above {MOST_RATE}")
+    } else if !(1..=MOST_CONNECTIONS).contains(&r.connections) {
+        format!(
+            "connections {} is outside 1..={MOST_CONNECTIONS}",
+            r.connections
+        )
+    } else {
+        return None;
+    };
+    Some(format!("values no path has: {bad}"))
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn record(pin: &Pin, saved_at: u64) -> PathRecord {
-        PathRecord {
-            transport: "quic".into(),
-            pin: pin.to_string(),
-            address: "10.0.0.2:7474".into(),
-            cwnd_bytes: 8_000_000,
-            min_rtt_ms: 141.0,
-            goodput_bytes_per_s: 70_000_000,
-            delivery_rate_bytes_per_s: None,
-            peak_delivery_bytes_per_s: None,
-            connections: 1,
-            saved_at,
-            run_id: "00".into(),
-        }
-    }
-
-    #[test]
-    fn saves_looks_up_expires_and_forgets() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = PathStore::new(dir.path().join("paths"));
-        let pin = Pin([7; 32]);
-        let hour = DEFAULT_LIFETIME;
-        let lookup = |now| {
-            store
-                .lookup("quic", &pin, "10.0.0.2:7474", hour, now)
-                .unwrap()
-        };
-        assert_eq!(lookup(1_000), Lookup::Missing);
-        let r = record(&pin, 1_000);
-        store.save(&r).unwrap();
-        assert_eq!(lookup(1_000 + 3_600), Lookup::Fresh(r.clone()));
-        assert_eq!(lookup(1_000 + 3_601), Lookup::Expired(r.clone()));
-        // Another receiver (pin) at the same address, or TCP, does not see it.
-        let other = store.lookup("quic", &Pin([8; 32]), "10.0.0.2:7474", hour, 1_000);
-        assert_eq!(other.unwrap(), Lookup::Missing);
-        let tcp = store.lookup("tcp", &pin, "10.0.0.2:7474", hour, 1_000);
-        assert_eq!(tcp.unwrap(), Lookup::Missing);
-        assert_eq!(store.list().unwrap().len(), 1);
-        store.forget(&r.key()).unwrap();
-        assert_eq!(lookup(1_000), Lookup::Missing);
-        assert!(store.forget("../etc/passwd").is_err());
-        assert!(store.forget(&r.key()).is_err(), "nothing left to forget");
-    }
-
-    #[test]
-    fn a_bad_file_is_an_error_naming_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = PathStore::new(dir.path().to_path_buf());
-        let pin = Pin([7; 32]);
-        let mut r = record(&pin, 1);
-        let file = store.save(&r).unwrap();
-        fs::write(&file, "{ not json").unwrap();
-        let e = store.lookup("quic", &pin, &r.address, DEFAULT_LIFETIME, 1);
-        let msg = format!("{:#}", e.unwrap_err());
-        assert!(msg.contains(&file.display().to_string()), "{msg}");
-        r.min_rtt_ms = 0.0;
-        fs::write(&file, serde_json::to_string(&r).unwrap()).unwrap();
-        let e = store.lookup("quic", &pin, &r.address, DEFAULT_LIFETIME, 1);
-        assert!(format!("{:#}", e.unwrap_err()).contains("min_rtt_ms"));
-    }
-
-    #[test]
-    fn the_saved_window_is_what_the_run_used_at_most() {
-        let mut r = record(&Pin([7; 32]), 1);
-        // Used: 70 MB/s × 141 ms = 9.87 MB; the 8 MB cwnd is smaller.
-        assert_eq!(r.saved().cwnd, 8_000_000);
-        r.cwnd_bytes = 20_000_000;
-        assert_eq!(r.saved().cwnd, 9_870_000);
-        r.connections = 2;
-        assert_eq!(r.saved().cwnd, 4_935_000);
-        assert_eq!(r.saved().rtt, Duration::from_millis(141));
-        assert_eq!(r.saved_window().1, Cap::Goodput);
-    }
-
-    #[test]
-    fn the_peak_delivery_rate_bounds_the_window_when_the_record_has_one() {
-        let mut r = record(&Pin([7; 32]), 1);
-        r.cwnd_bytes = 30_000_000;
-        // 125 MB/s at its best × 141 ms = 17.6 MB, where goodput × RTT is 9.87 MB.
-        r.peak_delivery_bytes_per_s = Some(125_000_000);
-        assert_eq!(r.saved_window(), (17_625_000, Cap::Peak));
-        assert_eq!(r.saved().cwnd, 17_625_000);
-        r.connections = 4;
-        assert_eq!(r.saved_window(), (4_406_250, Cap::Peak));
-        // Still never above the cwnd the run ended with.
-        r.cwnd_bytes = 4_000_000;
-        assert_eq!(r.saved_window(), (4_000_000, Cap::Cwnd));
-        // A zero peak (nothing measured) is no peak.
-        r.peak_delivery_bytes_per_s = Some(0);
-        assert_eq!(r.saved_window(), (2_467_500, Cap::Goodput));
-    }
-
-    #[test]
-    fn a_record_saved_before_the_peak_loads_and_falls_back_to_goodput() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = PathStore::new(dir.path().to_path_buf());
-        let pin = Pin([7; 32]);
-        let r = record(&pin, 1_000);
-        let file = store.save(&r).unwrap();
-        // The file as an earlier build wrote it: no peak_delivery_bytes_per_s key.
-        let mut old: serde_json::Value =
-            serde_json::from_str(&fs::read_to_string(&file).unwrap()).unwrap();
-        old.as_object_mut()
-            .unwrap()
-            .remove("peak_delivery_bytes_per_s")
-            .unwrap();
-        fs::write(&file, serde_json::to_string_pretty(&old).unwrap()).unwrap();
-        let found = store.lookup("quic", &pin, &r.address, DEFAULT_LIFETIME, 1_000);
-        let Lookup::Fresh(back) = found.unwrap() else {
-            panic!("the old record is not fresh");
-        };
-        assert_eq!(back.peak_delivery_bytes_per_s, None);
-        assert_eq!(back.saved_window(), (8_000_000, Cap::Cwnd));
-        let mut big = back;
-        big.cwnd_bytes = 20_000_000;
-        assert_eq!(big.saved_window(), (9_870_000, Cap::Goodput));
-    }
-
-    #[test]
-    fn keys_are_file_names() {
-        let k = key("quic", "sha256:abcdef0123456789ffff", "[::1]:7474");
-        assert_eq!(k, "quic_abcdef0123456789___1");
-        assert_eq!(host_of("10.0.0.2:7474"), "10.0.0.2");
-        assert_eq!(host_of("host.example:1"), "host.example");
-        assert_eq!(host_of("::1"), "::1", "no port");
-        // Another port on the same host is the same path.
-        assert_eq!(
-            key("tcp", "ab", "10.0.0.2:1"),
-            key("tcp", "ab", "10.0.0.2:2")
-        );
-    }
-}
+#[path = "path_state_tests.rs"]
+mod tests;

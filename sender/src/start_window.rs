@@ -30,6 +30,8 @@ pub struct StartConfig {
     pub initial_window: Option<u64>,
     /// Where to write the phase changes (`--trace-dir`'s `resume-phases.csv`).
     pub phases_out: Option<PathBuf>,
+    /// The row's `path_state_note`: the record set aside, or the window raised to its floor.
+    pub note: String,
 }
 
 /// The QUIC controller factory for one connection, and the log of what it did. `flow_limit`
@@ -73,6 +75,7 @@ pub(crate) fn put_row(row: &mut RunRow, start: &StartConfig, mode: Mode, logs: &
     if start.resume && mode.is_quic() {
         row.resume_jump_bytes = Some(logs.iter().map(StartWindowLog::jump).max().unwrap_or(0));
     }
+    row.path_state_note = start.note.clone();
     if mode.is_quic() {
         // The saved window `--resume` or `--initial-window saved` started from.
         if let Some(s) = start.saved {

@@ -52,6 +52,25 @@ pub fn read_small_regular(path: &std::path::Path, max: u64) -> io::Result<Vec<u8
     Ok(out)
 }
 
+/// Creates `path` for writing, only if nothing is there: `O_CREAT | O_EXCL | O_NOFOLLOW`
+/// (a symbolic link or any file planted under the name is refused, never followed), mode
+/// `mode` before the umask.
+pub fn create_new_nofollow(path: &std::path::Path, mode: u32) -> io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+}
+
+/// This process's effective user id.
+pub fn effective_uid() -> u32 {
+    // SAFETY: geteuid takes nothing and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
