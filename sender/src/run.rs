@@ -284,11 +284,19 @@ async fn bounded(
             None => std::future::pending().await,
         }
     };
+    // Registered now, before the first poll: a lazily registered watch let a Ctrl-C that
+    // came while the first connection was being set up end the process unreported.
+    let mut sigint = match config.stop_on_ctrl_c {
+        true => tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok(),
+        false => None,
+    };
     let interrupt = async {
-        match config.stop_on_ctrl_c {
-            true if tokio::signal::ctrl_c().await.is_ok() => anyhow::Error::new(Interrupted),
-            _ => std::future::pending().await,
+        if let Some(s) = sigint.as_mut() {
+            if s.recv().await.is_some() {
+                return anyhow::Error::new(Interrupted);
+            }
         }
+        std::future::pending().await
     };
     tokio::select! {
         r = work => r,

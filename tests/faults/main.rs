@@ -17,6 +17,8 @@ use shoal_proto::codec::{self, Hello};
 use shoal_transport::config::Mode;
 use shoal_transport::identity::{self, Identity};
 use support::*;
+
+mod prompt;
 use tokio::io::AsyncWriteExt;
 
 /// A small tmpfs mounted for the test's life (needs root; `None` if it cannot be mounted).

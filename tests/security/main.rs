@@ -7,5 +7,6 @@ mod support;
 mod hostile;
 mod hostile_modes;
 mod hostile_peers;
+mod invocation;
 mod limits;
 mod limits_hardening;
