@@ -27,7 +27,8 @@ fn a_refused_run_hears_it_within_half_a_second_in_every_mode() {
     gen(&small, 4, "4KiB", 1, 31);
     // Past the first flight's windows: the refused sender is still sending when told.
     gen(&mid, 32, "1MiB", 2, 32);
-    let rx = ReceiverProc::start(&id, &dst, &[]);
+    // Each run into DEST/<run id>/ (not --flat): a run id's folder takes one run.
+    let rx = ReceiverProc::start_per_run(&id, &dst, &[]);
     for (i, mode) in ["tcp-bundle", "tcp-streams", "quic-bundle", "quic-streams"]
         .iter()
         .enumerate()
