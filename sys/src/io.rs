@@ -102,4 +102,24 @@ mod tests {
         assert!(e.contains("not a regular file"), "{e}");
         std::fs::remove_dir_all(&t).unwrap();
     }
+
+    #[test]
+    fn a_new_file_is_never_created_through_a_planted_link() {
+        let t = std::env::temp_dir().join(format!("shoal-sys-nofollow-{}", std::process::id()));
+        std::fs::create_dir_all(&t).unwrap();
+        let outside = t.join("outside");
+        std::fs::write(&outside, b"keep").unwrap();
+        let planted = t.join(".key.tmp1");
+        std::os::unix::fs::symlink(&outside, &planted).unwrap();
+        let e = create_new_nofollow(&planted, 0o600).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::AlreadyExists, "{e}");
+        // A dangling link is not followed either.
+        let dangling = t.join(".key.tmp2");
+        std::os::unix::fs::symlink(t.join("made-through-the-link"), &dangling).unwrap();
+        assert!(create_new_nofollow(&dangling, 0o600).is_err());
+        assert!(!t.join("made-through-the-link").exists());
+        assert_eq!(std::fs::read(&outside).unwrap(), b"keep");
+        create_new_nofollow(&t.join("fresh"), 0o600).unwrap();
+        std::fs::remove_dir_all(&t).unwrap();
+    }
 }

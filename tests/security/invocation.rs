@@ -260,3 +260,43 @@ fn a_path_state_folder_others_may_write_is_refused() {
     );
     assert_eq!(std::fs::read_dir(&state).unwrap().count(), 0);
 }
+
+#[test]
+fn a_link_planted_at_the_state_temporary_is_not_followed() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = tempfile::tempdir().unwrap();
+    let (id, dst, src) = (
+        t.path().join("id"),
+        t.path().join("dst"),
+        t.path().join("src"),
+    );
+    gen(&src, 4, "4KiB", 1, 6);
+    let rx = ReceiverProc::start(&id, &dst, &[]);
+    let state = t.path().join("state");
+    std::fs::create_dir(&state).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let outside = t.path().join("outside");
+    std::fs::write(&outside, "not a record").unwrap();
+    let key = shoal_sender::path_state::key("quic", &pin_of(&rx), &rx.addr);
+    let mut child = rx
+        .send_command(
+            &src,
+            &[
+                "--mode",
+                "quic-bundle",
+                "--path-state",
+                state.to_str().unwrap(),
+            ],
+        )
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The name the sender's temporary had: `.KEY.tmp<pid>`.
+    std::os::unix::fs::symlink(&outside, state.join(format!(".{key}.tmp{}", child.id()))).unwrap();
+    assert!(child.wait().unwrap().success());
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "not a record");
+    let record = state.join(format!("{key}.json"));
+    let meta = std::fs::symlink_metadata(&record).unwrap();
+    assert!(meta.is_file(), "the record is a file of its own");
+    assert_eq!(meta.permissions().mode() & 0o077, 0);
+}
