@@ -300,3 +300,26 @@ fn a_link_planted_at_the_state_temporary_is_not_followed() {
     assert!(meta.is_file(), "the record is a file of its own");
     assert_eq!(meta.permissions().mode() & 0o077, 0);
 }
+
+#[test]
+fn a_sweeps_preflight_refuses_settings_outside_their_range() {
+    let t = tempfile::tempdir().unwrap();
+    let matrix = t.path().join("m.toml");
+    let write = |timeout: &str, axis: &str| {
+        let text = format!(
+            "[sweep]\nruns = 1\ntimeout = \"{timeout}\"\n\n[link]\nname = \"guard-m\"\nrtt = \"20ms\"\nrate = \"100mbit\"\n\n[payload.small]\nfiles = 4\nsize = \"4KiB\"\n\n[axes]\npayload = [\"small\"]\nmode = [\"quic-bundle\"]\n{axis}\n"
+        );
+        std::fs::write(&matrix, text).unwrap();
+    };
+    let m = matrix.to_str().unwrap();
+    write("1m", "read-ahead = [\"1\", \"8MiB\"]");
+    refused(
+        &["sweep", "--matrix", m, "--dry-run"],
+        "--read-ahead 1 is outside 64KiB..=4GiB",
+    );
+    write("0s", "connections = [1]");
+    refused(
+        &["sweep", "--matrix", m, "--dry-run"],
+        "--timeout 0s is outside 1s..",
+    );
+}

@@ -27,7 +27,7 @@ const LIFETIME: &str = "path-state-lifetime";
 fn lifetime(cfg: &Config) -> Result<std::time::Duration> {
     match cfg.get(LIFETIME) {
         None => Ok(shoal_sender::path_state::DEFAULT_LIFETIME),
-        Some(v) => shoal_proto::units::parse_duration(&v.text())
+        Some(v) => shoal_proto::ranges::parse_flag_duration(LIFETIME, &v.text())
             .map_err(|e| anyhow::anyhow!("{}: {LIFETIME} = {:?}: {e}", cfg.id, v.text())),
     }
 }

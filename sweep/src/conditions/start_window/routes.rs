@@ -31,7 +31,17 @@ pub fn saved_state(
     let now = shoal_sender::path_state::now_unix();
     let mut best: Option<shoal_sender::path_state::PathRecord> = None;
     for (key, rec) in store.list()? {
-        let rec = rec.with_context(|| format!("path state {key} in {}", dir.display()))?;
+        // A record that cannot be used never blocks a run (as `send` sets it aside).
+        let rec = match rec {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!(
+                    "[sweep] path state {key} in {} not used: {e:#}",
+                    dir.display()
+                );
+                continue;
+            }
+        };
         if rec.transport != "tcp" || host_of(&rec.address) != rcv_addr {
             continue;
         }
