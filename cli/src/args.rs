@@ -24,7 +24,7 @@ pub(crate) struct RuntimeArgs {
     /// more CPU on the 1 Gbit/s link. More let many
     /// connections use several cores. The reader (send) and writer (recv) threads are apart
     /// either way. The row records each end's (`threads`, `receiver_threads`).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    #[arg(long, default_value_t = 1, value_parser = |v: &str| count_in("threads", v).map(|n| n as u16))]
     pub(crate) threads: u16,
 }
 
@@ -33,7 +33,7 @@ pub(crate) struct RuntimeArgs {
 pub(crate) struct FlowArgs {
     /// Per-file streams outstanding (tcp-streams, quic-streams). Sender: for the whole run,
     /// split evenly over --connections. Receiver: the most it accepts per connection.
-    #[arg(long, default_value_t = defaults::FLOW.max_streams, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    #[arg(long, default_value_t = defaults::FLOW.max_streams, value_parser = |v: &str| count_in("max-streams", v).map(|n| n as u32))]
     pub(crate) max_streams: u32,
     /// QUIC receive window per stream (bounds one stream, e.g. quic-bundle, to window/RTT).
     #[arg(long, default_value = defaults::size(defaults::FLOW.stream_window), value_parser = |v: &str| floored("stream-window", v))]

@@ -14,6 +14,12 @@ use crate::defaults;
 
 #[derive(Debug, Args)]
 #[command(after_help = crate::args::ranges_help(&[
+    "threads",
+    "writers",
+    "max-streams",
+    "max-connections",
+    "max-path-len",
+    "max-depth",
     "idle-timeout",
     "hello-timeout",
     "max-files",
@@ -66,7 +72,7 @@ pub(crate) struct RecvArgs {
     /// are created in parallel; a folder's files always go to the same writer, so a tree of
     /// one folder is written by one thread whatever this says. The row records it
     /// (`receiver_writers`).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(shoal_proto::control::MAX_WRITERS)))]
+    #[arg(long, value_parser = |v: &str| crate::args::count_in("writers", v).map(|n| n as u32))]
     pub(crate) writers: Option<u32>,
     /// QUIC modes: give each connection its whole receive window (--conn-window, or its share
     /// with --connections) from the start. By default a connection starts with what a 10 Gbit/s
@@ -80,7 +86,7 @@ pub(crate) struct RecvArgs {
     #[arg(long)]
     pub(crate) allow_plain: bool,
     /// Connections (TCP and QUIC) served at once; past it new ones are refused and logged.
-    #[arg(long, default_value_t = defaults::RECV.max_connections as u32, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = defaults::RECV.max_connections as u32, value_parser = |v: &str| crate::args::count_in("max-connections", v).map(|n| n as u32))]
     pub(crate) max_connections: u32,
     /// Most files one run may bring: enforced on the run's running count as files arrive (the
     /// file past it is refused before it is created; files kept are within the limit).
@@ -96,10 +102,10 @@ pub(crate) struct RecvArgs {
     #[arg(long, default_value_t = defaults::RECV.max_folders, value_parser = |v: &str| crate::args::count_in("max-folders", v))]
     pub(crate) max_folders: u64,
     /// Longest path a peer may send, in bytes (each component stays ≤ 255).
-    #[arg(long, default_value_t = defaults::RECV.limits.path.max_len as u16, value_parser = clap::value_parser!(u16).range(1..))]
+    #[arg(long, default_value_t = defaults::RECV.limits.path.max_len as u16, value_parser = |v: &str| crate::args::count_in("max-path-len", v).map(|n| n as u16))]
     pub(crate) max_path_len: u16,
     /// Most components a path may have.
-    #[arg(long, default_value_t = defaults::RECV.limits.path.max_depth as u16, value_parser = clap::value_parser!(u16).range(1..))]
+    #[arg(long, default_value_t = defaults::RECV.limits.path.max_depth as u16, value_parser = |v: &str| crate::args::count_in("max-depth", v).map(|n| n as u16))]
     pub(crate) max_depth: u16,
     /// Deadline from connecting to a complete hello (TLS handshake included): bounds a peer
     /// that trickles bytes.

@@ -89,12 +89,12 @@ pub(crate) struct SendArgs {
     /// [default: the kernel's route MTU to the receiver less IP and UDP headers, at most 6,500;
     /// quinn's 1,452 on routes of Ethernet's MTU or less]. The row's udp_payload_bytes is the
     /// size in effect. E.g. 1452 on loopback to compare with QUIC as the Internet carries it.
-    #[arg(long, value_parser = clap::value_parser!(u16).range(1200..=6500))]
+    #[arg(long, value_parser = |v: &str| crate::args::count_in("max-udp-payload", v).map(|n| n as u16))]
     pub(crate) max_udp_payload: Option<u16>,
     /// Independent connections (each with its own TLS or QUIC session) sharing the files
     /// through one work queue; --max-streams, --read-ahead and the QUIC send window are for
     /// the run and split over them.
-    #[arg(long, default_value_t = defaults::SEND.connections, value_parser = clap::value_parser!(u16).range(1..=64))]
+    #[arg(long, default_value_t = defaults::SEND.connections, value_parser = |v: &str| crate::args::count_in("connections", v).map(|n| n as u16))]
     pub(crate) connections: u16,
     /// Files larger than this are carried as blocks of this size, spread over the
     /// connections (every mode but tcp-wait), so one large file uses all of them.
@@ -135,7 +135,11 @@ pub(crate) struct SendArgs {
 }
 
 /// The flags whose ranges `send --help` lists.
-const SEND_RANGES: [&str; 12] = [
+const SEND_RANGES: [&str; 16] = [
+    "connections",
+    "threads",
+    "max-streams",
+    "max-udp-payload",
     "timeout",
     "connect-timeout",
     "interval",

@@ -19,6 +19,7 @@ pub struct Range<T> {
     pub most: T,
     /// `0` is accepted outside the range and means "off".
     pub zero_is_off: bool,
+    /// Why not less (said when a value is below `least`).
     pub why: &'static str,
 }
 
@@ -102,6 +103,62 @@ pub const COUNTS: &[Range<u64>] = &[
         why: "",
     },
     Range {
+        flag: "threads",
+        least: 1,
+        most: 256,
+        zero_is_off: false,
+        why: "the connections need a thread to run on",
+    },
+    Range {
+        flag: "max-streams",
+        least: 1,
+        most: crate::recvsettings::MAX_STREAMS as u64,
+        zero_is_off: false,
+        why: "a per-file mode with no stream outstanding sends nothing",
+    },
+    Range {
+        flag: "connections",
+        least: 1,
+        most: 64,
+        zero_is_off: false,
+        why: "a run needs a connection",
+    },
+    Range {
+        flag: "max-udp-payload",
+        least: 1_200,
+        most: 6_500,
+        zero_is_off: false,
+        why: "QUIC needs datagrams of 1,200 bytes",
+    },
+    Range {
+        flag: "writers",
+        least: 1,
+        most: crate::recvsettings::MAX_WRITERS as u64,
+        zero_is_off: false,
+        why: "a run needs a writer",
+    },
+    Range {
+        flag: "max-connections",
+        least: 1,
+        most: u32::MAX as u64,
+        zero_is_off: false,
+        why: "a limit of 0 refuses every connection",
+    },
+    Range {
+        flag: "max-path-len",
+        least: 1,
+        most: u16::MAX as u64,
+        zero_is_off: false,
+        why: "a limit of 0 refuses every name",
+    },
+    Range {
+        flag: "max-depth",
+        least: 1,
+        most: u16::MAX as u64,
+        zero_is_off: false,
+        why: "a limit of 0 refuses every name",
+    },
+    Range {
         flag: "read-ahead",
         least: 64 << 10,
         most: 4 << 30,
@@ -124,7 +181,7 @@ impl fmt::Display for RangeError {
 impl std::error::Error for RangeError {}
 
 impl Range<Duration> {
-    /// `1s..=1d` (with `0 (off) or` first when zero is off).
+    /// `1s..=24h` (with `0 (off) or` first when zero is off).
     pub fn describe(&self) -> String {
         let span = format!("{}..={}", format_span(self.least), format_span(self.most));
         match self.zero_is_off {
@@ -137,14 +194,15 @@ impl Range<Duration> {
         if (v.is_zero() && self.zero_is_off) || (self.least..=self.most).contains(&v) {
             return Ok(v);
         }
-        Err(outside(self.flag, text, &self.describe(), self.why))
+        let why = if v < self.least { self.why } else { "" };
+        Err(outside(self.flag, text, &self.describe(), why))
     }
 }
 
 impl Range<u64> {
     /// `1..=4GiB` for byte counts, `1..` for counts without a bound.
     pub fn describe(&self) -> String {
-        let show = |v: u64| match self.least >= 1024 {
+        let show = |v: u64| match takes_size(self.flag) {
             true => format_size(v),
             false => v.to_string(),
         };
@@ -158,8 +216,14 @@ impl Range<u64> {
         if (v == 0 && self.zero_is_off) || (self.least..=self.most).contains(&v) {
             return Ok(v);
         }
-        Err(outside(self.flag, text, &self.describe(), self.why))
+        let why = if v < self.least { self.why } else { "" };
+        Err(outside(self.flag, text, &self.describe(), why))
     }
+}
+
+/// The count flags that take a size (`4MiB`); the others a bare count.
+fn takes_size(flag: &str) -> bool {
+    matches!(flag, "max-bytes" | "read-ahead")
 }
 
 fn outside(flag: &str, text: &str, range: &str, why: &str) -> RangeError {
@@ -194,8 +258,16 @@ pub fn parse_flag_duration(flag: &str, text: &str) -> Result<Duration, RangeErro
 
 /// A count flag's text within its range; a size (`4KiB`) where the least is 1 KiB or more.
 pub fn parse_flag_count(flag: &str, text: &str) -> Result<u64, RangeError> {
-    let v = parse_size(text).map_err(|e| RangeError(format!("--{flag} {text:?}: {e}")))?;
-    count_range(flag).check(text, v)
+    let range = count_range(flag);
+    // A size where the least is 1 KiB or more (`4MiB`); a bare count otherwise.
+    let v = match takes_size(flag) {
+        true => parse_size(text).map_err(|e| RangeError(format!("--{flag} {text:?}: {e}")))?,
+        false => text
+            .trim()
+            .parse::<u64>()
+            .map_err(|_| RangeError(format!("--{flag} {text:?} is not a count")))?,
+    };
+    range.check(text, v)
 }
 
 #[cfg(test)]
