@@ -480,7 +480,10 @@ fn load(file: &Path) -> std::result::Result<PathRecord, Unusable> {
 /// What in `r` no path can have, as stored.
 fn out_of_range(r: &PathRecord) -> Option<String> {
     let bad = if !(r.min_rtt_ms.is_finite() && r.min_rtt_ms > 0.0 && r.min_rtt_ms <= MOST_RTT_MS) {
-        format!("min_rtt_ms {} is outside (0, {MOST_RTT_MS}]", r.min_rtt_ms)
+        format!(
+            "min_rtt_ms {:?} is outside (0, {MOST_RTT_MS}]",
+            r.min_rtt_ms
+        )
     } else if !(1..=MOST_WINDOW).contains(&r.cwnd_bytes) {
         format!("cwnd_bytes {} is outside 1..={MOST_WINDOW}", r.cwnd_bytes)
     } else if let Some(rate) = [
