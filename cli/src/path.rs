@@ -63,8 +63,11 @@ pub fn path_command(cmd: PathCommand) -> Result<bool> {
             let mut all_ok = true;
             for (key, record) in records {
                 let wanted = |r: &shoal_sender::path_state::PathRecord| {
-                    let fresh =
-                        shoal_proto::careful_resume::is_fresh(r.saved_at, now, path_state_lifetime);
+                    let fresh = shoal_resume::careful_resume::is_fresh(
+                        r.saved_at,
+                        now,
+                        path_state_lifetime,
+                    );
                     (fresh || !only_fresh)
                         && host.as_ref().is_none_or(|h| {
                             shoal_sender::path_state::host_of(&r.address) == h.as_str()
@@ -77,7 +80,7 @@ pub fn path_command(cmd: PathCommand) -> Result<bool> {
                     Ok(r) if json => println!("{}", serde_json::to_string(&r)?),
                     Ok(r) => {
                         let age = r.age(now).unwrap_or_default();
-                        let fresh = shoal_proto::careful_resume::is_fresh(
+                        let fresh = shoal_resume::careful_resume::is_fresh(
                             r.saved_at,
                             now,
                             path_state_lifetime,

@@ -139,7 +139,7 @@ impl StartArgs {
             Some(InitialWindow::Segments(n)) => Some(n.saturating_mul(QUIC_SEGMENT)),
             Some(InitialWindow::Bytes(b)) => Some(b),
             Some(InitialWindow::Saved) => match saved {
-                Some(s) => Some(shoal_proto::careful_resume::jump_cwnd(&s, u64::MAX)),
+                Some(s) => Some(shoal_resume::careful_resume::jump_cwnd(&s, u64::MAX)),
                 None => {
                     // A sweep's first run has no state yet: it runs with the default window
                     // (the row's initial_window_bytes says so) instead of failing.

@@ -1,4 +1,4 @@
-//! QUIC: the I/O side of the path-sized receive window (`shoal_proto::receive_window`): meters
+//! QUIC: the I/O side of the path-sized receive window (`shoal_resume::receive_window`): meters
 //! what the connection's records stage reads from its stream (quic-bundle) or its file streams
 //! (quic-streams), and feeds the rule once a round trip.
 
@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
-use shoal_proto::receive_window::{self, ReceiveTuner};
+use shoal_resume::receive_window::{self, ReceiveTuner};
 use shoal_transport::window_share::TunedReceive;
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio::task::JoinHandle;

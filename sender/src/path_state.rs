@@ -16,7 +16,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
-use shoal_proto::careful_resume::{is_fresh, Saved};
+use shoal_resume::careful_resume::{is_fresh, Saved};
 use shoal_transport::identity::Pin;
 
 /// `--path-state-lifetime`'s default (RFC 9959 §4.3.1, which sets no value).

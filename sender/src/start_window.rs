@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use shoal_proto::careful_resume::{Outcome, Saved};
+use shoal_resume::careful_resume::{Outcome, Saved};
 use shoal_row::row::RunRow;
 use shoal_transport::config::{Cc, Mode};
 use shoal_transport::quic_cc::Factory;

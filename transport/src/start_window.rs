@@ -1,5 +1,5 @@
 //! `shoal send --resume` for QUIC: quinn's controller (CUBIC, NewReno or BBR) under RFC 9959's
-//! Careful Resume ((`shoal_proto::careful_resume`), the pure state machine).
+//! Careful Resume ((`shoal_resume::careful_resume`), the pure state machine).
 //!
 //! The wrapper hands every call to the real controller and to the machine. Outside the jump
 //! (Reconnaissance, Normal) the window is the real controller's, so it keeps its own
@@ -38,7 +38,7 @@ use quinn_proto::RttEstimator;
 
 use crate::config::Cc;
 use crate::quic_cc::{self, Factory};
-use shoal_proto::careful_resume::{CarefulResume, Outcome, Phase, Saved, Transition};
+use shoal_resume::careful_resume::{CarefulResume, Outcome, Phase, Saved, Transition};
 
 /// One phase change, as the time series records it.
 #[derive(Debug, Clone, Copy)]

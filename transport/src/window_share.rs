@@ -40,7 +40,7 @@ impl WindowHolder for quinn::Connection {
 }
 
 /// A QUIC connection whose receive window is the smaller of its share of the run's window
-/// and what its tuning asks for (`shoal_proto::receive_window`).
+/// and what its tuning asks for (`shoal_resume::receive_window`).
 pub struct TunedReceive {
     conn: quinn::Connection,
     state: Mutex<Tuned>,

@@ -117,7 +117,7 @@ pub fn apply(link: Option<&LinkCtx>, out: &Path, cfg: &Config) -> Result<Option<
                 Some((state, cap)) => {
                     saved = Some((state.cwnd, cap));
                     // The jump window, as QUIC's `--initial-window saved`.
-                    let jump = shoal_proto::careful_resume::jump_cwnd(&state, u64::MAX);
+                    let jump = shoal_resume::careful_resume::jump_cwnd(&state, u64::MAX);
                     ask::segments(jump, mss)
                 }
                 None => {

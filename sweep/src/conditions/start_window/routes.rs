@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use shoal_proto::careful_resume::Saved;
+use shoal_resume::careful_resume::Saved;
 use shoal_sender::path_state::{host_of, PathStore};
 
 /// The saved state of the freshest TCP record for `rcv_addr` in `dir` (its window the smaller
@@ -45,7 +45,7 @@ pub fn saved_state(
         if rec.transport != "tcp" || host_of(&rec.address) != rcv_addr {
             continue;
         }
-        if !shoal_proto::careful_resume::is_fresh(rec.saved_at, now, lifetime) {
+        if !shoal_resume::careful_resume::is_fresh(rec.saved_at, now, lifetime) {
             continue;
         }
         if best.as_ref().is_none_or(|b| b.saved_at < rec.saved_at) {
