@@ -150,7 +150,7 @@ pub mod col {
     pub const LINK_DROPPED_LOSS: Col = Col("link_dropped_loss");
     pub const LINK_DROPPED_BLACKHOLE: Col = Col("link_dropped_blackhole");
     pub const LINK_LATE_OVER_1MS: Col = Col("link_late_over_1ms");
-    pub const LINK_LATE_MAX_US: Col = Col("link_late_max_us");
+    pub const LINK_LATE_MAX_SINCE_UP_US: Col = Col("link_late_max_since_up_us");
     pub const LINK_CPU_SECONDS: Col = Col("link_cpu_seconds");
     pub const LINK_UP_AFTER: Col = Col("link_up_after");
 }
@@ -289,7 +289,7 @@ pub const TAIL: &[Col] = &[
     col::LINK_DROPPED_LOSS,
     col::LINK_DROPPED_BLACKHOLE,
     col::LINK_LATE_OVER_1MS,
-    col::LINK_LATE_MAX_US,
+    col::LINK_LATE_MAX_SINCE_UP_US,
     col::LINK_CPU_SECONDS,
     col::LINK_UP_AFTER,
 ];

@@ -103,7 +103,7 @@ impl Counters {
         ] {
             row.set(key, now.saturating_sub(then).to_string());
         }
-        row.set(col::LINK_LATE_MAX_US, self.late_max_us.to_string());
+        row.set(col::LINK_LATE_MAX_SINCE_UP_US, self.late_max_us.to_string());
         if let (Some(after), Some(before)) = (self.forwarder_cpu_s, before.forwarder_cpu_s) {
             // The emulator shares the machine's cores with both ends.
             row.set(col::LINK_CPU_SECONDS, f3(after - before));
