@@ -112,7 +112,7 @@ pub async fn run(a: DemoArgs) -> Result<ExitCode> {
             row.mb_per_s,
             row.files_per_s,
             row.mode,
-            row.receiver_seconds,
+            row.receiver_seconds.unwrap_or_default(),
             shoal_proto::units::human_bytes(row.sender_peak_rss_bytes),
         );
     } else {

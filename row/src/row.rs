@@ -22,24 +22,27 @@ pub struct RunRow {
     pub mb_per_s: f64,
     pub files_per_s: f64,
     /// Receiver clock: end of the run's first handshake → last file closed.
-    pub receiver_seconds: f64,
+    pub receiver_seconds: Option<f64>,
     /// `--fsync` time at the receiver, after its completion report (not in `seconds`).
-    pub fsync_seconds: f64,
-    pub files_ready: u64,
-    pub bytes_ready: u64,
+    pub fsync_seconds: Option<f64>,
+    /// What the receiver reported ready: its completion report, its error reply, or (a run
+    /// stopped early in a mode with per-file replies) the files it confirmed so far. Empty
+    /// when not known (an interrupted bundle run: no per-file reply).
+    pub files_ready: Option<u64>,
+    pub bytes_ready: Option<u64>,
     pub sender_peak_rss_bytes: u64,
-    pub receiver_peak_rss_bytes: u64,
+    pub receiver_peak_rss_bytes: Option<u64>,
     pub sender_cpu_seconds: f64,
     pub load_1m_start: f64,
     pub read_ahead_bytes: u64,
     /// Connections the sender established / the receiver counted for this run.
-    pub connections: u64,
-    pub receiver_connections: u64,
+    pub connections: Option<u64>,
+    pub receiver_connections: Option<u64>,
     /// Per-file streams: outstanding limit asked for; most outstanding at the sender; most
     /// open at once at the receiver (0 in bundle modes).
     pub max_streams: u64,
-    pub peak_streams: u64,
-    pub receiver_peak_streams: u64,
+    pub peak_streams: Option<u64>,
+    pub receiver_peak_streams: Option<u64>,
     /// Receiver's stream and connection receive windows in effect (QUIC; yamux), bytes.
     /// `None` where they do not apply (tcp-bundle, tcp-wait) or were not reported (failed
     /// run). Every `Option` field is empty in CSV and null in JSON when `None`: a field that
@@ -50,9 +53,9 @@ pub struct RunRow {
     pub send_window: Option<u64>,
     /// Sender socket send buffer read back from the kernel at the end of the run (TCP: after
     /// autotuning; QUIC: the UDP socket's), bytes.
-    pub sndbuf_bytes: u64,
+    pub sndbuf_bytes: Option<u64>,
     /// Receiver socket receive buffer read back from the kernel, bytes.
-    pub receiver_rcvbuf_bytes: u64,
+    pub receiver_rcvbuf_bytes: Option<u64>,
     /// Congestion controller asked for (empty: system default) and the one in effect, as the
     /// kernel reports it (TCP) or as configured in quinn (QUIC: quinn-cubic, quinn-bbr,
     /// quinn-newreno).
@@ -99,13 +102,13 @@ pub struct RunRow {
     /// Time the sending loops waited for the reader (source side) / for a per-file stream
     /// slot (the outstanding limit, or the receiver's stream credit), summed over
     /// connections, ms.
-    pub read_wait_ms: f64,
-    pub stream_wait_ms: f64,
+    pub read_wait_ms: Option<f64>,
+    pub stream_wait_ms: Option<f64>,
     /// Per-file latency, sender starts sending the file → receiver closes it, ms.
-    pub latency_p50_ms: f64,
-    pub latency_p90_ms: f64,
-    pub latency_p99_ms: f64,
-    pub latency_max_ms: f64,
+    pub latency_p50_ms: Option<f64>,
+    pub latency_p90_ms: Option<f64>,
+    pub latency_p99_ms: Option<f64>,
+    pub latency_max_ms: Option<f64>,
     pub skipped_symlinks: u64,
     /// Sockets, FIFOs and device nodes in the source, skipped.
     pub skipped_special: u64,
@@ -242,14 +245,18 @@ impl RunRow {
                 self.files_per_s,
                 self.mode,
                 if self.tls { "" } else { " (plain)" },
-                self.receiver_seconds,
+                self.receiver_seconds.unwrap_or_default(),
                 shoal_proto::units::human_bytes(self.sender_peak_rss_bytes),
-                shoal_proto::units::human_bytes(self.receiver_peak_rss_bytes),
+                shoal_proto::units::human_bytes(self.receiver_peak_rss_bytes.unwrap_or_default()),
             )
         } else {
+            let ready = match self.files_ready {
+                Some(n) => format!("{n} of {} files ready", self.files),
+                None => format!("{} files, how many ready not known", self.files),
+            };
             format!(
-                "FAILED after {:.3} s ({} of {} files ready): {}",
-                self.seconds, self.files_ready, self.files, self.error
+                "FAILED after {:.3} s ({ready}): {}",
+                self.seconds, self.error
             )
         }
     }

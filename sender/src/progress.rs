@@ -66,7 +66,7 @@ impl Totals {
 }
 
 /// Whether `mode` has per-file replies.
-fn ready_known(mode: Mode) -> bool {
+pub(crate) fn ready_known(mode: Mode) -> bool {
     matches!(mode, Mode::TcpWait | Mode::TcpStreams | Mode::QuicStreams)
 }
 

@@ -25,7 +25,7 @@ use tokio::io::AsyncWriteExt;
 
 use crate::config::SendConfig;
 use crate::finish::Sent;
-use crate::progress::{Counters, Progress, Totals};
+use crate::progress::{ready_known, Counters, Progress, Totals};
 use crate::row_figures::{
     put_connection_use, put_cpu_and_udp, put_transport_stats, receive_windows_apply, QuicUdp,
 };
@@ -121,6 +121,9 @@ pub async fn run(config: &SendConfig) -> RunOutcome {
     // are sent while the rest of the tree is walked.
     // tcp-wait waits for each file's acknowledgement: its files are never split.
     let block_size = block_size_for(config).unwrap_or(u64::MAX);
+    // What a run that ends early still knows: the connections set up and, in modes with
+    // per-file replies, what the receiver confirmed (docs/csv-schema.md: unknown is empty).
+    let mut so_far: Option<(u64, Option<(u64, u64)>)> = None;
     let result = match WorkQueue::walk(&config.src, block_size, config.hooks.reverse_blocks) {
         Ok(queue) => {
             let probes = Arc::new(Mutex::new(Vec::new()));
@@ -145,6 +148,9 @@ pub async fn run(config: &SendConfig) -> RunOutcome {
             // A run that ended early (a failure, the timeout) needs no more of the tree.
             queue.stop();
             progress.stop().await;
+            let set_up = probes.lock().expect("probes").len() as u64;
+            let ready = ready_known(config.mode).then(|| progress.counters.ready.get());
+            so_far = Some((set_up, ready));
             if matches!(&result, Err(e) if e.is::<Interrupted>()) {
                 progress.print_interrupted(config.progress.is_some_and(|p| p.json));
             }
@@ -180,18 +186,18 @@ pub async fn run(config: &SendConfig) -> RunOutcome {
             let c = &m.completion;
             row.seconds = m.seconds;
             row.clock_start_unix_us = Some(m.clock.started_unix_us());
-            row.files_ready = c.files;
-            row.bytes_ready = c.bytes;
-            row.receiver_seconds = c.receiver_micros as f64 / 1e6;
-            row.fsync_seconds = m.fsync.map_or(0.0, |d| d.as_secs_f64());
-            row.receiver_peak_rss_bytes = c.peak_rss;
+            row.files_ready = Some(c.files);
+            row.bytes_ready = Some(c.bytes);
+            row.receiver_seconds = Some(c.receiver_micros as f64 / 1e6);
+            row.fsync_seconds = Some(m.fsync.map_or(0.0, |d| d.as_secs_f64()));
+            row.receiver_peak_rss_bytes = Some(c.peak_rss);
             row.mb_per_s = row.bytes as f64 / 1e6 / m.seconds;
             row.files_per_s = row.files as f64 / m.seconds;
-            row.connections = m.connections;
+            row.connections = Some(m.connections);
             put_connection_use(&mut row, config, &m.connection_bytes);
-            row.receiver_connections = c.connections;
-            row.sndbuf_bytes = m.sndbuf;
-            row.receiver_rcvbuf_bytes = c.rcvbuf;
+            row.receiver_connections = Some(c.connections);
+            row.sndbuf_bytes = Some(m.sndbuf);
+            row.receiver_rcvbuf_bytes = Some(c.rcvbuf);
             if receive_windows_apply(config.mode) {
                 row.stream_window = Some(c.stream_window);
                 row.conn_window = Some(c.conn_window);
@@ -199,10 +205,10 @@ pub async fn run(config: &SendConfig) -> RunOutcome {
             if matches!(config.mode, Mode::QuicBundle | Mode::QuicStreams) {
                 row.receiver_conn_window_min = c.conn_window_min;
             }
-            row.peak_streams = m.peak_streams;
-            row.receiver_peak_streams = c.peak_streams;
-            row.read_wait_ms = m.waits.read.as_secs_f64() * 1e3;
-            row.stream_wait_ms = m.waits.stream.as_secs_f64() * 1e3;
+            row.peak_streams = Some(m.peak_streams);
+            row.receiver_peak_streams = Some(c.peak_streams);
+            row.read_wait_ms = Some(m.waits.read.as_secs_f64() * 1e3);
+            row.stream_wait_ms = Some(m.waits.stream.as_secs_f64() * 1e3);
             row.cc = m.cc;
             put_transport_stats(&mut row, config.mode, &m.stats);
             row.peak_delivery_bytes_per_s = m.peak_delivery;
@@ -221,10 +227,10 @@ pub async fn run(config: &SendConfig) -> RunOutcome {
             match LatencyHistogram::from_bytes(&c.latency) {
                 Ok(h) => {
                     let s = h.summary();
-                    row.latency_p50_ms = s.p50_ms;
-                    row.latency_p90_ms = s.p90_ms;
-                    row.latency_p99_ms = s.p99_ms;
-                    row.latency_max_ms = s.max_ms;
+                    row.latency_p50_ms = Some(s.p50_ms);
+                    row.latency_p90_ms = Some(s.p90_ms);
+                    row.latency_p99_ms = Some(s.p99_ms);
+                    row.latency_max_ms = Some(s.max_ms);
                     if let Some(path) = &config.latency_out {
                         if let Err(e) = h.write_distribution(path, &row.run_id) {
                             row.error = format!("{e:#}");
@@ -241,9 +247,15 @@ pub async fn run(config: &SendConfig) -> RunOutcome {
             row.clock_start_unix_us = Some(started.started_unix_us());
             row.status = "failed".into();
             row.error = format!("{e:#}");
+            if let Some((set_up, ready)) = so_far {
+                row.connections = Some(set_up);
+                if let Some((files, bytes)) = ready {
+                    (row.files_ready, row.bytes_ready) = (Some(files), Some(bytes));
+                }
+            }
             // What the receiver kept, as its error reply says (issue 16, item 9).
             if let Some((files, bytes)) = replies::kept_by_receiver(&row.error) {
-                (row.files_ready, row.bytes_ready) = (files, bytes);
+                (row.files_ready, row.bytes_ready) = (Some(files), Some(bytes));
             }
         }
     }

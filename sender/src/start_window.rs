@@ -144,7 +144,7 @@ pub fn record_of(row: &RunRow, pin: &str, address: &str) -> Option<PathRecord> {
         goodput_bytes_per_s: (row.mb_per_s * 1e6) as u64,
         delivery_rate_bytes_per_s: row.delivery_rate_bytes_per_s,
         peak_delivery_bytes_per_s: row.peak_delivery_bytes_per_s,
-        connections: row.connections,
+        connections: row.connections.unwrap_or(1),
         saved_at: now_unix(),
         run_id: row.run_id.clone(),
     })

@@ -268,4 +268,18 @@ fn ctrl_c_on_send_appends_an_interrupted_row_and_exits_130() {
     assert_eq!(rows[0]["status"], "failed");
     assert_eq!(rows[0]["error"], "interrupted");
     assert_eq!(rows[0]["files"], "100");
+    // Unknown is empty, never 0 (issue 41): the receiver never reported its figures, and a
+    // bundle run has no per-file reply to count ready files by.
+    for k in [
+        "files_ready",
+        "bytes_ready",
+        "receiver_seconds",
+        "receiver_connections",
+        "receiver_peak_rss_bytes",
+        "latency_p50_ms",
+        "latency_max_ms",
+        "read_wait_ms",
+    ] {
+        assert_eq!(rows[0][k], "", "{k}: {:?}", rows[0]);
+    }
 }
