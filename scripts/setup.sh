@@ -22,6 +22,9 @@ command -v rclone >/dev/null 2>&1 || need+=(rclone)
 command -v iperf3 >/dev/null 2>&1 || need+=(iperf3)
 # tests/sweep/html.rs: report.html drawn by a real browser (headless Chromium).
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
+# docs/sweep.md's pandas example (tests/sweep/pandas_example.rs): load runs.csv, draw a chart.
+python3 -c 'import pandas' >/dev/null 2>&1 || need+=(python3-pandas)
+python3 -c 'import matplotlib' >/dev/null 2>&1 || need+=(python3-matplotlib)
 # Host facts in meta.json: the offloads of the interface a run uses.
 command -v ethtool >/dev/null 2>&1 || need+=(ethtool)
 # Sweep option [sweep] dest_fs: fresh loop volumes per run (ext4 comes with e2fsprogs).

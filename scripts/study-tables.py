@@ -32,7 +32,7 @@ CPU-bound. Sweeps that record read_wait_ms and stream_wait_ms get their medians 
 (summed over connections: 8 connections waiting a whole 5 s run show 40 s), and those that
 record host_busy_cores_p90 get "busy p90": the machine's busy cores, 90th percentile of 100 ms
 samples during the run, median over verified runs (its peaks: the "cores busy" average hides
-them behind an idle slow start). Sweeps over a lossy link (link_loss > 0) get "lost/sent %":
+them behind an idle slow start). Sweeps over a lossy link (link_loss_percent > 0) get "lost/sent %":
 the sender's lost packets / packets sent (TCP retransmitted segments / data segments sent;
 QUIC packets declared lost / packets sent), median over verified runs, and "link loss
 drops": the wire packets the emulator dropped at random (both directions), median.
@@ -49,6 +49,13 @@ def num(x):
         return float(x)
     except (TypeError, ValueError):
         return None
+
+
+def loss_fraction(r):
+    """The link's random loss as a fraction: `link_loss_percent`, or an earlier runs.csv's
+    `link_loss` (a fraction; docs/sweep.md, "Earlier column names")."""
+    pct = num(r.get("link_loss_percent"))
+    return pct / 100 if pct is not None else num(r.get("link_loss")) or 0
 
 
 def med(xs):
@@ -106,7 +113,7 @@ def tables(path):
         cpu = "receiver_cpu_seconds" in any_row
         waits = "stream_wait_ms" in any_row
         p90 = "host_busy_cores_p90" in any_row
-        lossy = any((num(r.get("link_loss")) or 0) > 0 for rs in arms.values() for r in rs)
+        lossy = any(loss_fraction(r) > 0 for rs in arms.values() for r in rs)
         print("| arm | ok/runs | MB/s median (min–max) | s median | peak RSS MB snd / rcv "
               "| snd CPU s " + ("| rcv CPU s | link CPU s | cores busy " if cpu else "")
               + ("| busy p90 " if p90 else "")
@@ -178,7 +185,7 @@ def arm_key(r):
 
 def context(r):
     """What else a run varied in (profile, CPU cap, link): ratios are taken within one."""
-    loss = num(r.get("link_loss")) or 0
+    loss = loss_fraction(r)
     rate = num(r.get("link_rate_bps")) or 0
     parts = [f"{rate / 1e6:.0f} Mbit/s" if rate else "", f"loss {100 * loss:g}%" if loss else ""]
     parts.append(r.get("param_profile") or "")

@@ -21,6 +21,18 @@ impl Col {
     }
 }
 
+/// The three columns of a `min default max` sysctl: `NAME_min_bytes`, `NAME_default_bytes`,
+/// `NAME_max_bytes`.
+macro_rules! triple {
+    ($name:literal) => {
+        [
+            Col(concat!($name, "_min_bytes")),
+            Col(concat!($name, "_default_bytes")),
+            Col(concat!($name, "_max_bytes")),
+        ]
+    };
+}
+
 /// Every column the sweep writes itself.
 pub mod col {
     use super::Col;
@@ -53,6 +65,8 @@ pub mod col {
     pub const SENDER_CPU_SECONDS: Col = Col("sender_cpu_seconds");
     pub const RECEIVER_PEAK_RSS_BYTES: Col = Col("receiver_peak_rss_bytes");
     pub const CC: Col = Col("cc");
+    /// Who implements `cc`: `linux` (the kernel's TCP) or `quinn` (QUIC).
+    pub const CC_IMPL: Col = Col("cc_impl");
     pub const RECEIVER: Col = Col("receiver");
     pub const SECONDS: Col = Col("seconds");
     pub const STATUS: Col = Col("status");
@@ -135,13 +149,14 @@ pub mod col {
     pub const LINK_RATE_BPS: Col = Col("link_rate_bps");
     pub const LINK_DOWN_RATE_BPS: Col = Col("link_down_rate_bps");
     pub const LINK_QUEUE_BYTES: Col = Col("link_queue_bytes");
-    pub const LINK_LOSS: Col = Col("link_loss");
+    pub const LINK_LOSS_PERCENT: Col = Col("link_loss_percent");
     pub const LINK_MTU: Col = Col("link_mtu");
     pub const LINK_OFFLOAD: Col = Col("link_offload");
-    pub const LINK_SND_TCP_WMEM: Col = Col("link_snd_tcp_wmem");
-    pub const LINK_SND_TCP_RMEM: Col = Col("link_snd_tcp_rmem");
-    pub const LINK_RCV_TCP_RMEM: Col = Col("link_rcv_tcp_rmem");
-    pub const LINK_RCV_TCP_WMEM: Col = Col("link_rcv_tcp_wmem");
+    /// `tcp_wmem`/`tcp_rmem` of each namespace: min, default, max (bytes), one column each.
+    pub const LINK_SND_TCP_WMEM: [Col; 3] = triple!("link_snd_tcp_wmem");
+    pub const LINK_SND_TCP_RMEM: [Col; 3] = triple!("link_snd_tcp_rmem");
+    pub const LINK_RCV_TCP_RMEM: [Col; 3] = triple!("link_rcv_tcp_rmem");
+    pub const LINK_RCV_TCP_WMEM: [Col; 3] = triple!("link_rcv_tcp_wmem");
     pub const LINK_RMEM_MAX: Col = Col("link_rmem_max");
     pub const LINK_WMEM_MAX: Col = Col("link_wmem_max");
     pub const TUN_TX_DROPPED_SND: Col = Col("tun_tx_dropped_snd");
@@ -193,6 +208,7 @@ pub const RUNROW_FILLED: &[Col] = &[
     col::SENDER_CPU_SECONDS,
     col::RECEIVER_PEAK_RSS_BYTES,
     col::CC,
+    col::CC_IMPL,
     col::RECEIVER,
     col::SECONDS,
     col::STATUS,
@@ -274,13 +290,21 @@ pub const TAIL: &[Col] = &[
     col::LINK_RATE_BPS,
     col::LINK_DOWN_RATE_BPS,
     col::LINK_QUEUE_BYTES,
-    col::LINK_LOSS,
+    col::LINK_LOSS_PERCENT,
     col::LINK_MTU,
     col::LINK_OFFLOAD,
-    col::LINK_SND_TCP_WMEM,
-    col::LINK_SND_TCP_RMEM,
-    col::LINK_RCV_TCP_RMEM,
-    col::LINK_RCV_TCP_WMEM,
+    col::LINK_SND_TCP_WMEM[0],
+    col::LINK_SND_TCP_WMEM[1],
+    col::LINK_SND_TCP_WMEM[2],
+    col::LINK_SND_TCP_RMEM[0],
+    col::LINK_SND_TCP_RMEM[1],
+    col::LINK_SND_TCP_RMEM[2],
+    col::LINK_RCV_TCP_RMEM[0],
+    col::LINK_RCV_TCP_RMEM[1],
+    col::LINK_RCV_TCP_RMEM[2],
+    col::LINK_RCV_TCP_WMEM[0],
+    col::LINK_RCV_TCP_WMEM[1],
+    col::LINK_RCV_TCP_WMEM[2],
     col::LINK_RMEM_MAX,
     col::LINK_WMEM_MAX,
     col::TUN_TX_DROPPED_SND,
@@ -314,6 +338,14 @@ impl Row {
     /// The cell of `c`, empty when not set.
     pub fn text(&self, c: Col) -> String {
         self.get(c).unwrap_or_default().to_string()
+    }
+
+    /// Sets the three columns of a `min default max` sysctl from its text (all three empty
+    /// when it is not three numbers).
+    pub fn set_triple(&mut self, cols: [Col; 3], text: &str) {
+        for (c, v) in cols.into_iter().zip(triple(text)) {
+            self.set(c, v);
+        }
     }
 
     /// Sets an axis's column ([`param_column`]).
@@ -355,6 +387,16 @@ impl Row {
     /// The cell under a header name, empty when not set (for writing the CSV).
     fn cell(&self, name: &str) -> &str {
         self.0.get(name).map(String::as_str).unwrap_or("")
+    }
+}
+
+/// The three cells of a `min default max` sysctl; three empty cells when it is not one.
+pub fn triple(text: &str) -> [String; 3] {
+    let n: Vec<&str> = text.split_whitespace().collect();
+    if n.len() == 3 && n.iter().all(|x| x.parse::<u64>().is_ok()) {
+        [n[0].into(), n[1].into(), n[2].into()]
+    } else {
+        Default::default()
     }
 }
 

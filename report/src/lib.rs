@@ -9,6 +9,7 @@ pub mod columns;
 pub mod compare;
 pub mod facts;
 pub mod html;
+pub mod legacy;
 pub mod pathreport;
 pub mod report;
 pub mod request;

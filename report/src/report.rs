@@ -143,6 +143,8 @@ pub fn load(runs_csv: &Path, reference: Option<&[(String, String)]>) -> Result<R
             .zip(rec.iter())
             .map(|(h, v)| (h.to_string(), v.to_string()))
             .collect();
+        let mut row = row;
+        crate::legacy::upgrade(&mut row);
         let g = |k: &str| row.get(k).cloned().unwrap_or_default();
         let num = |k: &str| g(k).parse::<f64>().ok();
         let id = g(column::CONFIG_ID.name());
@@ -161,7 +163,7 @@ pub fn load(runs_csv: &Path, reference: Option<&[(String, String)]>) -> Result<R
             link: link_text(&row),
             goodput_ceiling_mb_per_s: goodput_ceiling_mb_per_s(&row),
         });
-        let cc = g(column::CC.name());
+        let cc = crate::legacy::cc_label(&row);
         if !cc.is_empty() && !entry.cc.split('/').any(|x| x == cc) {
             if !entry.cc.is_empty() {
                 entry.cc.push('/');
@@ -246,8 +248,13 @@ pub fn load(runs_csv: &Path, reference: Option<&[(String, String)]>) -> Result<R
 pub fn selects(sel: &[(String, String)], row: &BTreeMap<String, String>) -> bool {
     sel.iter().all(|(k, v)| {
         let param = crate::columns::param_column(k);
+        let label;
         let cell = if row.contains_key(&param) {
             row.get(&param)
+        } else if k == column::CC.name() {
+            // Without a cc axis, `cc=quinn-bbr` names QUIC's BBR as the report labels it.
+            label = crate::legacy::cc_label(row);
+            Some(&label)
         } else {
             row.get(k)
         };
@@ -269,7 +276,7 @@ fn link_text(row: &BTreeMap<String, String>) -> String {
     } else {
         format!("{} Mbit/s", rate / 1e6)
     };
-    let loss = g(column::LINK_LOSS.name());
+    let loss = g(column::LINK_LOSS_PERCENT.name());
     format!(
         "link {} ms RTT, {rate}, queue {} B{}{}",
         g(column::LINK_RTT_MS.name()),
@@ -277,7 +284,7 @@ fn link_text(row: &BTreeMap<String, String>) -> String {
         if loss.is_empty() || loss == "0" {
             String::new()
         } else {
-            format!(", loss {loss}")
+            format!(", loss {loss}%")
         },
         // A sweep run on after a failed check says so wherever the link is named.
         if g(column::LINK_CHECK.name()).starts_with("FAILED") {

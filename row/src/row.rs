@@ -57,10 +57,12 @@ pub struct RunRow {
     /// Receiver socket receive buffer read back from the kernel, bytes.
     pub receiver_rcvbuf_bytes: Option<u64>,
     /// Congestion controller asked for (empty: system default) and the one in effect, as the
-    /// kernel reports it (TCP) or as configured in quinn (QUIC: quinn-cubic, quinn-bbr,
-    /// quinn-newreno).
+    /// kernel reports it (TCP) or as configured in quinn (QUIC: cubic, bbr, newreno), and who
+    /// implements it: `linux` or `quinn`.
     pub cc_requested: String,
     pub cc: String,
+    #[serde(default)]
+    pub cc_impl: String,
     pub connections_requested: u64,
     /// Files larger than this were carried as blocks spread over the connections (0: files
     /// are never split, as in tcp-wait).
@@ -72,9 +74,12 @@ pub struct RunRow {
     /// Connections that carried content bytes.
     #[serde(default)]
     pub connections_used: u64,
-    /// Content bytes each connection carried, in connection order, `/`-separated.
+    /// Content bytes the connections carried together, and each one's, in connection order,
+    /// as a JSON list (`[33554432]`: a string however many connections there are).
     #[serde(default)]
-    pub connection_bytes: String,
+    pub connection_bytes_total: Option<u64>,
+    #[serde(default)]
+    pub connection_bytes_each: String,
     /// Why fewer connections were used than asked for (empty when all were).
     #[serde(default)]
     pub connections_note: String,

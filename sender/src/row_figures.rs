@@ -47,11 +47,15 @@ pub(crate) fn put_transport_stats(row: &mut RunRow, mode: Mode, s: &ConnStats) {
 /// The row's account of how the connections were used: how many carried content, the bytes
 /// each carried, and why fewer than asked for carried any.
 pub(crate) fn put_connection_use(row: &mut RunRow, config: &SendConfig, bytes: &[u64]) {
-    row.connection_bytes = bytes
-        .iter()
-        .map(u64::to_string)
-        .collect::<Vec<_>>()
-        .join("/");
+    row.connection_bytes_total = Some(bytes.iter().sum());
+    row.connection_bytes_each = format!(
+        "[{}]",
+        bytes
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(",")
+    );
     row.connections_used = bytes.iter().filter(|&&b| b > 0).count() as u64;
     let asked = row.connections_requested;
     if row.connections_used < asked {

@@ -209,7 +209,11 @@ pub async fn run(config: &SendConfig) -> RunOutcome {
             row.receiver_peak_streams = Some(c.peak_streams);
             row.read_wait_ms = Some(m.waits.read.as_secs_f64() * 1e3);
             row.stream_wait_ms = Some(m.waits.stream.as_secs_f64() * 1e3);
-            row.cc = m.cc;
+            // quinn's controllers are reported as `quinn-NAME`: the name and who implements it.
+            (row.cc, row.cc_impl) = match m.cc.strip_prefix("quinn-") {
+                Some(name) => (name.to_string(), "quinn".into()),
+                None => (m.cc.clone(), "linux".into()),
+            };
             put_transport_stats(&mut row, config.mode, &m.stats);
             row.peak_delivery_bytes_per_s = m.peak_delivery;
             start_window::put_row(&mut row, &config.start, config.mode, &m.resume);

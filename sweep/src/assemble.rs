@@ -58,6 +58,7 @@ pub fn put_unreported(row: &mut Row, u: &Unreported) {
     if let Some(l) = &u.link {
         if u.cfg.arm.is_baseline() && u.cfg.arm.crosses_link() {
             row.set(col::CC, l.default_cc.clone());
+            row.set(col::CC_IMPL, shoal_report::legacy::LINUX);
         }
         row.set(
             col::RECEIVER,

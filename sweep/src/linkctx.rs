@@ -9,6 +9,7 @@ use anyhow::{Context, Result};
 use crate::options::Options;
 use shoal_matrix::linkspec::EmulatedLink;
 use shoal_report::columns::{col, f3, Row};
+use shoal_report::legacy::loss_percent;
 
 /// The local emulated link, as the runs use it.
 pub struct LinkCtx {
@@ -121,13 +122,13 @@ pub fn link_columns(i: &shoal_link::LinkInfo) -> Row {
     row.set(col::LINK_RATE_BPS, s.rate_bps.to_string());
     row.set(col::LINK_DOWN_RATE_BPS, s.down_rate_bps.to_string());
     row.set(col::LINK_QUEUE_BYTES, s.queue_bytes.to_string());
-    row.set(col::LINK_LOSS, s.loss.to_string());
+    row.set(col::LINK_LOSS_PERCENT, loss_percent(s.loss));
     row.set(col::LINK_MTU, s.mtu.to_string());
     row.set(col::LINK_OFFLOAD, s.offload.describe());
-    row.set(col::LINK_SND_TCP_WMEM, s.sysctls.snd_tcp_wmem.clone());
-    row.set(col::LINK_SND_TCP_RMEM, s.sysctls.snd_tcp_rmem.clone());
-    row.set(col::LINK_RCV_TCP_RMEM, s.sysctls.rcv_tcp_rmem.clone());
-    row.set(col::LINK_RCV_TCP_WMEM, s.sysctls.rcv_tcp_wmem.clone());
+    row.set_triple(col::LINK_SND_TCP_WMEM, &s.sysctls.snd_tcp_wmem);
+    row.set_triple(col::LINK_SND_TCP_RMEM, &s.sysctls.snd_tcp_rmem);
+    row.set_triple(col::LINK_RCV_TCP_RMEM, &s.sysctls.rcv_tcp_rmem);
+    row.set_triple(col::LINK_RCV_TCP_WMEM, &s.sysctls.rcv_tcp_wmem);
     row.set(col::LINK_RMEM_MAX, s.sysctls.rmem_max.clone());
     row.set(col::LINK_WMEM_MAX, s.sysctls.wmem_max.clone());
     row

@@ -6,5 +6,6 @@ mod support;
 
 mod check;
 mod html;
+mod pandas_example;
 mod study_page;
 mod sweep;

@@ -71,12 +71,9 @@ fn three_blocks_over_two_connections_out_of_order_in_every_mode() {
             no_temporaries(&dst);
             let row = json(&out);
             let n: u64 = conns.parse().unwrap();
-            let spread: Vec<u64> = row["connection_bytes"]
-                .as_str()
-                .unwrap()
-                .split('/')
-                .map(|b| b.parse().unwrap())
-                .collect();
+            let spread: Vec<u64> =
+                serde_json::from_str(row["connection_bytes_each"].as_str().unwrap()).unwrap();
+            assert_eq!(row["connection_bytes_total"].as_u64(), Some(total));
             assert_eq!(spread.len() as u64, n, "{mode}: {row}");
             assert_eq!(spread.iter().sum::<u64>(), total, "{mode}: {row}");
             let used = spread.iter().filter(|&&b| b > 0).count() as u64;

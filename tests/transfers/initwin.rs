@@ -236,8 +236,11 @@ fn a_tcp_initial_window_is_the_first_flight() {
         let need = (2 * window).next_multiple_of(65_536);
         // What the run had, read back: the receiver's default receive buffer at least twice
         // the window (so it advertises all of it), the sender's default send buffer likewise.
-        let triple =
-            |c: &str| -> Vec<u64> { r[c].split(' ').map(|v| v.parse().unwrap()).collect() };
+        let triple = |c: &str| -> Vec<u64> {
+            ["min", "default", "max"]
+                .map(|p| r[&format!("{c}_{p}_bytes")].parse().unwrap())
+                .to_vec()
+        };
         assert_eq!(r["initial_rcv_window_bytes"], window.to_string(), "{r:?}");
         // Restored after the run: each raised default reads what it read before.
         let order: usize = r["order"].parse().unwrap();

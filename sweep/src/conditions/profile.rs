@@ -49,10 +49,10 @@ impl InEffect {
 
     /// Overwrites the row's link sysctl columns with these (what this run had in effect).
     pub fn put(&self, row: &mut Row) {
-        row.set(col::LINK_SND_TCP_RMEM, self.snd_tcp_rmem.clone());
-        row.set(col::LINK_SND_TCP_WMEM, self.snd_tcp_wmem.clone());
-        row.set(col::LINK_RCV_TCP_RMEM, self.rcv_tcp_rmem.clone());
-        row.set(col::LINK_RCV_TCP_WMEM, self.rcv_tcp_wmem.clone());
+        row.set_triple(col::LINK_SND_TCP_RMEM, &self.snd_tcp_rmem);
+        row.set_triple(col::LINK_SND_TCP_WMEM, &self.snd_tcp_wmem);
+        row.set_triple(col::LINK_RCV_TCP_RMEM, &self.rcv_tcp_rmem);
+        row.set_triple(col::LINK_RCV_TCP_WMEM, &self.rcv_tcp_wmem);
         row.set(col::LINK_RMEM_MAX, self.rmem_max.clone());
         row.set(col::LINK_WMEM_MAX, self.wmem_max.clone());
     }

@@ -147,6 +147,8 @@ impl Sweep<'_> {
         };
         let mut out = Outcome::default();
         out.cols.push((col::CC, default_cc()));
+        out.cols
+            .push((col::CC_IMPL, shoal_report::legacy::LINUX.into()));
         // tar-tcp: the receiving end listens before the clock starts, and the question "when
         // did it finish" is already on its way, on a connection opened before the clock.
         let mut waiting = None;

@@ -59,8 +59,8 @@ impl Applied {
                 (e.initcwnd * self.mss).to_string(),
             );
             if let Some(b) = self.buffers_in_effect {
-                row.set(col::LINK_RCV_TCP_RMEM, triple(b.rcv_tcp_rmem));
-                row.set(col::LINK_SND_TCP_WMEM, triple(b.snd_tcp_wmem));
+                row.set_triple(col::LINK_RCV_TCP_RMEM, &triple(b.rcv_tcp_rmem));
+                row.set_triple(col::LINK_SND_TCP_WMEM, &triple(b.snd_tcp_wmem));
                 row.set(
                     col::INITIAL_RCV_WINDOW_BYTES,
                     b.initial_rcv_window(e.initrwnd, self.mss).to_string(),
