@@ -53,13 +53,14 @@ pub(crate) struct SendArgs {
     /// [default: 1s when stderr is a terminal, else off]. Text: seconds since the start, files
     /// ready (confirmed by the receiver: tcp-wait, tcp-streams, quic-streams) or sent (bundled
     /// modes) of the total, bytes handed to the transport (records: contents plus a few bytes
-    /// of framing per file) of the total, MB/s and Mbit/s over the interval, ETA at the
-    /// average rate so far, and cwnd (summed), RTT (averaged) and retransmits (summed, since
-    /// the start) over the connections. With --json, one object per line: event "interval",
+    /// of framing per file) of the total, MB/s and Mbit/s delivered (acknowledged by the
+    /// receiver) over the interval, ETA at the average rate so far, and cwnd (summed), RTT
+    /// (averaged) and retransmits (summed: over the interval, and since the start) over the
+    /// connections. With --json, one object per line: event "interval",
     /// t_s, files_sent, files_ready (null in bundled modes), files_total, bytes_sent,
     /// bytes_total, walk_done (false while the walk is still finding files: the totals are
-    /// what it found so far, shown with a "+" in text), mb_per_s, mbit_per_s, eta_s (null before the first byte and while walking), connections,
-    /// cwnd_bytes, rtt_ms, retransmits. Ctrl-C ends the run as failed with the error
+    /// what it found so far, shown with a "+" in text), bytes_acked, mb_per_s, mbit_per_s, eta_s (null before the first byte and while walking), connections,
+    /// cwnd_bytes, rtt_ms, retransmits, retransmits_total. Ctrl-C ends the run as failed with the error
     /// "interrupted" (row printed and appended to --csv, exit status 130), after the figures
     /// so far on stderr (with --json: one object, event "interrupted").
     #[arg(long, value_parser = |v: &str| crate::args::span_in("interval", v))]
@@ -204,7 +205,7 @@ pub(crate) async fn send(a: SendArgs) -> Result<ExitCode> {
     let start = a.start.resolve(a.mode, &pin, &a.to, a.trace_dir.as_ref())?;
     let config = shoal_sender::SendConfig {
         to: a.to.clone(),
-        src: a.src,
+        src: a.src.clone(),
         mode: a.mode,
         plain: a.plain,
         pin,
@@ -252,6 +253,10 @@ pub(crate) async fn send(a: SendArgs) -> Result<ExitCode> {
         println!("{}", serde_json::to_string(&row)?);
     } else {
         println!("{}", row.summary_line());
+        if let Some(line) = row.resume_line() {
+            println!("{line}");
+        }
+        println!("{}", row.next_step_line(&a.src.display().to_string()));
     }
     if let Some(csv) = &a.csv {
         row.append_csv(csv)?;

@@ -6,6 +6,7 @@
 
 pub mod hostfacts;
 pub mod latency;
+mod lines;
 pub mod metrics;
 pub mod provenance;
 pub mod row;

@@ -85,7 +85,11 @@ pub(crate) struct Line {
     pub bytes_total: u64,
     /// Whether the walk is over: until then the totals are what it found so far.
     pub walk_done: bool,
-    /// Over this interval (10^6 bytes/s and 10^6 bit/s of `bytes_sent`).
+    /// Bytes the receiver acknowledged so far, summed over connections (the row's
+    /// `bytes_acked`: TCP payload; QUIC acknowledged packets, headers included).
+    pub bytes_acked: u64,
+    /// Delivered over this interval, as iperf3 counts: 10^6 bytes/s and 10^6 bit/s of
+    /// `bytes_acked`, not of bytes handed to the transport.
     pub mb_per_s: f64,
     pub mbit_per_s: f64,
     /// Bytes left at the average rate so far; `None` before anything was sent.
@@ -95,8 +99,17 @@ pub(crate) struct Line {
     pub cwnd_bytes: u64,
     /// Averaged over connections.
     pub rtt_ms: f64,
-    /// Summed over connections, since the start.
+    /// Summed over connections: over this interval, and since the start.
     pub retransmits: u64,
+    pub retransmits_total: u64,
+}
+
+/// What the previous line read: its time, acknowledged bytes and retransmits.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Last {
+    t_s: f64,
+    acked: u64,
+    retransmits: u64,
 }
 
 impl Line {
@@ -105,7 +118,7 @@ impl Line {
         counters: &Counters,
         totals: &Totals,
         probes: &Mutex<Vec<(u16, StatsHandle)>>,
-        last: &mut (f64, u64),
+        last: &mut Last,
     ) -> Line {
         let t_s = t0.elapsed().as_secs_f64();
         let found = totals.walk.found();
@@ -117,9 +130,17 @@ impl Line {
             .iter()
             .map(|(_, p)| p.stats())
             .collect();
-        let (t_last, b_last) = *last;
-        *last = (t_s, bytes_sent);
-        let rate = bytes_sent.saturating_sub(b_last) as f64 / (t_s - t_last).max(1e-3);
+        let acked: u64 = stats.iter().map(|s| s.bytes_acked).sum();
+        let retransmits: u64 = stats.iter().map(|s| s.retransmits).sum();
+        let before = std::mem::replace(
+            last,
+            Last {
+                t_s,
+                acked,
+                retransmits,
+            },
+        );
+        let rate = acked.saturating_sub(before.acked) as f64 / (t_s - before.t_s).max(1e-3);
         let average = bytes_sent as f64 / t_s.max(1e-3);
         let left = found.bytes.saturating_sub(bytes_sent) as f64;
         let n = stats.len().max(1) as f64;
@@ -132,6 +153,7 @@ impl Line {
             bytes_sent,
             bytes_total: found.bytes,
             walk_done: found.done,
+            bytes_acked: acked,
             mb_per_s: rate / 1e6,
             mbit_per_s: rate * 8.0 / 1e6,
             // Before the walk is over the totals are what it found so far: no ETA yet.
@@ -139,12 +161,13 @@ impl Line {
             connections: stats.len() as u64,
             cwnd_bytes: stats.iter().map(|s| s.cwnd_bytes).sum(),
             rtt_ms: stats.iter().map(|s| s.rtt_ms).sum::<f64>() / n,
-            retransmits: stats.iter().map(|s| s.retransmits).sum(),
+            retransmits: retransmits.saturating_sub(before.retransmits),
+            retransmits_total: retransmits,
         }
     }
 
-    /// The text form, e.g. `  3.0 s  files 1200/8192 ready  4.7 MiB/32.0 MiB  1.58 MB/s
-    /// 12.6 Mbit/s  ETA 17 s  cwnd 310.2 KiB  RTT 101.4 ms  retransmits 0`.
+    /// The text form, e.g. `  3.0 s  files 1200/8192 ready  4.7 MiB/32.0 MiB  delivered
+    /// 1.58 MB/s 12.6 Mbit/s  ETA 17 s  cwnd 310.2 KiB  RTT 101.4 ms  retransmits 0 (0 in all)`.
     pub(crate) fn text(&self) -> String {
         // "+": the walk is still finding files.
         let more = if self.walk_done { "" } else { "+" };
@@ -158,7 +181,7 @@ impl Line {
             None => "ETA -".into(),
         };
         format!(
-            "{:5.1} s  {files}  {}/{}{more}  {:.2} MB/s {:.1} Mbit/s  {eta}  cwnd {}  RTT {:.1} ms  retransmits {}",
+            "{:5.1} s  {files}  {}/{}{more}  delivered {:.2} MB/s {:.1} Mbit/s  {eta}  cwnd {}  RTT {:.1} ms  retransmits {} ({} in all)",
             self.t_s,
             human_bytes(self.bytes_sent),
             human_bytes(self.bytes_total),
@@ -166,7 +189,8 @@ impl Line {
             self.mbit_per_s,
             human_bytes(self.cwnd_bytes),
             self.rtt_ms,
-            self.retransmits
+            self.retransmits,
+            self.retransmits_total
         )
     }
 
@@ -204,7 +228,7 @@ impl Progress {
             let task = tokio::spawn(async move {
                 let every = c.every.max(Duration::from_millis(10));
                 let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
-                let mut last = (0.0, 0);
+                let mut last = Last::default();
                 loop {
                     tokio::select! {
                         _ = tick.tick() => {}
@@ -239,7 +263,7 @@ impl Progress {
             &self.counters,
             &self.totals,
             &self.probes,
-            &mut (0.0, 0),
+            &mut Last::default(),
         );
         line.event = "interrupted";
         match json {
@@ -263,6 +287,7 @@ mod tests {
             bytes_sent: 5 << 20,
             bytes_total: 32 << 20,
             walk_done: true,
+            bytes_acked: 4 << 20,
             mb_per_s: 1.58,
             mbit_per_s: 12.64,
             eta_s: Some(16.6),
@@ -270,6 +295,7 @@ mod tests {
             cwnd_bytes: 310 << 10,
             rtt_ms: 101.44,
             retransmits: 0,
+            retransmits_total: 0,
         }
     }
 
@@ -277,8 +303,14 @@ mod tests {
     fn a_line_says_ready_only_where_the_mode_confirms_files() {
         let ready = line(Some(1200)).text();
         assert!(ready.contains("files 1200/8192 ready"), "{ready}");
-        assert!(ready.contains("1.58 MB/s 12.6 Mbit/s  ETA 17 s"), "{ready}");
-        assert!(ready.contains("RTT 101.4 ms  retransmits 0"), "{ready}");
+        assert!(
+            ready.contains("delivered 1.58 MB/s 12.6 Mbit/s  ETA 17 s"),
+            "{ready}"
+        );
+        assert!(
+            ready.contains("RTT 101.4 ms  retransmits 0 (0 in all)"),
+            "{ready}"
+        );
         let soon = Line {
             eta_s: Some(2.34),
             ..line(None)

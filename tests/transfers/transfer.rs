@@ -57,8 +57,37 @@ fn bundle_moves_small_files_and_a_large_one_and_verifies() {
     let dst2 = t.path().join("dst"); // same destination: files are rewritten in place
     let out = rx.send(&src, &["--csv", csv.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out));
-    assert!(String::from_utf8_lossy(&out.stdout).starts_with("ok: 2001 files"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.starts_with("ok: 2001 files"));
     assert_eq!(std::fs::read_to_string(&csv).unwrap().lines().count(), 3);
+    // The next step: the run's id, its folder and the command that checks it (issue 41).
+    let id = rows(&csv)[1]["run_id"].clone();
+    let next = format!(
+        "run {id}: on the receiver in DEST/{id}/ (DEST: its --dest; with recv --flat, DEST itself); check it: shoal verify {} DEST/{id}",
+        src.display()
+    );
+    assert!(stdout.lines().any(|l| l == next), "{stdout}");
+    assert!(!stdout.contains("resume:"), "{stdout}");
+    // A --resume run says what it started from: here no path state, a cold start.
+    let state = t.path().join("path-state");
+    let out = rx.send(
+        &src,
+        &[
+            "--mode",
+            "quic-bundle",
+            "--resume",
+            "--path-state",
+            state.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("resume: no fresh path state for this receiver, a cold start")),
+        "{stdout}"
+    );
     assert!(trees_identical(&src, &dst2));
 }
 
@@ -205,6 +234,7 @@ fn interval_lines_are_json_lines_while_the_run_goes_on() {
     assert_eq!(row["status"], "ok");
     seen.extend(rest.into_iter().map(|(_, l)| l));
     let mut last_t = 0.0;
+    let (mut last_acked, mut retransmits) = (0u64, 0u64);
     for line in &seen {
         let v: serde_json::Value =
             serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
@@ -221,13 +251,26 @@ fn interval_lines_are_json_lines_while_the_run_goes_on() {
             "cwnd_bytes",
             "rtt_ms",
             "retransmits",
+            "bytes_acked",
+            "retransmits_total",
         ] {
             assert!(v[k].is_number(), "{k} in {line}");
         }
         assert!(v.get("eta_s").is_some(), "{line}");
         let t_s = v["t_s"].as_f64().unwrap();
         assert!(t_s > last_t, "{line}");
-        last_t = t_s;
+        // The rate is what the receiver acknowledged in the interval, as iperf3 shows it,
+        // and retransmits are the interval's (issue 41).
+        let acked = v["bytes_acked"].as_u64().unwrap();
+        let rate = acked.saturating_sub(last_acked) as f64 / (t_s - last_t) / 1e6;
+        let mb_per_s = v["mb_per_s"].as_f64().unwrap();
+        assert!(
+            (mb_per_s - rate).abs() <= 1e-6 * rate.max(1.0),
+            "{rate} in {line}"
+        );
+        retransmits += v["retransmits"].as_u64().unwrap();
+        assert_eq!(v["retransmits_total"].as_u64(), Some(retransmits), "{line}");
+        (last_t, last_acked) = (t_s, acked);
     }
     assert!(seen.len() >= 3);
 }
