@@ -13,8 +13,8 @@ use shoal_sweep::request::{self, SweepRequest};
 pub struct SweepArgs {
     /// The matrix (TOML): payloads, link, axes, exclusions (see docs/sweep.md and
     /// scripts/matrices/).
-    #[arg(long)]
-    pub matrix: PathBuf,
+    #[arg(long, required_unless_present_any = ["continue_dir", "clean"])]
+    pub matrix: Option<PathBuf>,
     /// Output folder [default: results/<UTC timestamp>/].
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -76,6 +76,20 @@ pub struct SweepArgs {
     /// time. Touches nothing: no link, payload, receiver or output folder.
     #[arg(long)]
     pub dry_run: bool,
+    /// Continue the sweep in DIR: run only the runs its runs.csv lacks, in its seeded order,
+    /// after checking the matrix, the shoal binary and the link are those it began with
+    /// [--matrix: DIR/matrix.toml].
+    #[arg(long = "continue", value_name = "DIR", conflicts_with_all = ["clean", "dry_run"])]
+    pub continue_dir: Option<PathBuf>,
+    /// With --continue: go on despite differences from the sweep that wrote DIR, recording
+    /// them in DIR/meta.json.
+    #[arg(long, requires = "continue_dir")]
+    pub force: bool,
+    /// Release what the sweep that wrote DIR left behind (its link, processes, mounts,
+    /// cgroups, sysctls, work folder; listed in DIR/owned.jsonl) if it is no longer running,
+    /// and run nothing.
+    #[arg(long, value_name = "DIR", conflicts_with = "matrix")]
+    pub clean: Option<PathBuf>,
     /// The shoal binary for recv, send and the link forwarder [default: this program].
     #[arg(long, hide = true)]
     pub shoal_bin: Option<PathBuf>,
@@ -84,7 +98,7 @@ pub struct SweepArgs {
 impl From<SweepArgs> for SweepRequest {
     fn from(a: SweepArgs) -> SweepRequest {
         SweepRequest {
-            matrix: a.matrix,
+            matrix: a.matrix.unwrap_or_default(),
             out: a.out,
             runs: a.runs,
             seed: a.seed,
@@ -102,6 +116,9 @@ impl From<SweepArgs> for SweepRequest {
             strict: a.strict,
             dry_run: a.dry_run,
             shoal_bin: a.shoal_bin,
+            continue_dir: a.continue_dir,
+            force: a.force,
+            clean: a.clean,
         }
     }
 }

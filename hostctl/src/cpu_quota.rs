@@ -37,6 +37,8 @@ pub struct Throttling {
 pub struct QuotaGroup {
     dir: PathBuf,
     version: Version,
+    /// Its entry in the sweep's list of what it owns (`crate::owned`).
+    owned: Option<u64>,
 }
 
 impl QuotaGroup {
@@ -56,9 +58,14 @@ impl QuotaGroup {
                 "recv-cpu-quota: no cgroup CPU controller (neither cgroup v1 {V1_CPU}/cpu.cfs_quota_us nor cgroup v2 {V2_ROOT}/cgroup.controllers with cpu)"
             );
         };
-        std::fs::create_dir(&dir)
-            .with_context(|| format!("recv-cpu-quota: creating cgroup {}", dir.display()))?;
-        let g = QuotaGroup { dir, version };
+        let owned = crate::owned::acquire(crate::owned::Item::Cgroup { dir: dir.clone() });
+        let g = QuotaGroup {
+            dir,
+            version,
+            owned,
+        };
+        std::fs::create_dir(&g.dir)
+            .with_context(|| format!("recv-cpu-quota: creating cgroup {}", g.dir.display()))?;
         match version {
             Version::V1 => {
                 g.write("cpu.cfs_period_us", &PERIOD_US.to_string())?;
@@ -181,6 +188,7 @@ impl Drop for QuotaGroup {
         }
         for _ in 0..50 {
             if std::fs::remove_dir(&self.dir).is_ok() || !self.dir.exists() {
+                crate::owned::release(self.owned.take());
                 return;
             }
             std::thread::sleep(Duration::from_millis(20));

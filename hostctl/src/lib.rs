@@ -6,5 +6,7 @@
 #![forbid(unsafe_code)]
 
 pub mod cpu_quota;
+pub mod owned;
 pub mod proc;
 pub mod stall;
+pub mod work;

@@ -71,6 +71,8 @@ pub struct Proc {
     pub child: Child,
     pub pid: i32,
     reaped: bool,
+    /// Its entry in the sweep's list of what it owns (`crate::owned`), until reaped.
+    owned: Option<u64>,
 }
 
 impl Proc {
@@ -84,10 +86,16 @@ impl Proc {
         }
         .with_context(|| format!("cannot start {what}"))?;
         let pid = child.id() as i32;
+        let owned = crate::owned::acquire(crate::owned::Item::Process {
+            pid: child.id(),
+            start: crate::owned::ident::start_time(child.id()).unwrap_or(0),
+            what: what.to_string(),
+        });
         Ok(Proc {
             child,
             pid,
             reaped: false,
+            owned,
         })
     }
 
@@ -114,6 +122,7 @@ impl Proc {
             return None;
         }
         self.reaped = true;
+        crate::owned::release(self.owned.take());
         if r < 0 {
             return Some(Exit::default());
         }
@@ -207,6 +216,27 @@ pub fn tail_of(path: &std::path::Path, n: usize) -> String {
         .map(|(i, _)| i)
         .unwrap_or(0);
     text[start..].replace('\n', " | ")
+}
+
+/// Single-quotes a word for sh.
+pub fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@".contains(c))
+    {
+        return s.to_string();
+    }
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// A command as a shell would take it (program and arguments, each quoted), for rows and
+/// errors.
+pub fn command_line(cmd: &Command) -> String {
+    std::iter::once(cmd.get_program())
+        .chain(cmd.get_args())
+        .map(|s| shell_quote(&s.to_string_lossy()))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 #[cfg(test)]

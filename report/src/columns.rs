@@ -385,7 +385,7 @@ impl Row {
     }
 
     /// The cell under a header name, empty when not set (for writing the CSV).
-    fn cell(&self, name: &str) -> &str {
+    pub fn cell(&self, name: &str) -> &str {
         self.0.get(name).map(String::as_str).unwrap_or("")
     }
 }

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 use shoal_hostctl::proc::Proc;
+pub use shoal_hostctl::proc::{command_line, shell_quote};
 use shoal_matrix::arm::Arm;
 
 /// Host alias the generated ssh_config defines.
@@ -227,17 +228,6 @@ pub fn tar_tcp_sender(src: &Path, addr: &str, port: u16) -> String {
     )
 }
 
-/// Single-quotes a word for sh.
-pub fn shell_quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@".contains(c))
-    {
-        return s.to_string();
-    }
-    format!("'{}'", s.replace('\'', "'\\''"))
-}
-
 fn sftp_quote(s: &str) -> String {
     format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
 }
@@ -294,16 +284,6 @@ pub fn tool_versions() -> Vec<(String, String)> {
         ("rclone".into(), line("rclone", "version", "rclone")),
         ("iperf3".into(), line("iperf3", "--version", "iperf")),
     ]
-}
-
-/// A command as a shell would take it (program and arguments, each quoted), for rows and
-/// errors.
-pub fn command_line(cmd: &Command) -> String {
-    std::iter::once(cmd.get_program())
-        .chain(cmd.get_args())
-        .map(|s| shell_quote(&s.to_string_lossy()))
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 #[cfg(test)]

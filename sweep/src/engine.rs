@@ -10,6 +10,7 @@ use shoal_row::metrics;
 
 use crate::baseline::{self, Sshd};
 use crate::context::Sweep;
+use crate::continuation::rows::RowLog;
 use crate::dest::{bulk_delete, last_bulk_delete, RemoteCtx};
 use crate::hooks::Hooks;
 use crate::linkctx;
@@ -25,7 +26,7 @@ use shoal_matrix::linkspec::{LinkSpec, RemoteReceiver};
 use shoal_matrix::matrix::Matrix;
 use shoal_matrix::plan::plan;
 use shoal_remote::Remote;
-use shoal_report::columns::{self, col, RunsCsv};
+use shoal_report::columns::{self, col};
 
 /// Runs a whole sweep; see docs/sweep.md.
 pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
@@ -35,7 +36,12 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
     baseline::check_tools(matrix.configs.iter().map(|c| c.arm))?;
     std::fs::create_dir_all(&opts.out)
         .with_context(|| format!("cannot create {}", opts.out.display()))?;
-    std::fs::copy(&opts.matrix_path, opts.out.join("matrix.toml")).context("copying the matrix")?;
+    // Refuses a folder a running sweep writes; releases what a killed one left.
+    shoal_hostctl::owned::begin(&opts.out)?;
+    if opts.continuation.is_none() {
+        std::fs::copy(&opts.matrix_path, opts.out.join("matrix.toml"))
+            .context("copying the matrix")?;
+    }
     let sweep_id = opts
         .out
         .file_name()
@@ -64,6 +70,9 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
             String::new()
         }
     );
+    if let Some(c) = &opts.continuation {
+        c.announce(total);
+    }
 
     // A remote receiver must take control connections: that is how every run gets a fresh
     // folder and is verified. Contacted before payloads are generated, its problems named as
@@ -113,6 +122,11 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
         .join(format!("run-{sweep_id}-{}", std::process::id()));
     let dest_root = work_run.join("dest");
     let logs = opts.out.join("logs");
+    let work_owned = (!opts.keep).then(|| {
+        shoal_hostctl::owned::acquire(shoal_hostctl::owned::Item::WorkDir {
+            path: work_run.clone(),
+        })
+    });
     for d in [&dest_root, &logs] {
         std::fs::create_dir_all(d).with_context(|| format!("cannot create {}", d.display()))?;
     }
@@ -168,6 +182,10 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
         payloads: &payloads,
         plan: &the_plan,
     });
+    if let Some(c) = &opts.continuation {
+        meta = c.meta(&meta);
+        c.check(&mut meta, c.payload_differences(&payloads))?;
+    }
     write_meta(&opts.out, &meta)?;
 
     let mut flush_metrics = false;
@@ -205,6 +223,16 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
             None
         }
     };
+
+    if let Some(c) = &opts.continuation {
+        let key = if link.is_some() {
+            "link"
+        } else {
+            "remote_receiver"
+        };
+        let d = c.link_differences(key, &meta[key]);
+        c.check(&mut meta, d)?;
+    }
 
     let needs_ssh = matrix.configs.iter().any(|c| c.arm.over_ssh());
     let sshd = match (&link, needs_ssh) {
@@ -257,13 +285,25 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
     }
 
     let header = columns::header(&matrix.axes);
-    let mut csv = RunsCsv::create(&opts.out.join("runs.csv"), header)?;
-    let mut progress = Progress::new(the_plan.len());
-    let (mut done, mut ok) = (0, 0);
+    let runs_csv = opts.out.join("runs.csv");
+    let mut csv = match &opts.continuation {
+        Some(c) => RowLog::resume(&runs_csv, header, c.recovered.whole)?,
+        None => RowLog::create(&runs_csv, header)?,
+    };
+    // A continuation runs only what its runs.csv lacks, each under its order in the plan.
+    let recorded = |p: &shoal_matrix::plan::Planned| {
+        let c = opts.continuation.as_ref();
+        c.is_some_and(|c| c.done(&matrix.configs[p.config], *p))
+    };
+    let mut progress = Progress::new(the_plan.iter().filter(|p| !recorded(p)).count());
+    let (mut done, mut ok) = opts.continuation.as_ref().map_or((0, 0), |c| c.counts());
     let mut warmups = Vec::new();
     for (i, p) in the_plan.iter().enumerate() {
         if proc::interrupted() {
             break;
+        }
+        if recorded(p) {
+            continue;
         }
         let order = i + 1;
         let cfg = &matrix.configs[p.config];
@@ -312,11 +352,12 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
         }
     }
     if !opts.keep {
-        if let Err(e) = bulk_delete(&work_run, &opts.work) {
-            eprintln!(
+        match bulk_delete(&work_run, &opts.work) {
+            Ok(()) => shoal_hostctl::owned::release(work_owned.flatten()),
+            Err(e) => eprintln!(
                 "shoal sweep: could not delete {}: {e:#}",
                 work_run.display()
-            );
+            ),
         }
     } else if sw.remote.is_none() {
         // (A two-host sweep's destinations are on the receiving host: said below.)
@@ -373,6 +414,7 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
     meta["runs_ok"] = serde_json::json!(ok);
     meta["interrupted"] = serde_json::json!(interrupted);
     write_meta(&opts.out, &meta)?;
+    shoal_hostctl::owned::finish();
     Ok(Summary {
         out: opts.out.clone(),
         total,

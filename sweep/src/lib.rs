@@ -9,6 +9,7 @@ mod assemble;
 pub mod baseline;
 pub mod conditions;
 mod context;
+pub mod continuation;
 mod dest;
 pub mod engine;
 mod hooks;

@@ -176,14 +176,14 @@ pub fn bring_up(
     opts: &Options,
     dest_root: &Path,
     meta: &mut serde_json::Value,
-) -> Result<(shoal_link::LinkGuard, LinkCtx)> {
+) -> Result<(shoal_hostctl::owned::claim::OwnedLink, LinkCtx)> {
     let (name, check) = (&spec.name, &spec.check);
     let cfg = spec.up_config();
     let launcher = shoal_link::Launcher {
         exe: opts.shoal_bin.clone(),
         prefix: vec!["link".into(), "forward".into()],
     };
-    let g = shoal_link::LinkGuard::up_with(&cfg, &launcher)
+    let g = shoal_hostctl::owned::claim::OwnedLink::up(&cfg, &launcher)
         .with_context(|| format!("bringing link {name} up (needs root)"))?;
     let info = shoal_link::link_info(name)?;
     println!(

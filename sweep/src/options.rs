@@ -39,6 +39,8 @@ pub struct Options {
     /// Two hosts: probe the path through the receiver before the first run and after the
     /// last (`crate::pathcheck`).
     pub probe: bool,
+    /// `--continue DIR`: the folder taken up again (`out` is DIR).
+    pub continuation: Option<crate::continuation::Continuation>,
 }
 
 /// How the sweep went.

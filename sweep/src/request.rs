@@ -46,6 +46,12 @@ pub struct SweepRequest {
     pub dry_run: bool,
     /// `None`: this program.
     pub shoal_bin: Option<PathBuf>,
+    /// `--continue DIR`: run what DIR's runs.csv lacks (`matrix` empty: DIR's matrix.toml).
+    pub continue_dir: Option<PathBuf>,
+    /// `--force`: continue despite differences, recording them in meta.json.
+    pub force: bool,
+    /// `--clean DIR`: release what DIR's sweep left owned, and nothing else.
+    pub clean: Option<PathBuf>,
 }
 
 impl Default for SweepRequest {
@@ -70,6 +76,9 @@ impl Default for SweepRequest {
             strict: false,
             dry_run: false,
             shoal_bin: None,
+            continue_dir: None,
+            force: false,
+            clean: None,
         }
     }
 }
@@ -92,7 +101,35 @@ pub fn exit_status(s: &Summary, strict: bool) -> u8 {
 
 /// `shoal sweep`. `parse` is the `shoal` binary's own argument parser: every
 /// configuration's command lines go through it before anything is touched.
-pub fn run_sweep(a: SweepRequest, parse: ArgCheck) -> Result<ExitCode> {
+pub fn run_sweep(mut a: SweepRequest, parse: ArgCheck) -> Result<ExitCode> {
+    if let Some(dir) = &a.clean {
+        let all = shoal_hostctl::owned::release::clean(dir)?;
+        return Ok(if all {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        });
+    }
+    // --continue DIR: what the sweep began with, unless given (then checked against it).
+    let began = match a.continue_dir.clone() {
+        Some(dir) => {
+            shoal_hostctl::owned::release::refuse_live(&dir.join(shoal_hostctl::owned::FILE))?;
+            if a.out.as_ref().is_some_and(|o| *o != dir) {
+                anyhow::bail!("--out and --continue name different folders");
+            }
+            a.out = Some(dir.clone());
+            if a.matrix.as_os_str().is_empty() {
+                a.matrix = dir.join("matrix.toml");
+            }
+            Some(crate::continuation::read_meta(&dir)?)
+        }
+        None => None,
+    };
+    let began_u64 = |k: &str| began.as_ref().and_then(|m| m[k].as_u64());
+    let began_timeout = began
+        .as_ref()
+        .and_then(|m| m["timeout_s"].as_f64())
+        .map(Duration::from_secs_f64);
     let (mut matrix, reference_problem) = Matrix::load_deferring_reference(&a.matrix)?;
     // The controller in effect where no cc axis sets it, in the labels when it differs.
     let tcp_default = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control")
@@ -105,12 +142,24 @@ pub fn run_sweep(a: SweepRequest, parse: ArgCheck) -> Result<ExitCode> {
         Some(p) => p,
         None => std::env::current_exe().context("locating the shoal program")?,
     };
-    let opts = Options {
+    let mut opts = Options {
         matrix_path: a.matrix.clone(),
         out: a.out.unwrap_or_else(default_out),
-        runs: a.runs.or(matrix.runs).unwrap_or(DEFAULT_RUNS),
-        seed: a.seed.or(matrix.seed).unwrap_or_else(plan::random_seed),
-        timeout: a.timeout.or(matrix.timeout).unwrap_or(DEFAULT_TIMEOUT),
+        runs: a
+            .runs
+            .or(began_u64("runs_per_config").map(|r| r as u32))
+            .or(matrix.runs)
+            .unwrap_or(DEFAULT_RUNS),
+        seed: a
+            .seed
+            .or(began_u64("order_seed"))
+            .or(matrix.seed)
+            .unwrap_or_else(plan::random_seed),
+        timeout: a
+            .timeout
+            .or(began_timeout)
+            .or(matrix.timeout)
+            .unwrap_or(DEFAULT_TIMEOUT),
         quiet_wait: a.quiet_wait,
         quiet_load: a
             .quiet_load
@@ -125,6 +174,7 @@ pub fn run_sweep(a: SweepRequest, parse: ArgCheck) -> Result<ExitCode> {
         settle: a.settle,
         traces: !a.no_traces && matrix.traces != Some(false),
         probe: !a.no_probe && matrix.probe != Some(false),
+        continuation: None,
     };
     // Before the link, a payload or a receiver is touched: every configuration must parse.
     preflight::check(&matrix, opts.runs, opts.timeout, opts.traces, parse)?;
@@ -132,6 +182,10 @@ pub fn run_sweep(a: SweepRequest, parse: ArgCheck) -> Result<ExitCode> {
         return Err(e);
     }
     crate::meta::check_binaries(&matrix)?;
+    if let Some(dir) = &a.continue_dir {
+        let c = crate::continuation::Continuation::prepare(dir, &matrix, &opts, a.force)?;
+        opts.continuation = Some(c);
+    }
     if a.dry_run {
         print!(
             "{}",

@@ -54,6 +54,8 @@ pub struct Volume {
     size: u64,
     /// Keep the image file after unmounting (`--keep`).
     keep: bool,
+    /// Its entry in the sweep's list of what it owns (`crate::owned`).
+    owned: Option<u64>,
 }
 
 impl Volume {
@@ -75,15 +77,23 @@ impl Volume {
             dest: mount_point.join("tree"),
             size,
             keep,
+            owned: None,
         };
+        let image = kind.mkfs().map(|_| {
+            let name = mount_point
+                .file_name()
+                .map(|n| n.to_string_lossy().to_string())
+                .unwrap_or_else(|| "volume".into());
+            image_dir.join(format!("{name}.img"))
+        });
+        v.owned = shoal_hostctl::owned::acquire(shoal_hostctl::owned::Item::Mount {
+            point: mount_point.to_path_buf(),
+            image: image.clone().filter(|_| !keep),
+        });
         match kind.mkfs() {
             Some((prog, opts, _)) => {
                 std::fs::create_dir_all(image_dir)?;
-                let name = mount_point
-                    .file_name()
-                    .map(|n| n.to_string_lossy().to_string())
-                    .unwrap_or_else(|| "volume".into());
-                let image = image_dir.join(format!("{name}.img"));
+                let image = image.expect("a loop volume has an image");
                 // Sparse: set_len allocates nothing.
                 let f = std::fs::File::create(&image)
                     .with_context(|| format!("creating image {}", image.display()))?;
@@ -139,8 +149,9 @@ impl Drop for Volume {
         }
         if !unmounted {
             // Something still holds it: detach it now, the kernel frees it when released.
-            if let Err(e) = run(Command::new("umount").arg("-l").arg(&self.mount_point)) {
-                eprintln!("warning: {e:#}");
+            match run(Command::new("umount").arg("-l").arg(&self.mount_point)) {
+                Ok(()) => unmounted = true,
+                Err(e) => eprintln!("warning: {e:#}"),
             }
         }
         let _ = std::fs::remove_dir(&self.mount_point);
@@ -148,6 +159,9 @@ impl Drop for Volume {
             if !self.keep {
                 let _ = std::fs::remove_file(image);
             }
+        }
+        if unmounted {
+            shoal_hostctl::owned::release(self.owned.take());
         }
     }
 }

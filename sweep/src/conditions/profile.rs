@@ -80,6 +80,8 @@ pub struct Applied {
     before: InEffect,
     /// What the kernel reported after the profile was written.
     pub in_effect: InEffect,
+    /// The host-wide caps' entries in the sweep's list of what it owns (`crate::owned`).
+    owned: Vec<Option<u64>>,
 }
 
 /// Applies `p` in both namespaces (and the host-wide caps) and reads back what is in effect.
@@ -91,12 +93,24 @@ pub fn apply(p: HostProfile, snd_ns: &str, rcv_ns: &str) -> Result<Applied> {
         rcv_ns: rcv_ns.into(),
         before: before.clone(),
         in_effect: before,
+        owned: Vec::new(),
     };
     if let Some(s) = p.sysctls() {
         // From here on a failure restores on drop.
         for ns in [snd_ns, rcv_ns] {
             netns::set_sysctl_in(ns, TCP_RMEM, &triple(s.tcp_rmem))?;
             netns::set_sysctl_in(ns, TCP_WMEM, &triple(s.tcp_wmem))?;
+        }
+        // Host-wide: listed with the value to put back, in case the sweep is killed.
+        for (key, was) in [
+            (RMEM_MAX, &applied.before.rmem_max),
+            (WMEM_MAX, &applied.before.wmem_max),
+        ] {
+            let item = shoal_hostctl::owned::Item::Sysctl {
+                key: key.into(),
+                before: was.clone(),
+            };
+            applied.owned.push(shoal_hostctl::owned::acquire(item));
         }
         netns::write_sysctl(RMEM_MAX, &s.rmem_max.to_string())?;
         netns::write_sysctl(WMEM_MAX, &s.wmem_max.to_string())?;
@@ -115,6 +129,7 @@ impl Applied {
 impl Drop for Applied {
     fn drop(&mut self) {
         if self.in_effect == self.before {
+            self.owned.drain(..).for_each(shoal_hostctl::owned::release);
             return;
         }
         let b = &self.before;
@@ -127,6 +142,7 @@ impl Drop for Applied {
         }
         let _ = netns::write_sysctl(RMEM_MAX, &b.rmem_max);
         let _ = netns::write_sysctl(WMEM_MAX, &b.wmem_max);
+        self.owned.drain(..).for_each(shoal_hostctl::owned::release);
     }
 }
 
