@@ -5,6 +5,7 @@
 mod support;
 
 mod check;
+mod continued;
 mod html;
 mod pandas_example;
 mod study_page;
