@@ -38,6 +38,14 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
         .with_context(|| format!("cannot create {}", opts.out.display()))?;
     // Refuses a folder a running sweep writes; releases what a killed one left.
     shoal_hostctl::owned::begin(&opts.out)?;
+    if let LinkSpec::Emulated(l) = &matrix.link {
+        // Claimed before anything else is acquired, so the next sweep on this link finds
+        // whatever this one leaves.
+        shoal_hostctl::owned::claim::take(
+            &l.name,
+            &shoal_hostctl::owned::current().unwrap_or_default(),
+        )?;
+    }
     if opts.continuation.is_none() {
         std::fs::copy(&opts.matrix_path, opts.out.join("matrix.toml"))
             .context("copying the matrix")?;

@@ -7,6 +7,7 @@ mod support;
 mod check;
 mod continued;
 mod html;
+mod killed;
 mod pandas_example;
 mod study_page;
 mod sweep;

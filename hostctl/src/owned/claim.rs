@@ -45,7 +45,8 @@ pub fn take(name: &str, list: &Path) -> Result<()> {
     let me = Ident::me();
     for _ in 0..3 {
         match read(name) {
-            Some(c) if c.owner.alive() && c.owner != me => bail!(
+            Some(c) if c.owner == me => return Ok(()),
+            Some(c) if c.owner.alive() => bail!(
                 "link {name:?} belongs to a sweep that is still running ({}, its list {}): \
                  not touching it; wait for that sweep to end, stop it (kill -INT {}), or give \
                  this matrix another [link] name",
@@ -177,7 +178,7 @@ pub struct OwnedLink {
 }
 
 impl OwnedLink {
-    /// Claims `cfg.name`, lists it, brings it up.
+    /// Claims `cfg.name` (unless this process has already), lists it, brings it up.
     pub fn up(cfg: &shoal_link::UpConfig, launcher: &shoal_link::Launcher) -> Result<OwnedLink> {
         let list = super::current().unwrap_or_default();
         take(&cfg.name, &list)?;

@@ -196,7 +196,23 @@ pub fn current() -> Option<PathBuf> {
 /// Records `item` as owned (before it is acquired, so a kill part-way leaves it listed; its
 /// release then finds it absent or half made). None when no list was begun or it cannot be
 /// written (said once on stderr).
-pub fn acquire(item: Item) -> Option<u64> {
+pub fn acquire(mut item: Item) -> Option<u64> {
+    // Released from wherever the next sweep runs: paths are made absolute.
+    let abs = |p: &mut PathBuf| {
+        if p.is_relative() {
+            if let Ok(cwd) = std::env::current_dir() {
+                *p = cwd.join(&*p);
+            }
+        }
+    };
+    match &mut item {
+        Item::Mount { point, image } => {
+            abs(point);
+            image.iter_mut().for_each(abs);
+        }
+        Item::Cgroup { dir: p } | Item::WorkDir { path: p } => abs(p),
+        Item::Link { .. } | Item::Process { .. } | Item::Sysctl { .. } => {}
+    }
     let mut g = ledger();
     let l = g.as_mut()?;
     let id = l.next;
