@@ -311,3 +311,101 @@ fn a_sweep_killed_at_random_points_leaves_nothing_once_the_next_sweep_ran() {
         .collect();
     assert!(work.is_empty(), "work folders left: {work:?}");
 }
+
+/// `shoal sweep --clean DIR` releases what DIR's list holds once its owner is dead (here a
+/// process group and a work folder), says so, and refuses while the owner runs.
+#[test]
+fn clean_releases_a_dead_owner_s_list_and_refuses_a_live_one() {
+    use shoal_sweep::owned::{append, Ident, Item, Line};
+    use std::os::unix::process::CommandExt;
+    let t = tempfile::tempdir().unwrap();
+    let list = t.path().join("owned.jsonl");
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    let dead = Ident::of(gone.id()).unwrap();
+    gone.wait().unwrap();
+    let mut sleeper = std::process::Command::new("sleep")
+        .arg("60")
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let work = t.path().join("work/run-x-1");
+    std::fs::create_dir_all(work.join("dest")).unwrap();
+    let items = [
+        Item::Process {
+            pid: sleeper.id(),
+            start: ident::start_time(sleeper.id()).unwrap(),
+            what: "shoal recv".into(),
+        },
+        Item::WorkDir { path: work.clone() },
+    ];
+    let at = "t".to_string();
+    append(
+        &list,
+        &Line::Owner {
+            owner: dead.clone(),
+            at: at.clone(),
+        },
+    )
+    .unwrap();
+    for (i, item) in items.into_iter().enumerate() {
+        let owner = dead.clone();
+        append(
+            &list,
+            &Line::Acquire {
+                id: i as u64 + 1,
+                owner,
+                item,
+            },
+        )
+        .unwrap();
+    }
+    // While a live process owns the folder, nothing is touched.
+    let me = Ident::me();
+    append(
+        &list,
+        &Line::Owner {
+            owner: me.clone(),
+            at: at.clone(),
+        },
+    )
+    .unwrap();
+    let o = shoal()
+        .args(["sweep", "--clean"])
+        .arg(t.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(
+        err.contains(&format!("still running (PID {})", me.pid)),
+        "{err}"
+    );
+    assert!(work.exists());
+
+    append(&list, &Line::Owner { owner: dead, at }).unwrap();
+    let o = shoal()
+        .args(["sweep", "--clean"])
+        .arg(t.path())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(said.contains("shoal recv: stopped process group"), "{said}");
+    assert!(said.contains("work folder"), "{said}");
+    assert!(
+        sleeper.try_wait().unwrap().is_some(),
+        "the process group was stopped"
+    );
+    assert!(!work.exists());
+    assert!(List::read(&list).unwrap().outstanding().is_empty());
+    let o = shoal()
+        .args(["sweep", "--clean"])
+        .arg(t.path())
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&o.stdout).contains("nothing left to release"));
+}
