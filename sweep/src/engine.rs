@@ -295,8 +295,8 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
     let header = columns::header(&matrix.axes);
     let runs_csv = opts.out.join("runs.csv");
     let mut csv = match &opts.continuation {
-        Some(c) => RowLog::resume(&runs_csv, header, c.recovered.whole)?,
-        None => RowLog::create(&runs_csv, header)?,
+        Some(c) if c.recovered.whole > 0 => RowLog::resume(&runs_csv, header, c.recovered.whole)?,
+        _ => RowLog::create(&runs_csv, header)?,
     };
     // A continuation runs only what its runs.csv lacks, each under its order in the plan.
     let recorded = |p: &shoal_matrix::plan::Planned| {

@@ -12,9 +12,12 @@ use crate::payload::Payload;
 use shoal_matrix::matrix::Matrix;
 use shoal_matrix::plan::Planned;
 
+/// Writes meta.json whole (a temporary file renamed over it): a sweep killed while writing
+/// leaves the previous version, which `--continue` reads.
 pub fn write_meta(out: &Path, meta: &serde_json::Value) -> Result<()> {
-    std::fs::write(out.join("meta.json"), serde_json::to_vec_pretty(meta)?)
-        .context("writing meta.json")
+    let tmp = out.join("meta.json.tmp");
+    std::fs::write(&tmp, serde_json::to_vec_pretty(meta)?).context("writing meta.json")?;
+    std::fs::rename(&tmp, out.join("meta.json")).context("writing meta.json")
 }
 
 /// The build of `bin`: what `bin --version` says it was built from, and its SHA-256.

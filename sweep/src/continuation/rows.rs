@@ -79,7 +79,8 @@ pub struct Recorded {
 #[derive(Clone, Debug, Default)]
 pub struct Recovered {
     pub rows: Vec<Recorded>,
-    /// Bytes of whole records (header included): the file is cut here before appending.
+    /// Bytes of whole records (header included): the file is cut here before appending (0:
+    /// no whole header, the file is written anew).
     pub whole: u64,
     /// Bytes of a torn last record, dropped.
     pub torn: u64,
@@ -89,7 +90,11 @@ pub struct Recovered {
 /// fewer cells than the header, or no final newline) set apart. Refuses a file with another
 /// header or a bad record before its last.
 pub fn recover(path: &Path, header: &[String]) -> Result<Recovered> {
-    let data = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let data = match std::fs::read(path) {
+        // Killed before its first row: nothing recorded.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Recovered::default()),
+        r => r.with_context(|| format!("reading {}", path.display()))?,
+    };
     parse(&data, header).with_context(|| format!("{}", path.display()))
 }
 
@@ -109,8 +114,15 @@ fn parse(data: &[u8], header: &[String]) -> Result<Recovered> {
             Err(_) => break,
         }
     }
-    let Some((hdr_end, first)) = records.first() else {
-        bail!("no header: the sweep was killed before its first row");
+    let Some((hdr_end, first)) = records
+        .first()
+        .filter(|(end, _)| data.get(*end as usize - 1) == Some(&b'\n'))
+    else {
+        // Not even a whole header: the file is started again.
+        return Ok(Recovered {
+            torn: data.len() as u64,
+            ..Default::default()
+        });
     };
     if first.iter().ne(header.iter().map(String::as_str)) {
         let theirs: Vec<&str> = first.iter().collect();
@@ -221,6 +233,14 @@ mod tests {
         let mut log = RowLog::resume(&p, header(), r.whole).unwrap();
         log.write(&row("c01", 2, 3, "ok", "")).unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), three);
+    }
+
+    #[test]
+    fn no_whole_header_is_nothing_recorded() {
+        let r = parse(b"config_id,run,ord", &header()).unwrap();
+        assert_eq!((r.whole, r.torn, r.rows.len()), (0, 17, 0));
+        let r = parse(b"", &header()).unwrap();
+        assert_eq!((r.whole, r.rows.len()), (0, 0));
     }
 
     #[test]
