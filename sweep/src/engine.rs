@@ -303,8 +303,9 @@ pub fn run(opts: &Options, matrix: &Matrix) -> Result<Summary> {
         let c = opts.continuation.as_ref();
         c.is_some_and(|c| c.done(&matrix.configs[p.config], *p))
     };
-    let mut progress = Progress::new(the_plan.iter().filter(|p| !recorded(p)).count());
+    let mut progress = Progress::new(the_plan.len());
     let (mut done, mut ok) = opts.continuation.as_ref().map_or((0, 0), |c| c.counts());
+    progress.recorded_before(done, ok);
     let mut warmups = Vec::new();
     for (i, p) in the_plan.iter().enumerate() {
         if proc::interrupted() {

@@ -12,6 +12,8 @@ pub use shoal_matrix::plan::fmt_duration;
 struct State {
     total: usize,
     done: usize,
+    /// Runs recorded before this process started (`--continue`): not in the ETA's rate.
+    before: usize,
     ok: usize,
     started: Instant,
     current: String,
@@ -21,12 +23,13 @@ struct State {
 
 impl State {
     fn eta(&self) -> String {
-        if self.done == 0 {
+        let here = self.done - self.before;
+        if here == 0 {
             return "?".into();
         }
         // Mean time per finished run (waits and verification included), minus what the
         // current run has already used.
-        let per = self.last_finish.duration_since(self.started).as_secs_f64() / self.done as f64;
+        let per = self.last_finish.duration_since(self.started).as_secs_f64() / here as f64;
         let left = per * (self.total - self.done) as f64
             - if self.current.is_empty() {
                 0.0
@@ -82,6 +85,7 @@ impl Progress {
         let state = Arc::new(Mutex::new(State {
             total,
             done: 0,
+            before: 0,
             ok: 0,
             started: Instant::now(),
             current: String::new(),
@@ -113,6 +117,14 @@ impl Progress {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `done` runs (`ok` of them ok) were recorded before (a continued sweep).
+    pub fn recorded_before(&mut self, done: usize, ok: usize) {
+        let mut s = self.lock();
+        s.done = done;
+        s.before = done;
+        s.ok = ok;
     }
 
     /// A run is starting.

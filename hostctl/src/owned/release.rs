@@ -17,7 +17,12 @@ use super::{append, ident, Ident, Item, Line, List};
 pub fn settle(path: &Path) -> Result<Vec<String>> {
     refuse_live(path)?;
     let list = List::read(path)?;
-    let mut items = list.outstanding();
+    // Only a dead owner's: never what this (or another live) process holds.
+    let mut items: Vec<_> = list
+        .outstanding()
+        .into_iter()
+        .filter(|(_, owner, _)| !owner.alive())
+        .collect();
     // Stable: within a kind, the last acquired first.
     items.reverse();
     items.sort_by_key(|(_, _, item)| rank(item));
