@@ -204,18 +204,29 @@ fn a_sweep_killed_at_random_points_leaves_nothing_once_the_next_sweep_ran() {
                 "{err}"
             );
         }
-        // Anywhere from the start to past the last run (the sweep takes 10–20 s here).
-        let delay = Duration::from_millis(next(14_000));
+        // A random moment of a random phase: start-up and link up, the Shoal run (volume,
+        // cgroup, both ends), the tar-ssh run (sshd), the tear-down.
+        let (mark, within) = match next(4) {
+            0 => (None, 9_000),
+            1 => (Some(format!("link {name}:")), 1_500),
+            2 => (Some("run 2/2 starting".to_string()), 1_500),
+            _ => (Some("[2/2]".to_string()), 1_000),
+        };
+        if let Some(m) = &mark {
+            wait_for(&log, m, &mut child, Duration::from_secs(120));
+        }
+        let delay = Duration::from_millis(next(within));
         let t0 = Instant::now();
         while t0.elapsed() < delay && child.try_wait().unwrap().is_none() {
-            std::thread::sleep(Duration::from_millis(20));
+            std::thread::sleep(Duration::from_millis(10));
         }
         let procs = descendants(child.id());
         let pid = child.id();
         let _ = child.kill();
         child.wait().unwrap();
         eprintln!(
-            "trial {trial}: killed after {delay:?}, {} processes below it; its log ends: {}",
+            "trial {trial}: killed {delay:?} after {}, {} processes below it; its log ends: {}",
+            mark.as_deref().unwrap_or("its start"),
             procs.len(),
             std::fs::read_to_string(&log)
                 .unwrap_or_default()

@@ -45,7 +45,10 @@ pub fn take(name: &str, list: &Path) -> Result<()> {
     let me = Ident::me();
     for _ in 0..3 {
         match read(name) {
-            Some(c) if c.owner == me => return Ok(()),
+            Some(c) if c.owner == me => {
+                super::note_claim(name);
+                return Ok(());
+            }
             Some(c) if c.owner.alive() => bail!(
                 "link {name:?} belongs to a sweep that is still running ({}, its list {}): \
                  not touching it; wait for that sweep to end, stop it (kill -INT {}), or give \
@@ -95,7 +98,7 @@ pub fn take(name: &str, list: &Path) -> Result<()> {
         {
             Ok(mut f) => {
                 f.write_all(&serde_json::to_vec(&claim)?)?;
-                f.sync_data()?;
+                super::note_claim(name);
                 return Ok(());
             }
             // Another sweep claimed it meanwhile: look again.
@@ -117,7 +120,14 @@ pub fn set_forwarder(name: &str, forwarder: Option<u32>) -> Result<()> {
     std::fs::rename(&tmp, path(name)).context("updating the link's claim")
 }
 
-/// Removes this process's claim (its link is down).
+/// Removes the claim on `name` if `owner` (dead, everything it listed released) holds it.
+pub fn forget(name: &str, owner: &Ident) {
+    if read(name).is_some_and(|c| c.owner == *owner) {
+        let _ = std::fs::remove_file(path(name));
+    }
+}
+
+/// Removes this process's claim (its sweep released everything).
 pub fn drop_claim(name: &str) {
     if read(name).is_some_and(|c| c.owner == Ident::me()) {
         let _ = std::fs::remove_file(path(name));
@@ -148,12 +158,12 @@ pub fn release_link(name: &str, owner: &Ident) -> Result<String> {
         }
     }
     if !link_exists(name) {
-        let _ = std::fs::remove_file(path(name));
         return Ok(format!("link {name}: already down"));
     }
     let fwd = state.and_then(|s| s.forwarder_pid);
+    // The claim stays until everything its owner listed is released (`forget`): it is how
+    // a later sweep finds the rest if this one is killed part-way.
     let out = shoal_link::ctl::up::down(name)?;
-    let _ = std::fs::remove_file(path(name));
     let mut what = format!(
         "link {name} down: namespaces {} and {} removed",
         shoal_link::state::snd_ns(name),
@@ -170,8 +180,8 @@ pub fn release_link(name: &str, owner: &Ident) -> Result<String> {
     Ok(what)
 }
 
-/// The link as a sweep owns it: claimed, listed, brought down (and unlisted, unclaimed) with
-/// [`OwnedLink::down`] or on drop.
+/// The link as a sweep owns it: claimed, listed, brought down (and unlisted) with
+/// [`OwnedLink::down`] or on drop; the claim goes at the sweep's end (`super::finish`).
 pub struct OwnedLink {
     guard: Option<shoal_link::LinkGuard>,
     id: Option<u64>,
@@ -189,7 +199,6 @@ impl OwnedLink {
             Ok(g) => g,
             Err(e) => {
                 // `up` rolled back what it made.
-                drop_claim(&cfg.name);
                 super::release(id);
                 return Err(e);
             }
@@ -214,9 +223,7 @@ impl OwnedLink {
         let Some(g) = self.guard.take() else {
             return Ok(());
         };
-        let name = g.name().to_string();
         g.down()?;
-        drop_claim(&name);
         super::release(self.id.take());
         Ok(())
     }

@@ -1,7 +1,7 @@
 //! What a sweep owns on the host — its emulated link, the processes it started (sshd, the runs'
 //! ends), mounted volumes, cgroups, host-wide sysctls it changed, its work folder — recorded in
 //! its output folder as it acquires each (`OUT/owned.jsonl`, one JSON object a line, each
-//! appended with one write and synced), with the owner's PID, start time and boot, so a sweep
+//! appended with one write), with the owner's PID, start time and boot, so a sweep
 //! killed with SIGKILL leaves a list the next sweep (or `--continue`, or `--clean`) can release
 //! once the owner is dead (`release`). The link also carries a claim naming its owner
 //! (`claim`), so a sweep in another output folder finds the killed one's list. See
@@ -138,7 +138,10 @@ impl List {
     }
 }
 
-/// Appends one line with one write, synced: a kill leaves it whole or absent.
+/// Appends one line with one write: a kill of this process leaves it whole or absent. Only a
+/// work folder's line is synced to disk too: it is the one thing that outlives a crash of the
+/// machine (processes, mounts, cgroups, namespaces and sysctls do not), and a sync per
+/// process started would cost the runs' timing.
 pub fn append(path: &Path, line: &Line) -> Result<()> {
     let mut bytes = serde_json::to_vec(line)?;
     bytes.push(b'\n');
@@ -147,8 +150,15 @@ pub fn append(path: &Path, line: &Line) -> Result<()> {
         .append(true)
         .open(path)
         .with_context(|| format!("opening {}", path.display()))?;
+    let sync = matches!(
+        line,
+        Line::Acquire {
+            item: Item::WorkDir { .. },
+            ..
+        }
+    );
     f.write_all(&bytes)
-        .and_then(|_| f.sync_data())
+        .and_then(|_| if sync { f.sync_data() } else { Ok(()) })
         .with_context(|| format!("writing {}", path.display()))
 }
 
@@ -156,6 +166,8 @@ struct Ledger {
     path: PathBuf,
     me: Ident,
     next: u64,
+    /// Links this process claimed: unclaimed only at [`finish`], once everything is released.
+    claims: Vec<String>,
 }
 
 static LEDGER: Mutex<Option<Ledger>> = Mutex::new(None);
@@ -184,6 +196,7 @@ pub fn begin(out: &Path) -> Result<()> {
         path: std::fs::canonicalize(&path).unwrap_or(path),
         me,
         next: list.next_id(),
+        claims: Vec::new(),
     });
     Ok(())
 }
@@ -241,9 +254,18 @@ pub fn release(id: Option<u64>) {
     }
 }
 
-/// Ends this process's list (the sweep is over; everything it acquired was released).
+fn note_claim(name: &str) {
+    if let Some(l) = ledger().as_mut() {
+        l.claims.push(name.to_string());
+    }
+}
+
+/// Ends this process's list (the sweep is over; everything it acquired was released) and
+/// gives up its link's claim. Until then the claim leads the next sweep to the list.
 pub fn finish() {
-    *ledger() = None;
+    if let Some(l) = ledger().take() {
+        l.claims.iter().for_each(|n| claim::drop_claim(n));
+    }
 }
 
 #[cfg(test)]

@@ -27,16 +27,29 @@ pub fn settle(path: &Path) -> Result<Vec<String>> {
     items.reverse();
     items.sort_by_key(|(_, _, item)| rank(item));
     let mut said = Vec::new();
+    let (mut links, mut failed) = (Vec::new(), false);
     for (id, owner, item) in items {
         match release_item(&item, &owner) {
             Ok(what) => {
                 append(path, &Line::Release { id })?;
                 said.push(format!("released (owner {owner} is gone): {what}"));
+                if let Item::Link { name } = item {
+                    links.push((name, owner));
+                }
             }
-            Err(e) => said.push(format!(
-                "could not release {} (owner {owner} is gone): {e:#}",
-                describe(&item)
-            )),
+            Err(e) => {
+                failed = true;
+                said.push(format!(
+                    "could not release {} (owner {owner} is gone): {e:#}",
+                    describe(&item)
+                ))
+            }
+        }
+    }
+    // Only now: a claim leads a later sweep to this list while anything in it is left.
+    if !failed {
+        for (name, owner) in links {
+            super::claim::forget(&name, &owner);
         }
     }
     Ok(said)
