@@ -11,6 +11,10 @@
 //! | start window | [`start_window::apply`] | `Applied::restore_buffers`, then its routes' `RouteGuard::restore` (or drop) |
 //! | stalls, CPU hog | `shoal_hostctl::stall::RunStalls::create`, `place`, `start` | `stall::Running::stop`, then drop (thaw, remove) |
 //! | link loss | [`loss::apply`] | none: every run of a `loss` axis sets its own rate, and the link goes down with the sweep |
+//!
+//! What outlives the link's namespaces (a volume, a cgroup, a host-wide sysctl) is listed in
+//! the sweep's list of what it owns (`crate::owned::acquire`) before it is applied and marked
+//! released once restored, so a sweep killed mid-run leaves it to the next sweep to release.
 
 pub mod dest_fs;
 pub mod loss;
