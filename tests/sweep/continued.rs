@@ -129,7 +129,17 @@ fn a_sweep_killed_after_its_third_run_and_continued_has_every_run_once_in_the_se
     assert!(!o.status.success());
     assert!(err.contains("order seed: was 11, is now 12"), "{err}");
 
-    let said = run_ok(sweep_cmd(t.path(), &["--continue", cut.to_str().unwrap()]));
+    // --force goes on, recording the difference (a longer time limit changes no order).
+    let said = run_ok(sweep_cmd(
+        t.path(),
+        &[
+            "--continue",
+            cut.to_str().unwrap(),
+            "--timeout",
+            "2m",
+            "--force",
+        ],
+    ));
     assert!(said.contains("torn last row"), "{said}");
     assert!(
         said.contains(&format!("{before} of 6 runs recorded")),
@@ -141,6 +151,10 @@ fn a_sweep_killed_after_its_third_run_and_continued_has_every_run_once_in_the_se
     assert_eq!(meta["continued"][0]["runs_recorded_before"], before);
     assert_eq!(meta["continued"][0]["torn_row_dropped_bytes"], 12);
     assert_eq!(meta["runs_done"], 6);
+    assert_eq!(
+        meta["continued"][0]["forced_differences"][0],
+        "time limit (s): was 60, is now 120"
+    );
 
     // Medians and charts are those of all the rows: shoal report on a copy says the same.
     let copy = t.path().join("copy");

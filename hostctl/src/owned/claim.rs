@@ -43,7 +43,7 @@ pub fn take(name: &str, list: &Path) -> Result<()> {
     std::fs::create_dir_all(shoal_link::state::RUN_DIR)
         .with_context(|| format!("creating {}", shoal_link::state::RUN_DIR))?;
     let me = Ident::me();
-    for _ in 0..3 {
+    for _ in 0..20 {
         match read(name) {
             Some(c) if c.owner == me => {
                 super::note_claim(name);
@@ -75,7 +75,16 @@ pub fn take(name: &str, list: &Path) -> Result<()> {
                 let _ = std::fs::remove_file(path(name));
             }
             None if path(name).exists() => {
-                // Made but never written: its maker died at once; the link is not up yet.
+                // Being written by another sweep (wait), or made and never written: its maker
+                // died at once, before the link was up (removed).
+                let age = std::fs::metadata(path(name))
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| t.elapsed().ok());
+                if age.is_some_and(|a| a < std::time::Duration::from_secs(2)) {
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                    continue;
+                }
                 let _ = std::fs::remove_file(path(name));
             }
             None if link_exists(name) => bail!(

@@ -112,7 +112,7 @@ impl Continuation {
         if num("timeout_s") != opts.timeout.as_secs_f64() {
             d.push(differs(
                 "time limit (s)",
-                &meta["timeout_s"],
+                num("timeout_s"),
                 opts.timeout.as_secs_f64(),
             ));
         }
