@@ -8,5 +8,6 @@
 pub mod cpu_quota;
 pub mod owned;
 pub mod proc;
+pub mod shell;
 pub mod stall;
 pub mod work;

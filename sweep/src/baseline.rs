@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 use shoal_hostctl::proc::Proc;
-pub use shoal_hostctl::proc::{command_line, shell_quote};
+pub use shoal_hostctl::shell::{command_line, shell_quote};
 use shoal_matrix::arm::Arm;
 
 /// Host alias the generated ssh_config defines.

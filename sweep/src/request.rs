@@ -183,7 +183,13 @@ pub fn run_sweep(mut a: SweepRequest, parse: ArgCheck) -> Result<ExitCode> {
     }
     crate::meta::check_binaries(&matrix)?;
     if let Some(dir) = &a.continue_dir {
-        let c = crate::continuation::Continuation::prepare(dir, &matrix, &opts, a.force)?;
+        let expect = crate::continuation::Expect {
+            runs: opts.runs,
+            seed: opts.seed,
+            timeout: opts.timeout,
+            binary: crate::meta::binary_provenance(&opts.shoal_bin),
+        };
+        let c = crate::continuation::Continuation::prepare(dir, &matrix, &expect, a.force)?;
         opts.continuation = Some(c);
     }
     if a.dry_run {

@@ -327,7 +327,7 @@ fn a_sweep_killed_at_random_points_leaves_nothing_once_the_next_sweep_ran() {
 /// process group and a work folder), says so, and refuses while the owner runs.
 #[test]
 fn clean_releases_a_dead_owner_s_list_and_refuses_a_live_one() {
-    use shoal_sweep::owned::{append, Ident, Item, Line};
+    use shoal_hostctl::owned::{append, Ident, Item, Line};
     use std::os::unix::process::CommandExt;
     let t = tempfile::tempdir().unwrap();
     let list = t.path().join("owned.jsonl");

@@ -180,7 +180,7 @@ fn stop_group(pgid: u32, start: u64, what: &str) -> Result<String> {
 }
 
 fn run(cmd: &mut Command) -> Result<()> {
-    let what = crate::proc::command_line(cmd);
+    let what = crate::shell::command_line(cmd);
     let out = cmd.output().with_context(|| format!("running {what}"))?;
     if !out.status.success() {
         bail!("{what}: {}", String::from_utf8_lossy(&out.stderr).trim());

@@ -54,7 +54,7 @@ pub struct Volume {
     size: u64,
     /// Keep the image file after unmounting (`--keep`).
     keep: bool,
-    /// Its entry in the sweep's list of what it owns (`crate::owned`).
+    /// Its entry in the sweep's list of what it owns (`shoal_hostctl::owned`).
     owned: Option<u64>,
 }
 

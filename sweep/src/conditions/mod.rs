@@ -13,7 +13,7 @@
 //! | link loss | [`loss::apply`] | none: every run of a `loss` axis sets its own rate, and the link goes down with the sweep |
 //!
 //! What outlives the link's namespaces (a volume, a cgroup, a host-wide sysctl) is listed in
-//! the sweep's list of what it owns (`crate::owned::acquire`) before it is applied and marked
+//! the sweep's list of what it owns (`shoal_hostctl::owned::acquire`) before it is applied and marked
 //! released once restored, so a sweep killed mid-run leaves it to the next sweep to release.
 
 pub mod dest_fs;

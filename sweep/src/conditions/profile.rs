@@ -80,7 +80,7 @@ pub struct Applied {
     before: InEffect,
     /// What the kernel reported after the profile was written.
     pub in_effect: InEffect,
-    /// The host-wide caps' entries in the sweep's list of what it owns (`crate::owned`).
+    /// The host-wide caps' entries in the sweep's list of what it owns (`shoal_hostctl::owned`).
     owned: Vec<Option<u64>>,
 }
 

@@ -11,11 +11,19 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
-use crate::options::Options;
 use crate::payload::Payload;
 use shoal_matrix::matrix::{Config, Matrix};
 use shoal_matrix::plan::Planned;
 use shoal_matrix::start_window::WARMUP_RUN;
+
+/// What the sweep resolved for this start, to be checked against what DIR began with.
+pub struct Expect {
+    pub runs: u32,
+    pub seed: u64,
+    pub timeout: std::time::Duration,
+    /// The `shoal` binary's provenance (meta.json's `shoal`).
+    pub binary: Value,
+}
 
 /// A sweep folder taken up again.
 #[derive(Clone, Debug)]
@@ -75,7 +83,7 @@ fn object_diff(prefix: &str, was: &Value, now: &Value, skip: &[&str]) -> Vec<Str
 impl Continuation {
     /// Checks DIR against the matrix and options resolved for it (the same configurations,
     /// runs, order seed, time limit, link settings and binary) and reads its runs.csv.
-    pub fn prepare(dir: &Path, matrix: &Matrix, opts: &Options, force: bool) -> Result<Self> {
+    pub fn prepare(dir: &Path, matrix: &Matrix, opts: &Expect, force: bool) -> Result<Self> {
         let meta = read_meta(dir)?;
         let mut d = Vec::new();
         let was: Vec<(String, String)> = meta["configs"]
@@ -122,7 +130,7 @@ impl Continuation {
             &serde_json::to_value(&matrix.link)?,
             &[],
         ));
-        let bin = crate::meta::binary_provenance(&opts.shoal_bin);
+        let bin = &opts.binary;
         if meta["shoal"]["sha256"] != bin["sha256"] {
             d.push(differs(
                 "shoal binary (SHA-256)",
