@@ -37,6 +37,35 @@ impl FileStream {
     }
 }
 
+impl FileStream {
+    /// Sizes a yamux stream's receive window for its record, once its header is in: `total`
+    /// bytes on the stream (read so far and still due), at most
+    /// [`YAMUX_STREAM_GRANT`](shoal_transport::transport::YAMUX_STREAM_GRANT). A record that
+    /// fits yamux's initial 256 KiB sends nothing. The length only sizes the credit; the
+    /// decoder still refuses a byte past the record, and yamux a byte past the window. QUIC
+    /// streams start with `--stream-window`: nothing to do.
+    pub(crate) fn size_window(&mut self, total: u64) {
+        use shoal_transport::transport::YAMUX_STREAM_GRANT;
+        if let FileStream::Yamux(s) = self {
+            let window = u32::try_from(total)
+                .unwrap_or(u32::MAX)
+                .min(YAMUX_STREAM_GRANT);
+            if window > s.stream.receive_window() {
+                s.stream.grant_receive_window(window);
+            }
+        }
+    }
+
+    /// The stream's receive window now (yamux: as granted or auto-tuned; QUIC: 0, the
+    /// connection's `--stream-window` applies).
+    pub(crate) fn receive_window(&self) -> u64 {
+        match self {
+            FileStream::Yamux(s) => u64::from(s.stream.receive_window()),
+            FileStream::Quic(_) => 0,
+        }
+    }
+}
+
 /// One read of a file stream, bounded by `timeout`; 0 at end of stream.
 pub(crate) async fn read_into(
     rd: &mut FileStream,

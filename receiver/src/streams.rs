@@ -45,6 +45,8 @@ struct Shared {
     mine: Mutex<Claims>,
     open_now: AtomicU64,
     peak_open: AtomicU64,
+    /// The largest receive window a yamux file stream had (the row's `stream_window`).
+    peak_window: AtomicU64,
     /// What the file streams read, for the path-sized QUIC window (`tune.rs`); `None` over
     /// yamux.
     meter: Option<Arc<ReadMeter>>,
@@ -60,7 +62,7 @@ pub(crate) async fn receive<R: AsyncRead + Unpin>(
     mut buf: BytesMut,
     decoder: RecordDecoder,
     mut inbound: mpsc::UnboundedReceiver<InboundFile>,
-    facts: TransportFacts,
+    mut facts: TransportFacts,
     meter: Option<Arc<ReadMeter>>,
 ) -> ConnEnd {
     let run = &member.run;
@@ -71,6 +73,7 @@ pub(crate) async fn receive<R: AsyncRead + Unpin>(
         mine: Mutex::new(Claims::default()),
         open_now: AtomicU64::new(0),
         peak_open: AtomicU64::new(0),
+        peak_window: AtomicU64::new(0),
         meter,
     });
     // File handlers run inside this task: a task per file cost wake-ups between tasks (and
@@ -182,6 +185,9 @@ pub(crate) async fn receive<R: AsyncRead + Unpin>(
     // Stop whatever is still in flight so every writer handle is released.
     drop(handlers);
     let peak = shared.peak_open.load(Ordering::Relaxed);
+    facts.stream_window = facts
+        .stream_window
+        .max(shared.peak_window.load(Ordering::Relaxed));
     ConnEnd {
         errors: failure.into_iter().collect(),
         stopped,
@@ -202,6 +208,9 @@ async fn handle_file(shared: Arc<Shared>, file: InboundFile) -> Result<(), PumpE
             // No read size: a yamux read takes the frame body yamux holds (`fileread`). 4,608
             // bytes per read was the size that kept a 4 KiB file in one batch.
             let r = read_one_file(&shared, &mut s, 0).await;
+            shared
+                .peak_window
+                .fetch_max(s.receive_window(), Ordering::Relaxed);
             if let (Ok(()), FileStream::Yamux(s)) = (&r, &mut s) {
                 // Closing our side tells the sender this file is in (and acknowledges the
                 // stream, if no read had to wait).
@@ -254,6 +263,9 @@ async fn read_one_file(
 ) -> Result<(), PumpError> {
     let mut intake = Intake::new(StreamDecoder::file_stream(shared.config.limits), None);
     let mut buf = BytesMut::new();
+    // Bytes read from the stream, and whether its window is sized for its record yet.
+    let mut read = 0u64;
+    let mut sized = false;
     loop {
         let mut batch = intake.take(
             &shared.run,
@@ -272,6 +284,11 @@ async fn read_one_file(
             .await?;
         }
         failed?;
+        let due = intake.pending_data();
+        if !sized && due > 0 {
+            sized = true;
+            rd.size_window(read + due);
+        }
         // Up to 4,096 of these buffers are alive at once, so each is sized to what is due:
         // `first_read` while the header is incomplete, then exactly the file's remaining bytes
         // (64 KiB steps for large files). A fixed "4 KiB + slack" for every read made
@@ -286,6 +303,7 @@ async fn read_one_file(
             intake.finish(&buf)?;
             return Ok(());
         }
+        read += n as u64;
         if let Some(meter) = &shared.meter {
             meter.add(n as u64);
         }

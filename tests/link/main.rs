@@ -13,6 +13,7 @@ mod probe;
 mod probe_fidelity;
 mod quic_figures;
 mod stall;
+mod streams_large;
 mod study_infra;
 mod tools;
 mod two_hosts;

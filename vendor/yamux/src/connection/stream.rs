@@ -190,6 +190,19 @@ impl Stream {
         self.shared().is_pending_ack()
     }
 
+    /// Shoal patch: raises this stream's receive window to `window` bytes at once, as far as
+    /// the connection's receive window allows beyond every stream's guaranteed 256 KiB and what
+    /// other streams have grown into, and stops auto-tuning it. The credit goes to the peer with
+    /// the next window update, which the next read sends. Returns the window now in effect.
+    pub fn grant_receive_window(&self, window: u32) -> u32 {
+        self.shared().flow_controller.grant(window)
+    }
+
+    /// Shoal patch: this stream's receive window now (256 KiB, auto-tuned or granted).
+    pub fn receive_window(&self) -> u32 {
+        self.shared().flow_controller.max_receive_window()
+    }
+
     pub(crate) fn shared(&self) -> MutexGuard<'_, Shared> {
         self.shared.lock()
     }

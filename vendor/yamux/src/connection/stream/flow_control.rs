@@ -16,6 +16,9 @@ pub(crate) struct FlowController {
     receive_window: u32,
     max_receive_window: u32,
     send_window: u32,
+    /// Shoal patch: the window asked for by [`FlowController::grant`]; auto-tuning never takes
+    /// the window past it.
+    granted: Option<u32>,
 }
 
 impl FlowController {
@@ -34,7 +37,47 @@ impl FlowController {
             accumulated_max_stream_windows,
             max_receive_window: DEFAULT_CREDIT,
             last_window_update: Instant::now(),
+            granted: None,
         }
+    }
+
+    /// Shoal patch: raises the stream's receive window to `target` bytes at once (as far as what
+    /// the connection has beyond every stream's guaranteed `DEFAULT_CREDIT` permits), instead
+    /// of doubling it round trip by round trip; auto-tuning may go on up to `target`, never
+    /// past it. The credit goes out with the next window update. Returns the window now in
+    /// effect.
+    pub(crate) fn grant(&mut self, target: u32) -> u32 {
+        if target > self.max_receive_window {
+            let mut accumulated_max_stream_windows = self.accumulated_max_stream_windows.lock();
+            let new_max = cmp::min(target, self.connection_limit(*accumulated_max_stream_windows));
+            if new_max > self.max_receive_window {
+                *accumulated_max_stream_windows += (new_max - self.max_receive_window) as usize;
+                log::debug!(
+                    "granted window_max: {} mb (asked {} mb)",
+                    new_max as f64 / crate::MIB as f64,
+                    target as f64 / crate::MIB as f64
+                );
+                self.max_receive_window = new_max;
+            }
+        }
+        self.granted = Some(cmp::max(target, self.max_receive_window));
+        self.max_receive_window
+    }
+
+    /// Shoal patch: the receive window in effect.
+    pub(crate) fn max_receive_window(&self) -> u32 {
+        self.max_receive_window
+    }
+
+    /// Shoal patch: the largest this stream's window may be, as auto-tuning computes it: its
+    /// own, plus what the configured connection limit holds beyond every stream's
+    /// `DEFAULT_CREDIT` and the growth streams already took.
+    fn connection_limit(&self, accumulated_max_stream_windows: usize) -> u32 {
+        let limit: usize = self.max_receive_window as usize
+            + (self.config.max_connection_receive_window.unwrap_or(usize::MAX)
+                - self.config.max_num_streams * DEFAULT_CREDIT as usize
+                - accumulated_max_stream_windows);
+        limit.try_into().unwrap_or(u32::MAX)
     }
 
     /// Calculate the number of additional window bytes the receiving side (local) should grant the
@@ -78,16 +121,19 @@ impl FlowController {
         // above strategy.
         //
         // https://docs.google.com/document/d/1F2YfdDXKpy20WVKJueEf4abn_LVZHhMUMS5gX6Pgjl4/edit?usp=sharing
-        if self
-            .rtt
-            .get()
-            .map(|rtt| self.last_window_update.elapsed() < rtt * 2)
-            .unwrap_or(false)
+        if self.granted.map_or(true, |g| self.max_receive_window < g)
+            && self
+                .rtt
+                .get()
+                .map(|rtt| self.last_window_update.elapsed() < rtt * 2)
+                .unwrap_or(false)
         {
             let mut accumulated_max_stream_windows = self.accumulated_max_stream_windows.lock();
 
             // Ideally one can just double it:
             let new_max = self.max_receive_window.saturating_mul(2);
+            // (Shoal patch: up to what a grant asked for.)
+            let new_max = cmp::min(new_max, self.granted.unwrap_or(u32::MAX));
 
             // But one has to consider the configured connection limit:
             let new_max = {
@@ -157,10 +203,10 @@ impl FlowController {
                 <= accumulated_max_stream_windows,
             "The amount by which the stream maximum exceeds DEFAULT_CREDIT is tracked in accumulated_max_stream_windows."
         );
-        if rtt.is_none() {
+        if rtt.is_none() && self.granted.is_none() {
             assert_eq!(
                 self.max_receive_window, DEFAULT_CREDIT,
-                "The maximum is only increased iff an rtt measurement is available."
+                "The maximum is only increased iff an rtt measurement is available or it was granted."
             );
         }
     }
@@ -234,6 +280,7 @@ mod tests {
                     receive_window: self.controller.receive_window,
                     max_receive_window: self.controller.max_receive_window,
                     send_window: self.controller.send_window,
+                    granted: self.controller.granted,
                 },
                 buffer_len: self.buffer_len,
             }
@@ -280,6 +327,7 @@ mod tests {
                     receive_window,
                     max_receive_window,
                     send_window,
+                    granted: None,
                 },
                 buffer_len,
             }
@@ -298,5 +346,31 @@ mod tests {
         }
 
         QuickCheck::new().quickcheck(property as fn(_))
+    }
+
+    /// Shoal patch: a grant stays within the connection's limit and its accounting, never
+    /// lowers the window, and auto-tuning never takes the window past what was granted.
+    #[test]
+    fn grant_then_next_window_update() {
+        fn property(
+            Input {
+                mut controller,
+                buffer_len,
+            }: Input,
+            target: u32,
+        ) {
+            let before = controller.max_receive_window;
+            let window = controller.grant(target);
+            assert!(window >= before);
+            assert!(window == before || window <= target);
+            controller.assert_invariants(buffer_len);
+            controller.next_window_update(buffer_len);
+            assert!(
+                controller.max_receive_window <= window.max(target),
+                "auto-tuned past a grant"
+            );
+        }
+
+        QuickCheck::new().quickcheck(property as fn(_, _))
     }
 }
