@@ -1,6 +1,6 @@
 //! One large file in tcp-streams moves at the connection's rate (needs root): its blocks'
 //! yamux streams get a window sized for what they carry at once, instead of each doubling its
-//! window from 256 KiB round trip by round trip (docs/decisions/0022-yamux-stream-grant.md).
+//! window from 256 KiB round trip by round trip (docs/decisions/0023-yamux-stream-grant.md).
 
 use crate::support;
 
@@ -48,7 +48,7 @@ fn one_large_file_in_tcp_streams_moves_near_tcp_bundles_rate() {
         Some(&format!("{name}-rcv")),
         &t.path().join("id"),
         &dst,
-        &["--flat"],
+        &[],
     );
     // Alternating pairs (which mode goes first alternates too); the median of their ratios.
     let mut ratios = Vec::new();
@@ -76,8 +76,9 @@ fn one_large_file_in_tcp_streams_moves_near_tcp_bundles_rate() {
     ratios.sort_by(f64::total_cmp);
     let median = ratios[1];
     println!("tcp-streams / tcp-bundle: median {median:.3} of {ratios:?}");
-    // Each block's stream doubling its window from 256 KiB made 0.53; granted at once, 0.83
-    // (a round trip between blocks is still lost: docs/decisions/0022-yamux-stream-grant.md).
+    // Each block's stream doubling its window from 256 KiB: 0.60 here (debug build), 0.52 in
+    // release; granted at once: 0.87 and 0.83 (a round trip between blocks is still lost:
+    // docs/decisions/0023-yamux-stream-grant.md).
     assert!(
         median >= 0.7,
         "one large file in tcp-streams at {median:.3} × tcp-bundle's rate"
