@@ -393,7 +393,8 @@ fn compare_of_a_sweep_with_itself_finds_no_difference() {
     assert!(table.contains("B / A"), "{table}");
     let rows = rows(&t.path().join("cmp.csv"));
     assert!(rows.len() >= 10, "one row per configuration: {rows:?}");
-    for r in &rows {
+    // A configuration with no verified run (rclone at its limit) has no ratio to compare.
+    for r in rows.iter().filter(|r| r["runs_ok_a"] != "0") {
         assert_eq!(r["ratio_b_over_a"], "1.000", "{r:?}");
         let lo: f64 = r["ratio_ci_low"].parse().unwrap();
         let hi: f64 = r["ratio_ci_high"].parse().unwrap();
