@@ -29,6 +29,32 @@ pub fn run_dir(out: &Path, config_id: &str, run: &str) -> PathBuf {
     out.join("traces").join(format!("{config_id}-r{run}"))
 }
 
+/// Compresses every `*.csv` of a run's trace folder to `*.csv.gz` (written beside it, then the
+/// plain file removed): traces are most of a sweep folder's bytes, and pandas, polars and
+/// [`trace_file`] read the compressed files directly.
+pub fn compress_dir(dir: &Path) -> Result<()> {
+    use std::io::Write;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(());
+    };
+    for e in entries {
+        let path = e?.path();
+        if path.extension().is_none_or(|x| x != "csv") {
+            continue;
+        }
+        let gz = path.with_extension("csv.gz");
+        let text = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+        let part = path.with_extension("csv.gz.part");
+        let f = File::create(&part).with_context(|| format!("creating {}", part.display()))?;
+        let mut enc = flate2::write::GzEncoder::new(f, flate2::Compression::default());
+        enc.write_all(&text)?;
+        enc.finish()?.sync_all()?;
+        std::fs::rename(&part, &gz)?;
+        std::fs::remove_file(&path)?;
+    }
+    Ok(())
+}
+
 /// The verified run whose seconds are the median of the configuration's verified runs (the
 /// lower of the middle two for an even count), as its `run` number.
 pub fn median_run(c: &ConfigSummary) -> Option<&str> {
@@ -238,6 +264,22 @@ mod tests {
         let mut gz = flate2::write::GzEncoder::new(f, flate2::Compression::default());
         gz.write_all(text.as_bytes()).unwrap();
         gz.finish().unwrap();
+    }
+
+    #[test]
+    fn a_compressed_folder_reads_as_the_plain_one() {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path();
+        let text = "run_id,value_ms,percentile\nab,1.5,50\nab,9,100\n";
+        std::fs::write(d.join(LATENCY), text).unwrap();
+        let before = read_latency(d).unwrap();
+        compress_dir(d).unwrap();
+        assert!(!d.join(LATENCY).exists());
+        assert_eq!(
+            trace_file(d, LATENCY),
+            Some(d.join(format!("{LATENCY}.gz")))
+        );
+        assert_eq!(read_latency(d).unwrap(), before);
     }
 
     #[test]

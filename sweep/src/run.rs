@@ -427,6 +427,15 @@ impl Sweep<'_> {
         if let Some(v) = volume {
             v.restore();
         }
+        if self.opts.traces {
+            let dir = traces::run_dir(&self.opts.out, &cfg.id, &p.run.to_string());
+            if let Err(e) = traces::compress_dir(&dir) {
+                progress.note(&format!(
+                    "traces of {} left uncompressed: {e:#}",
+                    dir.display()
+                ));
+            }
+        }
         Ok(row)
     }
 }

@@ -517,7 +517,12 @@ fn two_host_sweep_gets_fresh_verified_folders_through_the_control_channel() {
                 .out
                 .join(format!("traces/{}-r{}", row["config_id"], row["run"]));
             for f in ["sender-series.csv", "latency.csv", "receiver-series.csv"] {
-                assert!(traces.join(f).exists(), "{}/{f}", traces.display());
+                // Compressed once the run is over (`.csv.gz`, read as they are).
+                assert!(
+                    traces.join(format!("{f}.gz")).exists(),
+                    "{}/{f}.gz",
+                    traces.display()
+                );
             }
             // The receiving host's UDP drops and CPU steal over the run, via its control channel.
             assert!(
