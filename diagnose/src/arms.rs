@@ -247,7 +247,12 @@ pub fn run_obs(r: &HashMap<String, String>) -> RunObs {
         sender_cpu_s: f("sender_cpu_seconds"),
         receiver_cpu_s: f("receiver_cpu_seconds").or(f("receiver_run_cpu_seconds")),
         receiver_write_wait_s: f("receiver_write_wait_seconds"),
-        flow_control_stalls: u("flow_control_stalls"),
+        // QUIC: the frames the sender sent when a window held it (stream or connection);
+        // TCP rows have no count (their receive-window share is `rwnd_limited_ms`).
+        flow_control_stalls: match (u("stream_data_blocked_frames"), u("data_blocked_frames")) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+        },
         congestion_events: u("congestion_events"),
         max_cwnd_bytes: u("cwnd_bytes"),
         max_rwnd_bytes: None,
