@@ -97,7 +97,15 @@ async fn pump<R: AsyncRead + Unpin>(
         let mut batch = intake.take(run, &mut buf, &mut mine);
         let failed = batch.result();
         if !batch.ops.is_empty() {
-            send_batch(config, &run.budget, &member.batches, batch.ops, batch.bytes).await?;
+            send_batch(
+                config,
+                &run.budget,
+                &run.write_wait,
+                &member.batches,
+                batch.ops,
+                batch.bytes,
+            )
+            .await?;
         }
         failed?;
         if let Some(end) = batch.end {

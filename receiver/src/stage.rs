@@ -3,8 +3,9 @@
 //! run's hello, count it for the connection's end marker, and batch the ops for the writer
 //! under the receive budget. Adapters only move bytes into the buffer it decodes.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::{Buf, BytesMut};
 use shoal_pipeline::writer::{file_id, BatchSender, WriteBatch, WriteOp};
@@ -217,14 +218,17 @@ pub(crate) fn nothing_after_end(buf: &[u8]) -> Result<(), PumpError> {
 }
 
 /// Hands a batch's ops to the writer once the receive budget has room for its bytes.
+/// The time it waits (for room, then for the writers' queue) is added to `wait`, in µs.
 pub(crate) async fn send_batch(
     config: &ReceiverConfig,
     budget: &Arc<Semaphore>,
+    wait: &AtomicU64,
     writer: &BatchSender,
     ops: Vec<WriteOp>,
     batch_bytes: usize,
 ) -> Result<(), PumpError> {
     let room = batch_bytes.clamp(1, config.write_budget) as u32;
+    let t0 = Instant::now();
     let permit = budget
         .clone()
         .acquire_many_owned(room)
@@ -234,5 +238,7 @@ pub(crate) async fn send_batch(
         ops,
         permit: Some(permit),
     };
-    writer.send(batch).await.map_err(|_| PumpError::WriterGone)
+    let sent = writer.send(batch).await.map_err(|_| PumpError::WriterGone);
+    wait.fetch_add(t0.elapsed().as_micros() as u64, Ordering::Relaxed);
+    sent
 }

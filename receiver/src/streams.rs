@@ -95,9 +95,16 @@ pub(crate) async fn receive<R: AsyncRead + Unpin>(
         let mut batch = control.take(run, &mut buf, &mut Claims::default());
         let failed = batch.result();
         if !batch.ops.is_empty()
-            && send_batch(config, &run.budget, &member.batches, batch.ops, 0)
-                .await
-                .is_err()
+            && send_batch(
+                config,
+                &run.budget,
+                &run.write_wait,
+                &member.batches,
+                batch.ops,
+                0,
+            )
+            .await
+            .is_err()
         {
             stopped = true;
             break;
@@ -277,6 +284,7 @@ async fn read_one_file(
             send_batch(
                 &shared.config,
                 &shared.run.budget,
+                &shared.run.write_wait,
                 &shared.writer,
                 batch.ops,
                 batch.bytes,

@@ -170,6 +170,11 @@ pub struct RunRow {
     /// completion report (the whole receiving process: runs it serves at once share it), s.
     #[serde(default)]
     pub receiver_run_cpu_seconds: Option<f64>,
+    /// Time the receiver's network side waited to hand bytes to its writers (write budget
+    /// full, or the writers' queue), summed over connections and streams, s. Empty when the
+    /// receiver did not report it.
+    #[serde(default)]
+    pub receiver_write_wait_seconds: Option<f64>,
     /// `sender_cpu_seconds` and `receiver_run_cpu_seconds` per GB (10^9 bytes) of payload.
     #[serde(default)]
     pub sender_cpu_s_per_gb: Option<f64>,

@@ -82,6 +82,7 @@ pub(crate) fn put_cpu_and_udp(row: &mut RunRow, c: &Completion, udp: Option<Quic
     let gb = row.bytes as f64 / 1e9;
     let per_gb = |s: f64| (gb > 0.0).then(|| s / gb);
     row.receiver_run_cpu_seconds = c.cpu_micros.map(|us| us as f64 / 1e6);
+    row.receiver_write_wait_seconds = c.write_wait_micros.map(|us| us as f64 / 1e6);
     row.receiver_threads = c.threads;
     row.receiver_writers = c.writers;
     row.sender_cpu_s_per_gb = per_gb(row.sender_cpu_seconds);

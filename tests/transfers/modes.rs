@@ -109,6 +109,11 @@ fn tcp_rows_have_cpu_per_gb_and_no_udp_figures() {
         row["receiver_run_cpu_seconds"].as_f64().unwrap() >= 0.0,
         "{row}"
     );
+    // Reported (a measured 0 included), never absent from a current receiver.
+    assert!(
+        row["receiver_write_wait_seconds"].as_f64().unwrap() >= 0.0,
+        "{row}"
+    );
     assert!(
         row["receiver_cpu_s_per_gb"].as_f64().unwrap() >= 0.0,
         "{row}"

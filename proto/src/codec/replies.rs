@@ -49,9 +49,16 @@ pub struct Completion {
     /// Writer threads the run had (`recv --writers`); after `conn_window_min`, so an older
     /// receiver's report reads as `None`.
     pub writers: Option<u64>,
+    /// Time the receiver's network side waited to hand decoded bytes to its writers (the
+    /// write budget full, or the writers' queue), µs, summed over the run's connections and
+    /// streams. On the wire as µs + 1 after `writers` (0: not reported), so a measured 0 is
+    /// told from an older receiver's absent field.
+    pub write_wait_micros: Option<u64>,
 }
 
 /// One decoded message from the receiver.
+// A completion comes once per run: its size beside the other replies costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reply {
     /// Per-file acknowledgement (stop-and-wait control arm): the count of files closed so far.
@@ -130,6 +137,7 @@ fn decode_completion(body: &[u8]) -> Result<Completion, DecodeError> {
         threads: None,
         conn_window_min: None,
         writers: None,
+        write_wait_micros: None,
     };
     let latency_len = read_u32(body, 80).ok_or(short.clone())? as usize;
     c.latency = body
@@ -165,6 +173,7 @@ fn decode_completion(body: &[u8]) -> Result<Completion, DecodeError> {
     if read_u64(body, at + 40).is_some() {
         c.writers = trailer(5);
     }
+    c.write_wait_micros = trailer(6).map(|v| v - 1);
     Ok(c)
 }
 
@@ -232,6 +241,7 @@ pub fn encode_completion(c: &Completion, out: &mut BytesMut) {
     body.put_u64(c.threads.unwrap_or(0));
     body.put_u64(c.conn_window_min.unwrap_or(0));
     body.put_u64(c.writers.unwrap_or(0));
+    body.put_u64(c.write_wait_micros.map_or(0, |w| w.saturating_add(1)));
     out.put_u8(TAG_COMPLETION);
     out.put_u32(body.len() as u32);
     out.put_slice(&body);

@@ -431,6 +431,7 @@ fn replies_round_trip() {
         threads: Some(1),
         conn_window_min: Some(2 << 20),
         writers: Some(2),
+        write_wait_micros: Some(1_500),
     };
     let mut s = BytesMut::new();
     encode_ack(1, &mut s);
@@ -540,6 +541,7 @@ fn a_completion_without_the_cpu_trailer_reads_as_not_reported() {
         threads: Some(2),
         conn_window_min: Some(3 << 20),
         writers: Some(3),
+        write_wait_micros: Some(0),
         ..Default::default()
     };
     let mut s = BytesMut::new();
@@ -554,20 +556,23 @@ fn a_completion_without_the_cpu_trailer_reads_as_not_reported() {
         assert_eq!(used, old.len());
         got
     };
-    let before_trailer = cut(48);
+    let before_trailer = cut(56);
     assert_eq!(before_trailer.cpu_micros, None);
     assert_eq!(before_trailer.threads, None);
     assert_eq!(before_trailer.errors, c.errors);
-    let before_threads = cut(24);
+    let before_threads = cut(32);
     assert_eq!(before_threads.cpu_micros, Some(7));
     assert_eq!(before_threads.udp_gro_segments, Some(64));
     assert_eq!(before_threads.threads, None);
-    let before_window = cut(16);
+    let before_window = cut(24);
     assert_eq!(before_window.threads, Some(2));
     assert_eq!(before_window.conn_window_min, None);
-    let before_writers = cut(8);
+    let before_writers = cut(16);
     assert_eq!(before_writers.conn_window_min, Some(3 << 20));
     assert_eq!(before_writers.writers, None);
+    let before_wait = cut(8);
+    assert_eq!(before_wait.writers, Some(3));
+    assert_eq!(before_wait.write_wait_micros, None);
     let Some((Reply::Completion(got), _)) = ReplyDecoder.decode(&s).unwrap() else {
         panic!("no completion");
     };
@@ -579,4 +584,9 @@ fn a_completion_without_the_cpu_trailer_reads_as_not_reported() {
     assert_eq!(got.threads, Some(2));
     assert_eq!(got.conn_window_min, Some(3 << 20));
     assert_eq!(got.writers, Some(3));
+    assert_eq!(
+        got.write_wait_micros,
+        Some(0),
+        "a measured 0 is not 'not reported'"
+    );
 }

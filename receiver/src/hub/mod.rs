@@ -93,6 +93,9 @@ pub(crate) struct Run {
     /// This process's CPU seconds at the run's admission (`metrics::cpu_seconds`).
     pub cpu_start: f64,
     pub budget: Arc<Semaphore>,
+    /// Time the network side waited to hand bytes to the writers, µs, summed over the run's
+    /// connections and streams (the completion report's `write_wait_micros`).
+    pub write_wait: AtomicU64,
     pub claims: Mutex<Claims>,
     /// The blocks of the run's files carried as blocks, from all its connections.
     pub blocks: Mutex<BlockLedger>,
@@ -391,6 +394,7 @@ impl Hub {
                     first_byte: ready,
                     cpu_start: metrics::cpu_seconds(),
                     budget: Arc::new(Semaphore::new(config.write_budget)),
+                    write_wait: AtomicU64::new(0),
                     claims: Mutex::new(Claims::for_run(
                         hello,
                         config.max_files,
@@ -553,6 +557,7 @@ impl Run {
         completion.cpu_micros =
             Some(((metrics::cpu_seconds() - self.cpu_start).max(0.0) * 1e6) as u64);
         completion.threads = Some(metrics::runtime_threads());
+        completion.write_wait_micros = Some(self.write_wait.load(Ordering::Relaxed));
         // Only a run of several connections can have one arrive after its end; a run of one
         // is forgotten, so the same run id may be sent again (`send --run-id` with `--flat`).
         let failed: &[String] = match self.hello.conn_count {
