@@ -28,16 +28,14 @@ fn every_cc_and_connection_count(mode: &str) {
             );
             assert!(out.status.success(), "{mode} {cc} ×{conns}: {}", text(&out));
             let row = json(&out);
-            let expect_cc = if mode.starts_with("quic") {
-                format!("quinn-{}", if cc == "reno" { "newreno" } else { cc })
+            // The controller read back, and whose implementation ran it.
+            let (expect_cc, expect_impl) = if mode.starts_with("quic") {
+                (if cc == "reno" { "newreno" } else { cc }, "quinn")
             } else {
-                cc.to_string()
+                (cc, "linux")
             };
-            assert_eq!(
-                row["cc"],
-                expect_cc.as_str(),
-                "{mode} {cc}: controller read back"
-            );
+            assert_eq!(row["cc"], expect_cc, "{mode} {cc}: controller read back");
+            assert_eq!(row["cc_impl"], expect_impl, "{mode} {cc}: implementation");
             assert_eq!(row["cc_requested"], cc);
             assert_eq!(row["connections"].as_u64(), Some(conns.parse().unwrap()));
             assert_eq!(
