@@ -88,9 +88,31 @@ pub fn json(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", text(out)))
 }
 
-/// A CSV file's rows, each as column → value.
+/// A file's text; when it is missing, its gzip-compressed `PATH.gz` (a sweep compresses each
+/// run's traces once the run is over), read through `gzip -dc`.
+pub fn read_text(path: &Path) -> String {
+    if let Ok(t) = std::fs::read_to_string(path) {
+        return t;
+    }
+    let gz = std::path::PathBuf::from(format!("{}.gz", path.display()));
+    let out = std::process::Command::new("gzip")
+        .arg("-dc")
+        .arg(&gz)
+        .output()
+        .expect("gzip runs");
+    assert!(
+        out.status.success(),
+        "neither {} nor {} can be read",
+        path.display(),
+        gz.display()
+    );
+    String::from_utf8(out.stdout).expect("UTF-8 text")
+}
+
+/// A CSV file's rows (plain, or its `.gz` as [`read_text`] finds it), each as column → value.
 pub fn rows(path: &Path) -> Vec<BTreeMap<String, String>> {
-    let mut r = csv::Reader::from_path(path).unwrap();
+    let text = read_text(path);
+    let mut r = csv::Reader::from_reader(text.as_bytes());
     let h = r.headers().unwrap().clone();
     r.records()
         .map(|rec| {

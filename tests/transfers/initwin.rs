@@ -283,7 +283,7 @@ fn a_tcp_initial_window_is_the_first_flight() {
             .join("traces")
             .join(format!("{}-r1", r["config_id"]))
             .join("sender-series.csv");
-        let text = std::fs::read_to_string(&series).unwrap();
+        let text = support::read_text(&series);
         let mut lines = text.lines();
         let head: Vec<&str> = lines.next().unwrap().split(',').collect();
         let at = |k: &str| head.iter().position(|h| *h == k).unwrap();

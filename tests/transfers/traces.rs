@@ -119,7 +119,7 @@ fn check_trace_dir(dir: &Path, run_id: &str) {
         let p = dir.join(f);
         let r = rows(&p);
         assert!(!r.is_empty(), "{} has no rows", p.display());
-        let header = std::fs::read_to_string(&p).unwrap();
+        let header = support::read_text(&p);
         assert!(header.starts_with("run_id,"), "{}", p.display());
         for c in cols {
             assert!(r[0].contains_key(*c), "{}: no {c}", p.display());
