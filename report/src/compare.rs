@@ -177,6 +177,26 @@ pub fn write_csv(result: &CompareResult, out: &mut dyn std::io::Write) -> Result
 }
 
 /// The comparison as a table for the terminal.
+/// One configuration's cells, as the text table and the HTML page show them: configuration,
+/// payload, each side's median (verified runs), B / A, its interval (coverage), rank test p
+/// (the smallest the run counts allow).
+pub fn cells(c: &Comparison) -> Vec<String> {
+    vec![
+        c.config.clone(),
+        c.payload.clone(),
+        format!("{} ({})", f3(c.median_a), c.runs_a),
+        format!("{} ({})", f3(c.median_b), c.runs_b),
+        f3(c.ratio),
+        match (c.ratio_ci, c.coverage) {
+            (Some((l, h)), Some(v)) => format!("{l:.3} – {h:.3} ({})", v.text()),
+            _ => String::new(),
+        },
+        c.rank_test
+            .map(|t| format!("{:.3} ({:.3})", t.p, c.smallest_p))
+            .unwrap_or_default(),
+    ]
+}
+
 pub fn table(result: &CompareResult, name_a: &str, name_b: &str) -> String {
     let mut t: Vec<Vec<String>> = vec![vec![
         "configuration".into(),
@@ -187,22 +207,7 @@ pub fn table(result: &CompareResult, name_a: &str, name_b: &str) -> String {
         "interval (coverage)".into(),
         "rank test p (smallest possible)".into(),
     ]];
-    for c in &result.rows {
-        t.push(vec![
-            c.config.clone(),
-            c.payload.clone(),
-            format!("{} ({})", f3(c.median_a), c.runs_a),
-            format!("{} ({})", f3(c.median_b), c.runs_b),
-            f3(c.ratio),
-            match (c.ratio_ci, c.coverage) {
-                (Some((l, h)), Some(v)) => format!("{l:.3} – {h:.3} ({})", v.text()),
-                _ => String::new(),
-            },
-            c.rank_test
-                .map(|t| format!("{:.3} ({:.3})", t.p, c.smallest_p))
-                .unwrap_or_default(),
-        ]);
-    }
+    t.extend(result.rows.iter().map(cells));
     let widths: Vec<usize> = (0..t[0].len())
         .map(|i| t.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
         .collect();

@@ -104,27 +104,7 @@ pub fn write_compare(
     }
     page.list("warn", &diffs);
     page.heading(2, "Configurations both sweeps ran", "medians");
-    let rows: Vec<Vec<String>> = result
-        .rows
-        .iter()
-        .map(|c| {
-            let f = |x: Option<f64>| x.map(|x| format!("{x:.3}")).unwrap_or_default();
-            vec![
-                c.config.clone(),
-                c.payload.clone(),
-                format!("{} ({})", f(c.median_a), c.runs_a),
-                format!("{} ({})", f(c.median_b), c.runs_b),
-                f(c.ratio),
-                match (c.ratio_ci, c.coverage) {
-                    (Some((l, h)), Some(v)) => format!("{l:.3} – {h:.3} ({})", v.text()),
-                    _ => String::new(),
-                },
-                c.rank_test
-                    .map(|t| format!("{:.3} ({:.3})", t.p, c.smallest_p))
-                    .unwrap_or_default(),
-            ]
-        })
-        .collect();
+    let rows: Vec<Vec<String>> = result.rows.iter().map(crate::compare::cells).collect();
     page.table(
         "medians-table",
         &[
