@@ -85,7 +85,10 @@ pub fn initial(s: &Start) -> serde_json::Value {
         "started": s.started_at,
         "shoal_version": env!("CARGO_PKG_VERSION"),
         // The build that ran the runs (not the git state of the folder the sweep started in).
-        "shoal": binary_provenance(&s.opts.shoal_bin),
+        "shoal": match &s.opts.continuation {
+            Some(c) => c.binary.clone(),
+            None => binary_provenance(&s.opts.shoal_bin),
+        },
         "kernel": metrics::kernel_release(),
         "host": metrics::host_name(),
         "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),

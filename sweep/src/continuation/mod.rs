@@ -35,6 +35,9 @@ pub struct Continuation {
     pub force: bool,
     /// What differs from the sweep that wrote the folder (accepted with `--force`).
     pub differences: Vec<String>,
+    /// The running binary's provenance, as checked (meta.json takes it rather than hashing
+    /// the binary again).
+    pub binary: Value,
 }
 
 /// DIR's meta.json.
@@ -140,14 +143,14 @@ impl Continuation {
         }
         let header = shoal_report::columns::header(&matrix.axes);
         let recovered = rows::recover(&dir.join("runs.csv"), &header)?;
-        let c = Continuation {
+        let mut c = Continuation {
             dir: dir.to_path_buf(),
             meta,
             recovered,
             force,
             differences: Vec::new(),
+            binary: opts.binary.clone(),
         };
-        let mut c = c;
         c.differences = c.accept(d)?;
         Ok(c)
     }
