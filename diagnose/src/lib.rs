@@ -72,6 +72,7 @@ pub fn run(o: &Options) -> Result<bool> {
     };
     let scout = ends::scout_write_floor(&remote, &tree).ok();
     let left = deadline.saturating_duration_since(Instant::now());
+    let target_s = plan::base_target_s(left);
     let n = plan::sample_files(&tree, &path, scout.as_ref(), left);
     let picked = tree.pick(n);
     let scratch = tempfile::Builder::new()
@@ -141,7 +142,26 @@ pub fn run(o: &Options) -> Result<bool> {
         work: scratch.path().join("work"),
     };
     let mut stages = Vec::new();
-    plan::run_arms(&setup, &mut obs, &mut stages, deadline, &say)?;
+    say("stage 3, transfers: the pilot (base: tcp-bundle, the default controller)…");
+    let mut pilot = plan::pilot(&setup, "pilot", &mut stages, deadline)?;
+    let grow = pilot.0.median_s().and_then(|s| {
+        plan::grown_sample(picked.len() as u64, tree.files.len() as u64, s, target_s)
+    });
+    if let Some(n2) = grow.filter(|_| !shoal_hostctl::proc::interrupted()) {
+        say(&format!(
+            "the pilot ran in {:.2} s, under {:.0}% of the {target_s:.1} s its sample was sized for: it ended before its controller settled; the sample grows to {n2} files…",
+            pilot.0.median_s().unwrap_or(0.0),
+            plan::GROW_BELOW * 100.0
+        ));
+        let picked = tree.pick(n2);
+        std::fs::remove_dir_all(&sample_dir)
+            .with_context(|| format!("removing {}", sample_dir.display()))?;
+        ends::make_sample(&tree, &picked, &sample_dir)?;
+        obs.sample.sample_files = picked.len() as u64;
+        obs.sample.sample_bytes = picked.iter().map(|f| f.1).sum();
+        pilot = plan::pilot(&setup, "pilot-grown", &mut stages, deadline)?;
+    }
+    plan::run_arms(&setup, &mut obs, &mut stages, pilot, deadline, &say)?;
     done.push(format!(
         "transfers ({} arms, {:.1} s)",
         obs.arms.iter().filter(|a| a.measured()).count(),

@@ -30,37 +30,94 @@ pub fn sample_files(
     let total = tree.files.len() as u64;
     let g = path.goodput_to_receiver_bits_per_s.unwrap_or(10e6).max(1e5);
     let mean = tree.bytes() as f64 / total.max(1) as f64;
-    let target = (left.as_secs_f64() * BASE_SHARE - 0.5).max(0.5);
+    let target = base_target_s(left);
     let net = mean * 8.0 / g + 1.0 / FILES_PER_S;
     // A slow destination would make the sample's write floor and every arm outlast the budget.
     let write = writes
         .and_then(|w| w.seconds_for(1, mean as u64))
         .unwrap_or(0.0);
     let per_file = net.max(write);
-    let n = (target / per_file) as u64;
+    let mut n = (target / per_file) as u64;
+    // On a lossy path, enough packets that the controller meets its losses: a sample that
+    // carries only a few may dodge them in slow start and run as fast as any fix (CUBIC at
+    // 1% loss, 40 ms: 1.2 MiB ran in 0.48 s or 3.4 s, the median no different from BBR's).
+    if let Some(loss) = path.loss_to_receiver.path_loss().filter(|l| *l >= LOSS_MIN) {
+        let packets = LOSSY_SAMPLE_LOSSES / loss;
+        let wanted = (packets * MSS / mean.max(1.0)).ceil() as u64;
+        let cap = (left.as_secs_f64() * LOSSY_SHARE / per_file) as u64;
+        n = n.max(wanted.min(cap));
+    }
     n.clamp(200.min(total), total.min(50_000))
 }
 
-/// Runs the pilot, then the arms that fit before `deadline`.
+/// Losses a sample of a lossy path is sized to meet, at the probe's loss rate.
+const LOSSY_SAMPLE_LOSSES: f64 = 30.0;
+/// Bytes a full-sized TCP segment carries on a 1500-byte path.
+const MSS: f64 = 1448.0;
+/// On a lossy path the base run may take up to this share of the budget left (the pilot and
+/// the base again then take a third; the arms removing loss run faster).
+const LOSSY_SHARE: f64 = 1.0 / 6.0;
+
+/// The base run's aim in seconds when `left` remains after stage 1 (what [`sample_files`]
+/// sizes the sample for).
+pub fn base_target_s(left: Duration) -> f64 {
+    (left.as_secs_f64() * BASE_SHARE - 0.5).max(0.5)
+}
+
+/// The base: tcp-bundle with this host's default controller.
+pub fn base_arm() -> Arm {
+    let cc = default_cc();
+    Arm::new(
+        ArmKind::Base,
+        "base",
+        &[("mode", "\"tcp-bundle\""), ("cc", &format!("\"{cc}\""))],
+    )
+}
+
+/// A pilot run of the base under `name`: its observation and the sweep's wall time (s).
+pub fn pilot(
+    setup: &Setup,
+    name: &str,
+    stages: &mut Vec<serde_json::Value>,
+    deadline: Instant,
+) -> Result<(ArmObs, f64)> {
+    let t = Instant::now();
+    let (mut got, stage) = arms::run(setup, name, &[base_arm()], 1, deadline)?;
+    stages.push(stage);
+    Ok((got.remove(0), t.elapsed().as_secs_f64()))
+}
+
+/// A pilot that ran in under this share of the time its sample was sized for ended before its
+/// controller reached the rate the probe's longer flow settled at (on a lossy path CUBIC's
+/// slow start outruns its steady rate): its arms would compare slow starts, and one run that
+/// met no early loss would equal any fix.
+pub const GROW_BELOW: f64 = 0.5;
+/// The most a sample grows after its pilot.
+pub const GROW_MAX: f64 = 4.0;
+
+/// The sample's new file count when the pilot ran in `pilot_s`, under [`GROW_BELOW`] of the
+/// `target_s` its `files` were sized for: grown toward the target by at most [`GROW_MAX`], to
+/// the tree's `total` (and 50,000) at most. `None` when it need not or cannot grow.
+pub fn grown_sample(files: u64, total: u64, pilot_s: f64, target_s: f64) -> Option<u64> {
+    if pilot_s <= 0.0 || pilot_s >= GROW_BELOW * target_s || files >= total.min(50_000) {
+        return None;
+    }
+    let factor = (target_s / pilot_s).min(GROW_MAX);
+    Some(((files as f64 * factor) as u64).min(total.min(50_000)))
+}
+
+/// Runs the arms that fit before `deadline` after the base's `pilot` (whose sweep took
+/// `wall` seconds).
 pub fn run_arms(
     setup: &Setup,
     obs: &mut Observations,
     stages: &mut Vec<serde_json::Value>,
+    (pilot, wall): (ArmObs, f64),
     deadline: Instant,
     say: &dyn Fn(&str),
 ) -> Result<()> {
     let cc = default_cc();
-    let base = Arm::new(
-        ArmKind::Base,
-        "base",
-        &[("mode", "\"tcp-bundle\""), ("cc", &format!("\"{cc}\""))],
-    );
-    say("stage 3, transfers: the pilot (base: tcp-bundle, the default controller)…");
-    let t = Instant::now();
-    let (mut pilot, stage) = arms::run(setup, "pilot", std::slice::from_ref(&base), 1, deadline)?;
-    let wall = t.elapsed().as_secs_f64();
-    stages.push(stage);
-    let pilot = pilot.remove(0);
+    let base = base_arm();
     let all = candidates(obs, &cc);
     let skip = |a: &Arm, why: &str| ArmObs {
         kind: a.kind.clone(),
@@ -121,7 +178,7 @@ pub fn run_arms(
     }
     // The base again when it fits: its spread is the noise a gain must beat.
     if planned + per_run + base_s < left {
-        chosen.push(base);
+        chosen.push(base.clone());
     }
     if chosen.is_empty() || shoal_hostctl::proc::interrupted() {
         return Ok(());
@@ -136,14 +193,111 @@ pub fn run_arms(
     ));
     let (got, stage) = arms::run(setup, "arms", &chosen, 1, deadline)?;
     stages.push(stage);
+    merge(obs, got);
+    if !shoal_hostctl::proc::interrupted() {
+        refine(
+            setup,
+            obs,
+            stages,
+            &chosen,
+            &base,
+            (fixed, per_run),
+            deadline,
+            say,
+        )?;
+    }
+    Ok(())
+}
+
+/// Adds each observation's runs to the arm of its kind already observed, or adds the arm.
+fn merge(obs: &mut Observations, got: Vec<ArmObs>) {
     for o in got {
-        match obs.arms.iter_mut().find(|a| a.kind == ArmKind::Base) {
-            Some(b) if o.kind == ArmKind::Base => {
-                b.runs.extend(o.runs);
-                b.failed += o.failed;
+        match obs.arms.iter_mut().find(|a| a.kind == o.kind) {
+            Some(a) => {
+                a.runs.extend(o.runs);
+                a.failed += o.failed;
+                if a.skipped.is_some() && !a.runs.is_empty() {
+                    a.skipped = None;
+                }
             }
-            _ => obs.arms.push(o),
+            None => obs.arms.push(o),
         }
+    }
+}
+
+/// Most rounds the refinement runs: the base then has up to 7 runs, an arm 6.
+const REFINE_MAX_ROUNDS: u32 = 5;
+
+/// Spends what is left of the budget on the arms whose median beat the base's but within
+/// noise (one lucky or unlucky run of a lossy path hides a gain on one run each): the base and
+/// those arms again, interleaved, until each has the runs the rank test needs
+/// ([`shoal_verdict::noise::RANK_MIN_RUNS`]) or more. Arms that do not fit are left as they
+/// were, most promising first; nothing runs when not even one fits.
+#[allow(clippy::too_many_arguments)]
+fn refine(
+    setup: &Setup,
+    obs: &mut Observations,
+    stages: &mut Vec<serde_json::Value>,
+    chosen: &[Arm],
+    base: &Arm,
+    (fixed, per_run): (f64, f64),
+    deadline: Instant,
+    say: &dyn Fn(&str),
+) -> Result<()> {
+    use shoal_verdict::noise::{compare, Compare, RANK_MIN_RUNS};
+    let Some(base_obs) = obs.arms.iter().find(|a| a.kind == ArmKind::Base) else {
+        return Ok(());
+    };
+    let Some(base_s) = base_obs.median_s() else {
+        return Ok(());
+    };
+    let mut doubtful: Vec<(&Arm, f64, usize)> = chosen
+        .iter()
+        .filter(|a| !matches!(a.kind, ArmKind::Base | ArmKind::PerFileWait))
+        .filter_map(|a| {
+            let o = obs.arms.iter().find(|o| o.kind == a.kind)?;
+            let m = o.median_s()?;
+            (m < base_s && matches!(compare(o, base_obs), Compare::Noise(_))).then_some((
+                a,
+                m,
+                o.runs.len(),
+            ))
+        })
+        .collect();
+    doubtful.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let base_runs = base_obs.runs.len();
+    while !doubtful.is_empty() {
+        let left = deadline
+            .saturating_duration_since(Instant::now())
+            .as_secs_f64()
+            - fixed;
+        let round = base_s + per_run + doubtful.iter().map(|d| d.1 + per_run).sum::<f64>();
+        let fewest = doubtful
+            .iter()
+            .map(|d| d.2)
+            .min()
+            .unwrap_or(0)
+            .min(base_runs);
+        let needed = RANK_MIN_RUNS.saturating_sub(fewest).max(1) as u32;
+        let fits = (left / round).floor().max(0.0) as u32;
+        if fits >= needed {
+            let rounds = fits.min(REFINE_MAX_ROUNDS).max(needed);
+            let mut set: Vec<Arm> = doubtful.iter().map(|d| d.0.clone()).collect();
+            set.push(base.clone());
+            say(&format!(
+                "within noise of the base: {}; {rounds} more rounds with the base…",
+                doubtful
+                    .iter()
+                    .map(|d| d.0.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+            let (got, stage) = arms::run(setup, "refine", &set, rounds, deadline)?;
+            stages.push(stage);
+            merge(obs, got);
+            return Ok(());
+        }
+        doubtful.pop();
     }
     Ok(())
 }
@@ -279,6 +433,36 @@ fn default_cc() -> String {
 mod tests {
     use super::*;
     use shoal_verdict::BufferLimits;
+
+    #[test]
+    fn a_lossy_path_gets_a_sample_that_meets_its_losses() {
+        let tree = Tree::generated(20_000, 4096);
+        let mut path = PathObs {
+            goodput_to_receiver_bits_per_s: Some(3e6),
+            ..PathObs::default()
+        };
+        let left = Duration::from_secs(78);
+        let clean = sample_files(&tree, &path, None, left);
+        path.loss_to_receiver.random = Some(0.006);
+        let lossy = sample_files(&tree, &path, None, left);
+        // 30 losses at 0.6% are 5,000 segments (1,768 files), capped at a sixth of 78 s at
+        // 3 Mbit/s (1,190 files).
+        assert!(clean < 400, "{clean}");
+        assert!((1150..1200).contains(&lossy), "{lossy}");
+        path.loss_to_receiver.random = Some(0.05);
+        assert!(sample_files(&tree, &path, None, left) < 400);
+    }
+
+    #[test]
+    fn a_pilot_far_under_its_aim_grows_the_sample_at_most_fourfold() {
+        // 1% loss at 40 ms: sized for 3.9 s, the pilot ran in 0.69 s.
+        assert_eq!(grown_sample(253, 20_000, 0.69, 3.9), Some(1012));
+        assert_eq!(grown_sample(253, 20_000, 1.3, 3.9), Some(759));
+        // Near its aim, or the whole tree already: as it is.
+        assert_eq!(grown_sample(253, 20_000, 2.0, 3.9), None);
+        assert_eq!(grown_sample(500, 500, 0.1, 3.9), None);
+        assert_eq!(grown_sample(400, 1000, 0.1, 3.9), Some(1000));
+    }
 
     #[test]
     fn the_sample_fits_a_sixteenth_of_the_budget_at_the_probes_goodput() {

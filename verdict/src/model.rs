@@ -231,10 +231,16 @@ pub fn breakdown(obs: &Observations, arm: &ArmObs, p: &PathFigures) -> Option<Br
 /// Round trips below which a run may end before its controller reaches the path's rate.
 pub const SHORT_RUN_RTTS: f64 = 30.0;
 
+/// On a path that loses at least [`crate::LOSS_MIN`] of its packets, round trips below which
+/// a run's rate is still its start's and recoveries' (1% random loss at 40 ms: BBR moved a
+/// 2.6 MiB sample at 11 Mbit/s in 46 round trips and the 78 MiB tree at 45 Mbit/s).
+pub const LOSSY_RUN_RTTS: f64 = 200.0;
+
 /// Why the whole-tree prediction from `arm` cannot be trusted, if so: the path's rate came
 /// from an arm's own goodput on the sample (the probe's was lower, as a lossy or window-held
 /// probe's is), in a run of fewer than [`SHORT_RUN_RTTS`] round trips, so that rate is likely
-/// still a start's and the tree's time is extrapolated from it. A floor that binds the whole
+/// still a start's and the tree's time is extrapolated from it; or the path is lossy and the
+/// predicting arm's run lasted fewer than [`LOSSY_RUN_RTTS`]. A floor that binds the whole
 /// tree is measured without the network and stands.
 pub fn prediction_doubt(
     arm: &ArmObs,
@@ -250,6 +256,11 @@ pub fn prediction_doubt(
     if Model::fit(obs, arm, p)?.predict(p, files, bytes) <= floor {
         return None;
     }
+    short_rate_run(p, obs).or_else(|| lossy_run(arm, p, obs))
+}
+
+/// The path's rate came from an arm's own goodput in a run under [`SHORT_RUN_RTTS`].
+fn short_rate_run(p: &PathFigures, obs: &Observations) -> Option<String> {
     let by = p.raised_by.as_ref()?;
     let t = obs
         .arms
@@ -262,6 +273,21 @@ pub fn prediction_doubt(
             "the path's rate ({}) is {}'s own goodput on the sample, in a run of {} ({rtts:.0} round trips, under {SHORT_RUN_RTTS:.0}): a run that short may end before its controller reaches the path's rate, so the whole tree may go faster than predicted; a larger --budget samples more",
             crate::fmt::rate(p.rate_bps),
             by.label(),
+            crate::fmt::secs(t),
+        )
+    })
+}
+
+/// The path is lossy and the predicting arm ran under [`LOSSY_RUN_RTTS`].
+fn lossy_run(arm: &ArmObs, p: &PathFigures, obs: &Observations) -> Option<String> {
+    let loss = obs.path.loss_to_receiver.path_loss()?;
+    let t = arm.median_s()?;
+    let rtts = t / p.rtt_s;
+    (loss >= crate::LOSS_MIN && rtts < LOSSY_RUN_RTTS).then(|| {
+        format!(
+            "the path loses {} of its packets to the receiver, and {}'s run of {} ({rtts:.0} round trips, under {LOSSY_RUN_RTTS:.0}) is where the prediction scales from: on a lossy path a short run's rate depends on where the losses fell in its start and recovery, so the whole tree may go faster or slower than predicted; a larger --budget samples more",
+            crate::fmt::pct(loss),
+            arm.kind.label(),
             crate::fmt::secs(t),
         )
     })

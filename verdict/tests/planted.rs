@@ -455,6 +455,26 @@ fn a_prediction_from_a_short_run_that_set_the_paths_rate_is_called_unreliable() 
         "{why}"
     );
     assert!(render(&v, &o).contains("the prediction is unreliable: the path's rate"));
+    // The loss case with a grown sample: the bbr arm set no rate above the probe's lossy one
+    // but ran 2.6 MiB in 1.867 s (46 round trips); the whole tree then ran 3.7 × faster than
+    // the sample's rate.
+    let mut o = planted(2.65, 40.2, 667, 4096);
+    o.sample.tree_files = 20_000;
+    o.sample.tree_bytes = 20_000 * 4096;
+    o.path.loss_to_receiver = LossObs {
+        total: Some(0.011),
+        random: Some(0.009),
+        queue_overflow: Some(0.014),
+    };
+    let mut b = base(&[2.953, 5.993]);
+    set_runs(&mut b, |r| r.retrans_fraction = Some(0.009));
+    o.arms = vec![b, bbr(&[1.867])];
+    let v = diagnose(&o);
+    let why = v.prediction_unreliable.clone().expect("called unreliable");
+    assert!(
+        why.contains("the path loses") && why.contains("46 round trips"),
+        "{why}"
+    );
     // A run of many round trips at the probe's own rate is not doubted.
     let mut o = planted(20.0, 10.0, 2_000, 4096);
     o.arms = vec![base(&[3.4, 3.5])];
