@@ -411,6 +411,11 @@ DERIVED = {
         "sender_cpu_seconds", "receiver_cpu_seconds", "link_cpu_seconds"))
         / num(r["seconds"])) if num(r.get("seconds")) else None,
     "bound_mbps": lambda r: num(r.get("partial_mb_per_s")),
+    # The share of the run the sender's TCP flows were held by the receive window (summed
+    # over connections: above 1 with several).
+    "rwnd_limited_share": lambda r: (num(r.get("rwnd_limited_ms")) / 1e3 / num(r["seconds"])
+                                     if num(r.get("rwnd_limited_ms")) is not None
+                                     and num(r.get("seconds")) else None),
     # Files verified per second of the run (a failed run's completion-rate bound in files).
     "verified_files_per_s": lambda r: (num(r.get("files_verified")) / num(r["seconds"])
                                        if num(r.get("files_verified")) is not None
