@@ -83,6 +83,16 @@ def regime(r):
         parts.append("cold")
     if r.get("param_initial_window"):
         parts.append(f"initial-window {r['param_initial_window']}")
+    # Issue 43's: the UDP receive buffer, stalls, the CPU hog, another build.
+    if r.get("param_udp_rcvbuf"):
+        parts.append(f"udp-rcvbuf {r['param_udp_rcvbuf']}")
+    for end, key in (("rcv", "param_recv_stall"), ("snd", "param_send_stall")):
+        if r.get(key) and r[key] != "none":
+            parts.append(f"{end} stall {r[key]}")
+    if r.get("param_recv_cpu_hog") == "true":
+        parts.append("hog")
+    if r.get("param_shoal") and r["param_shoal"] != "new":
+        parts.append(f"build {r['param_shoal']}")
     return (" · " + " · ".join(parts)) if parts else ""
 
 

@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# File creation at the receiver, no network: how fast each tool creates a tree of small files
+# on a fresh volume, and where Shoal's receiver stands among them (issue #42, section 1).
+#
+#   scripts/bench/create.sh                         # 65,536 × 4 KiB, btrfs ext4 xfs, 5 passes
+#   FSES="btrfs" PASSES=3 FILES=20000 scripts/bench/create.sh
+#   SUMMARY_OF=LOG scripts/bench/create.sh          # the summary of an earlier run's output
+#
+# Root. The source and a tar archive of it sit on a tmpfs (read from memory); every run writes
+# into a FRESH loop volume (a sparse image in /dev/shm, so the disk under it is memory too and
+# what is measured is each file system's CPU and locking cost), made with mkfs defaults (ext4
+# keeps its journal) and removed after the run. The arms, alternating (order reversed every
+# other pass), each after one untimed warm-up run per file system:
+#   tar-x   tar -C DST -xf SRC.tar                  (the archive is already made)
+#   cpz     cpz SRC DST                             (crate cpz, project fuc; installed by
+#                                                    `cargo install cpz` when missing)
+#   cp-r    cp -r SRC DST
+#   shoal   shoal recv on 127.0.0.1 into DST, fed by `shoal send --mode tcp-bundle` over
+#           loopback: the receiver's writes plus the transfer (the sender reads from tmpfs)
+# Time: the wall time of the command (for shoal, of `shoal send`, which returns after the
+# receiver's completion report: every file written, closed and renamed to its final name). No
+# tool fsyncs. Every destination is verified by SHA-256 after its clock stopped; a run that
+# does not verify is a failure line, never a time. Prints one line per run, then per file system
+# the medians in files/s and the ratios shoal / tar-x and shoal / cpz with their pass-by-pass
+# range.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+summarize() {
+python3 - "$1" <<'PY'
+import re, statistics, sys
+from collections import defaultdict
+t = defaultdict(dict)          # (fs, arm) -> {pass: seconds}
+files = None
+for line in open(sys.argv[1]):
+    m = re.match(r"(\S+) +(\S+) +pass (\d+): +([\d.]+) s +([\d.]+) files/s", line)
+    if m:
+        t[(m.group(1), m.group(2))][int(m.group(3))] = float(m.group(4))
+    m = re.match(r"payload: (\d+) files", line)
+    if m:
+        files = int(m.group(1))
+if not t or not files:
+    sys.exit("no timed run")
+for fs in sorted({k[0] for k in t}):
+    arms = {a: v for (f, a), v in t.items() if f == fs}
+    print(f"{fs}: median files/s (runs)")
+    med = {a: statistics.median(v.values()) for a, v in arms.items()}
+    for a in sorted(med, key=med.get):
+        print(f"  {a:6s} {files / med[a]:10.0f} files/s  {med[a]:7.3f} s  ({len(arms[a])} runs)")
+    for ref in ("tar-x", "cpz", "cp-r"):
+        if "shoal" in arms and ref in arms:
+            ps = sorted(set(arms["shoal"]) & set(arms[ref]))
+            r = [arms[ref][p] / arms["shoal"][p] for p in ps]
+            print(f"  shoal / {ref:5s} {med[ref] / med['shoal']:.2f} (ratio of medians, files/s); per pass {min(r):.2f}-{max(r):.2f} over {len(r)} passes")
+PY
+}
+
+if [ -n "${SUMMARY_OF:-}" ]; then
+  summarize "$SUMMARY_OF"
+  exit
+fi
+[ "$(id -u)" -eq 0 ] || { echo "create.sh: needs root (loop volumes)" >&2; exit 2; }
+
+FILES=${FILES:-65536}
+SIZE=${SIZE:-4KiB}
+PASSES=${PASSES:-5}
+FSES=${FSES:-btrfs ext4 xfs}
+ARMS=${ARMS:-tar-x cpz cp-r shoal}
+IMG_SIZE=${IMG_SIZE:-4G}
+
+if [ -n "${SHOAL_BIN:-}" ]; then
+  SHOAL=$SHOAL_BIN
+else
+  cargo build --release -q -p shoal
+  SHOAL=$PWD/target/release/shoal
+fi
+if [[ " $ARMS " == *" cpz "* ]] && ! command -v cpz >/dev/null; then
+  echo "installing cpz (cargo install cpz)…"
+  cargo install -q cpz
+fi
+export PATH="$HOME/.cargo/bin:$PATH"
+
+WORK=$(mktemp -d /dev/shm/shoal-create.XXXXXX)
+MNT=$WORK/mnt
+IMG=$WORK/volume.img
+cleanup() {
+  mountpoint -q "$MNT" && umount "$MNT"
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+mkdir -p "$MNT"
+"$SHOAL" gen --out "$WORK/src" --files "$FILES" --size "$SIZE" --seed 1 >/dev/null
+tar -C "$WORK/src" -cf "$WORK/src.tar" .
+{
+  echo "payload: $FILES files of $SIZE in $WORK/src (tmpfs); file systems $FSES; arms $ARMS; $PASSES passes"
+  echo "kernel $(uname -r), $(nproc) cores; $("$SHOAL" --version); cpz $(cpz --version 2>/dev/null | head -1 || echo absent); $(tar --version | head -1)"
+} | tee "$WORK/results.txt"
+
+now() { date +%s.%N; }
+
+fresh_volume() {
+  rm -f "$IMG"
+  truncate -s "$IMG_SIZE" "$IMG"
+  case $1 in
+    ext4) mkfs.ext4 -q -N 400000 -E lazy_itable_init=0,lazy_journal_init=0 "$IMG" ;;
+    xfs) mkfs.xfs -q -f "$IMG" ;;
+    btrfs) mkfs.btrfs -q -f "$IMG" >/dev/null ;;
+  esac
+  mount -o loop "$IMG" "$MNT"
+}
+
+drop_volume() {
+  umount "$MNT"
+  rm -f "$IMG"
+}
+
+# Runs arm $2 on file system $1, pass $3; prints its line.
+run() {
+  local fs=$1 arm=$2 pass=$3 dst=$MNT/dst folder t0 t1 ok=1
+  fresh_volume "$fs"
+  sync
+  case $arm in
+    tar-x)
+      mkdir "$dst"
+      t0=$(now); tar -C "$dst" -xf "$WORK/src.tar" || ok=0; t1=$(now)
+      folder=$dst ;;
+    cpz)
+      t0=$(now); cpz "$WORK/src" "$dst" || ok=0; t1=$(now)
+      folder=$dst ;;
+    cp-r)
+      t0=$(now); cp -r "$WORK/src" "$dst" || ok=0; t1=$(now)
+      folder=$dst ;;
+    shoal)
+      local log=$WORK/recv.log json run_id
+      "$SHOAL" recv --listen 127.0.0.1:0 --dest "$dst" --identity "$WORK/identity" --once >"$log" 2>&1 &
+      local rpid=$! addr=""
+      for _ in $(seq 100); do
+        addr=$(sed -n 's/^listening on //p' "$log" 2>/dev/null || true)
+        [ -n "$addr" ] && break
+        sleep 0.1
+      done
+      [ -n "$addr" ] || { echo "receiver did not start"; cat "$log"; kill "$rpid"; exit 1; }
+      t0=$(now)
+      json=$("$SHOAL" send --to "$addr" --src "$WORK/src" --mode tcp-bundle --identity "$WORK/identity" --json) || ok=0
+      t1=$(now)
+      wait "$rpid" || true
+      run_id=$(echo "$json" | grep -o '"run_id":"[0-9a-f]*"' | cut -d'"' -f4)
+      folder=$dst/$run_id ;;
+  esac
+  if [ "$ok" = 1 ] && "$SHOAL" verify "$WORK/src" "$folder" >/dev/null 2>&1; then
+    awk -v f="$FILES" -v t0="$t0" -v t1="$t1" -v fs="$fs" -v a="$arm" -v p="$pass" \
+      'BEGIN { s=t1-t0; printf "%-6s %-6s pass %s: %7.3f s %9.0f files/s\n", fs, a, p, s, f/s }'
+  else
+    echo "$fs $arm pass $pass: FAILED (exit or verification)"
+  fi
+  drop_volume
+}
+
+for fs in $FSES; do
+  for arm in $ARMS; do run "$fs" "$arm" warm-up; done
+  for pass in $(seq "$PASSES"); do
+    order=$ARMS
+    if [ $((pass % 2)) -eq 0 ]; then order=$(echo "$ARMS" | tr ' ' '\n' | tac | tr '\n' ' '); fi
+    for arm in $order; do run "$fs" "$arm" "$pass"; done
+  done
+done | tee -a "$WORK/results.txt"
+summarize "$WORK/results.txt"
