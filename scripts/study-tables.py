@@ -426,6 +426,10 @@ DERIVED = {
     "rwnd_limited_share": lambda r: (num(r.get("rwnd_limited_ms")) / 1e3 / num(r["seconds"])
                                      if num(r.get("rwnd_limited_ms")) is not None
                                      and num(r.get("seconds")) else None),
+    # The same for the sender's send buffer.
+    "sndbuf_limited_share": lambda r: (num(r.get("sndbuf_limited_ms")) / 1e3 / num(r["seconds"])
+                                       if num(r.get("sndbuf_limited_ms")) is not None
+                                       and num(r.get("seconds")) else None),
     # Files verified per second of the run (a failed run's completion-rate bound in files).
     "verified_files_per_s": lambda r: (num(r.get("files_verified")) / num(r["seconds"])
                                        if num(r.get("files_verified")) is not None

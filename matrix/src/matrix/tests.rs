@@ -66,6 +66,12 @@ fn shipped_matrices_parse() {
     assert_eq!(count("study-quic8.toml"), 4 + 1);
     // 2 modes × 2 controllers × 2 connection counts, and 2 per-file modes with BBR.
     assert_eq!(count("study-loss.toml"), 8 + 2);
+    // Issue 43's passes: QUIC 2 controllers × 2 buffers × 2 stall settings, TCP 2 × 2, the
+    // long stall × 2 controllers, the 0.595-cut build × 2 stall settings.
+    assert_eq!(count("study-stalls.toml"), 8 + 4 + 2 + 2);
+    assert_eq!(count("study-longstall.toml"), 2 + 1);
+    assert_eq!(count("study-hog.toml"), 4 + 2);
+    assert_eq!(count("study-btrfs.toml"), 4 + 4);
     let study = Matrix::load(&dir.join("study.toml")).unwrap();
     let refs: Vec<_> = study
         .configs
