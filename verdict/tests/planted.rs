@@ -320,6 +320,30 @@ fn receiver_fs_binds_when_the_writer_floor_is_near_the_base() {
 }
 
 #[test]
+fn an_end_floor_the_fastest_arm_reached_binds_though_the_base_ran_slower() {
+    // The planted sync mount as CI met it: 317 files at 77 files/s need 4.1 s, the base took
+    // 6.6 s (62%), the QUIC arm 4.587 s (90% of it is the floor).
+    let mut o = planted(192.0, 2.1, 317, 4096);
+    o.ends.receiver_write = Some(floor(77.0, 1e9));
+    o.arms = vec![
+        base(&[6.053, 7.157]),
+        arm(ArmKind::Quic, &["--mode", "quic-bundle"], &[4.587]),
+    ];
+    let v = diagnose(&o);
+    assert_eq!(kinds(&v)[0], Kind::ReceiverFs, "{v:#?}");
+    assert!(v.bottlenecks[0]
+        .evidence
+        .iter()
+        .any(|e| e.contains("the QUIC arm ran in 4.587s")));
+    // Nor when no arm came near it.
+    o.arms = vec![
+        base(&[6.053, 7.157]),
+        arm(ArmKind::Quic, &["--mode", "quic-bundle"], &[6.0]),
+    ];
+    assert!(!kinds(&diagnose(&o)).contains(&Kind::ReceiverFs));
+}
+
+#[test]
 fn slow_start_is_named_when_a_saved_window_is_faster() {
     // 1 Gbit/s, 141 ms, tuned buffers; 256 MiB at the link's rate is 2.15 s.
     let mut o = planted(1000.0, 141.0, 4096, 64 << 10);
