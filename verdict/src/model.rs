@@ -233,7 +233,7 @@ pub const SHORT_RUN_RTTS: f64 = 30.0;
 
 /// On a path that loses at least [`crate::LOSS_MIN`] of its packets, round trips below which
 /// a run's rate is still its start's and recoveries' (1% random loss at 40 ms: BBR moved a
-/// 2.6 MiB sample at 11 Mbit/s in 46 round trips and the 78 MiB tree at 45 Mbit/s).
+/// 2.6 MiB sample at 12 Mbit/s in 46 round trips and the 78 MiB tree at 46 Mbit/s).
 pub const LOSSY_RUN_RTTS: f64 = 200.0;
 
 /// Why the whole-tree prediction from `arm` cannot be trusted, if so: the path's rate came
