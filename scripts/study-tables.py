@@ -414,6 +414,12 @@ def regime_table(*sources):
 INLINE_RE = re.compile(r"<!--= (.*?) -->(.*?)<!--/-->")
 LET_RE = re.compile(r"^<!-- let (\w+) = (\S+) -->\s*$")
 
+def share_of_run(r, ms_col):
+    """A per-run duration column (ms) as a share of the run's `seconds`."""
+    ms, s = num(r.get(ms_col)), num(r.get("seconds"))
+    return ms / 1e3 / s if ms is not None and s else None
+
+
 # Per-run values that are not a single column.
 DERIVED = {
     "lost_pct": lost_share,
@@ -421,15 +427,10 @@ DERIVED = {
         "sender_cpu_seconds", "receiver_cpu_seconds", "link_cpu_seconds"))
         / num(r["seconds"])) if num(r.get("seconds")) else None,
     "bound_mbps": lambda r: num(r.get("partial_mb_per_s")),
-    # The share of the run the sender's TCP flows were held by the receive window (summed
-    # over connections: above 1 with several).
-    "rwnd_limited_share": lambda r: (num(r.get("rwnd_limited_ms")) / 1e3 / num(r["seconds"])
-                                     if num(r.get("rwnd_limited_ms")) is not None
-                                     and num(r.get("seconds")) else None),
-    # The same for the sender's send buffer.
-    "sndbuf_limited_share": lambda r: (num(r.get("sndbuf_limited_ms")) / 1e3 / num(r["seconds"])
-                                       if num(r.get("sndbuf_limited_ms")) is not None
-                                       and num(r.get("seconds")) else None),
+    # The share of the run the sender's TCP flows were held by the receive window or by the
+    # send buffer (summed over connections: above 1 with several).
+    "rwnd_limited_share": lambda r: share_of_run(r, "rwnd_limited_ms"),
+    "sndbuf_limited_share": lambda r: share_of_run(r, "sndbuf_limited_ms"),
     # Files verified per second of the run (a failed run's completion-rate bound in files).
     "verified_files_per_s": lambda r: (num(r.get("files_verified")) / num(r["seconds"])
                                        if num(r.get("files_verified")) is not None

@@ -25,6 +25,8 @@
 # range.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/bench/recv.sh
+. scripts/bench/recv.sh
 
 summarize() {
 python3 - "$1" <<'PY'
@@ -132,16 +134,10 @@ run() {
       folder=$dst ;;
     shoal)
       local log=$WORK/recv.log json run_id
-      "$SHOAL" recv --listen 127.0.0.1:0 --dest "$dst" --identity "$WORK/identity" --once >"$log" 2>&1 &
-      local rpid=$! addr=""
-      for _ in $(seq 100); do
-        addr=$(sed -n 's/^listening on //p' "$log" 2>/dev/null || true)
-        [ -n "$addr" ] && break
-        sleep 0.1
-      done
-      [ -n "$addr" ] || { echo "receiver did not start"; cat "$log"; kill "$rpid"; exit 1; }
+      start_receiver "$log" "$SHOAL" --dest "$dst" --identity "$WORK/identity" --once
+      local rpid=$RECV_PID
       t0=$(now)
-      json=$("$SHOAL" send --to "$addr" --src "$WORK/src" --mode tcp-bundle --identity "$WORK/identity" --json) || ok=0
+      json=$("$SHOAL" send --to "$RECV_ADDR" --src "$WORK/src" --mode tcp-bundle --identity "$WORK/identity" --json) || ok=0
       t1=$(now)
       wait "$rpid" || true
       run_id=$(echo "$json" | grep -o '"run_id":"[0-9a-f]*"' | cut -d'"' -f4)

@@ -27,6 +27,8 @@
 # slows inode allocation right after a large delete: see docs/benchmarks.md).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/bench/recv.sh
+. scripts/bench/recv.sh
 
 # The summary of a run's lines (the arms' medians, and each ratio pass by pass).
 summarize() {
@@ -153,15 +155,9 @@ run_shoal() {
   local arm=$2 mode=${2%@base} bin=$SHOAL
   [ "$arm" != "$mode" ] && bin=$BASE_BIN
   local dst="$WORK/$arm-$1" log="$WORK/recv-$arm-$1.log"
-  "$bin" recv --listen 127.0.0.1:0 --dest "$dst" --identity "$WORK/identity" --once ${RECV_ARGS:-} >"$log" 2>&1 &
-  local rpid=$!
-  local addr=""
-  for _ in $(seq 100); do
-    addr=$(sed -n 's/^listening on //p' "$log" 2>/dev/null || true)
-    [ -n "$addr" ] && break
-    sleep 0.1
-  done
-  [ -n "$addr" ] || { echo "receiver did not start"; cat "$log"; kill "$rpid"; exit 1; }
+  # shellcheck disable=SC2086
+  start_receiver "$log" "$bin" --dest "$dst" --identity "$WORK/identity" --once ${RECV_ARGS:-}
+  local rpid=$RECV_PID addr=$RECV_ADDR
   local json t0 t1
   t0=$(now)
   json=$("$bin" send --to "$addr" --src "$WORK/src" --mode "$mode" --identity "$WORK/identity" \
