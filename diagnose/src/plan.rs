@@ -195,16 +195,7 @@ pub fn run_arms(
     stages.push(stage);
     merge(obs, got);
     if !shoal_hostctl::proc::interrupted() {
-        refine(
-            setup,
-            obs,
-            stages,
-            &chosen,
-            &base,
-            (fixed, per_run),
-            deadline,
-            say,
-        )?;
+        refine(setup, obs, stages, &chosen, (fixed, per_run), deadline, say)?;
     }
     Ok(())
 }
@@ -216,9 +207,6 @@ fn merge(obs: &mut Observations, got: Vec<ArmObs>) {
             Some(a) => {
                 a.runs.extend(o.runs);
                 a.failed += o.failed;
-                if a.skipped.is_some() && !a.runs.is_empty() {
-                    a.skipped = None;
-                }
             }
             None => obs.arms.push(o),
         }
@@ -233,13 +221,11 @@ const REFINE_MAX_ROUNDS: u32 = 5;
 /// those arms again, interleaved, until each has the runs the rank test needs
 /// ([`shoal_verdict::noise::RANK_MIN_RUNS`]) or more. Arms that do not fit are left as they
 /// were, most promising first; nothing runs when not even one fits.
-#[allow(clippy::too_many_arguments)]
 fn refine(
     setup: &Setup,
     obs: &mut Observations,
     stages: &mut Vec<serde_json::Value>,
     chosen: &[Arm],
-    base: &Arm,
     (fixed, per_run): (f64, f64),
     deadline: Instant,
     say: &dyn Fn(&str),
@@ -283,7 +269,7 @@ fn refine(
         if fits >= needed {
             let rounds = fits.min(REFINE_MAX_ROUNDS).max(needed);
             let mut set: Vec<Arm> = doubtful.iter().map(|d| d.0.clone()).collect();
-            set.push(base.clone());
+            set.push(base_arm());
             say(&format!(
                 "within noise of the base: {}; {rounds} more rounds with the base…",
                 doubtful
