@@ -218,19 +218,16 @@ fn floors(cx: &Ctx, found: &mut Vec<Found>, skipped: &mut Vec<String>) -> Vec<Fl
     }
     let slowest = standing.iter().map(|c| c.1).fold(0.0, f64::max);
     let noise = half_range(cx.base) / cx.t;
-    // The fastest arm by median: an end's floor it reached binds every configuration measured,
-    // though the base ran slower for another reason.
-    let best = cx
-        .arms(|_| true)
-        .filter_map(|a| a.median_s().map(|m| (m, a)))
-        .min_by(|a, b| a.0.total_cmp(&b.0));
     for (kind, s, text, busy) in standing {
         let base_near = s >= FLOOR_NEAR * cx.t;
         // Only the ends' floors, measured with no network: the link's is the probe's own flow.
+        // An end's floor the fastest verified run reached (and, as above, did not beat) binds
+        // every configuration measured, though the base's median ran slower: the run shows
+        // the floor is where transfers on this path end up.
         let reached = (kind != Kind::LinkRate)
-            .then_some(best)
+            .then_some(fastest)
             .flatten()
-            .filter(|(m, _)| !base_near && s >= FLOOR_NEAR * m);
+            .filter(|(run, _)| !base_near && s >= FLOOR_NEAR * run);
         let near = base_near || reached.is_some();
         // The slowest floor binds; another within noise of it is reported with it (a tie).
         let tied = s >= slowest * (1.0 - MIN_GAIN.max(noise));
@@ -245,7 +242,7 @@ fn floors(cx: &Ctx, found: &mut Vec<Found>, skipped: &mut Vec<String>) -> Vec<Fl
             ];
             if let Some((m, arm)) = reached {
                 evidence.push(format!(
-                    "{} ran in {}: the floor is {} of the fastest arm's time, so no configuration measured goes below it",
+                    "{}'s fastest run took {}: the floor is {} of it, so no configuration measured goes below it",
                     arm.kind.label(),
                     secs(m),
                     pct(s / m)

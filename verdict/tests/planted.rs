@@ -334,8 +334,8 @@ fn an_end_floor_the_fastest_arm_reached_binds_though_the_base_ran_slower() {
     assert!(v.bottlenecks[0]
         .evidence
         .iter()
-        .any(|e| e.contains("the QUIC arm ran in 4.587s")));
-    // Nor when no arm came near it.
+        .any(|e| e.contains("the QUIC arm's fastest run took 4.587s")));
+    // Nor when no run came near it.
     o.arms = vec![
         base(&[6.053, 7.157]),
         arm(ArmKind::Quic, &["--mode", "quic-bundle"], &[6.0]),
