@@ -400,6 +400,24 @@ fn open_root(dest: &WriterDest) -> Result<OwnedFd> {
     }
 }
 
+/// Removes `folder` (a tree the receiver made: a run's, a write floor's) and then syncs the file
+/// system it was on, so the removal's deferred writes land now and not during the next timed
+/// stage. On a destination capped at 400 writes/s, files created after an unsynced removal of
+/// 100 came at 15 a second, and after a `sync` at 31, the rate of a fresh volume.
+pub fn remove_settled(folder: &Path) -> Result<()> {
+    let parent = folder.parent().unwrap_or(Path::new("/"));
+    std::fs::remove_dir_all(folder)
+        .with_context(|| format!("cannot remove {}", folder.display()))?;
+    let fd = openat(
+        rustix::fs::CWD,
+        parent,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .with_context(|| format!("cannot open {}", parent.display()))?;
+    rustix::fs::syncfs(&fd).with_context(|| format!("cannot sync {}", parent.display()))
+}
+
 /// Opens folder `name` inside `parent` (trusted) without following a symbolic link there;
 /// fails if it is missing.
 pub fn open_subfolder(parent: &Path, name: &str) -> Result<OwnedFd> {

@@ -310,11 +310,8 @@ async fn handle(
             let id = run_id_of(&run_id)?;
             ctx.baselines.stop(&id).await;
             let folder = hub.forget(&id)?;
-            tokio::task::spawn_blocking(move || {
-                std::fs::remove_dir_all(&folder)
-                    .with_context(|| format!("cannot remove {}", folder.display()))
-            })
-            .await??;
+            tokio::task::spawn_blocking(move || shoal_pipeline::writer::remove_settled(&folder))
+                .await??;
             Ok((reply, None))
         }
         Request::TarTcpStart { run_id, limit_s } => {

@@ -2,14 +2,17 @@
 //! how fast this host's destination takes files of a given shape through Shoal's own writer
 //! pool, with no network involved. A fresh folder under `--dest` (named by a run id, never a
 //! path from the peer) gets a small untimed warm-up and then the timed tree; the folder is
-//! removed before the reply, whatever happened.
+//! removed (and its file system synced, so the next stage does not pay for the removal) before
+//! the reply, whatever happened.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use bytes::Bytes;
-use shoal_pipeline::writer::{file_id, WriteBatch, WriteOp, WriterDest, WriterOptions, WriterPool};
+use shoal_pipeline::writer::{
+    file_id, remove_settled, WriteBatch, WriteOp, WriterDest, WriterOptions, WriterPool,
+};
 use shoal_proto::control::{Reply, MAX_FLOOR_BYTES, MAX_FLOOR_DIRS, MAX_FLOOR_FILES};
 use shoal_proto::relpath::{PathLimits, RelPath};
 use shoal_row::metrics;
@@ -81,9 +84,9 @@ pub(crate) async fn measure(config: &ReceiverConfig, run_id: &str, shape: Shape)
     .await??;
     let outcome = timed(config, &root, shape).await;
     let gone = root.clone();
-    let removed = tokio::task::spawn_blocking(move || std::fs::remove_dir_all(&gone)).await?;
+    let removed = tokio::task::spawn_blocking(move || remove_settled(&gone)).await?;
     let reply = outcome?;
-    removed.with_context(|| format!("cannot remove {}", root.display()))?;
+    removed?;
     Ok(reply)
 }
 
