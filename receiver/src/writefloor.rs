@@ -101,7 +101,8 @@ async fn timed(config: &ReceiverConfig, root: &Path, shape: Shape) -> Result<Rep
     let written = write_tree(config, root.to_path_buf(), "timed", shape).await?;
     let seconds = t0.elapsed().as_secs_f64().max(1e-9);
     let cpu = metrics::cpu_seconds() - cpu0;
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let busy = busy_share(cpu, seconds, cpus, shoal_row::hostfacts::cpu_quota_cores());
     let mut reply = Reply {
         ok: true,
         seconds,
@@ -119,10 +120,7 @@ async fn timed(config: &ReceiverConfig, root: &Path, shape: Shape) -> Result<Rep
         "bytes_per_s".into(),
         format!("{:.0}", written as f64 / seconds),
     );
-    f.insert(
-        "cpu_busy".into(),
-        format!("{:.3}", (cpu / (seconds * cores)).clamp(0.0, 1.0)),
-    );
+    f.insert("cpu_busy".into(), format!("{busy:.3}"));
     Ok(reply)
 }
 
@@ -197,4 +195,28 @@ async fn write_tree(
         );
     }
     Ok(report.bytes_written)
+}
+
+/// The share of the CPU this process may use that `cpu_s` seconds of it filled in `seconds`:
+/// against a cgroup quota where one is set and is below the CPUs (0.2 cores counts as 0.2,
+/// where the standard library's parallelism rounds it up to one core, and a floor measured
+/// with the quota full would read as 20% busy: a disk's floor rather than the CPU's).
+fn busy_share(cpu_s: f64, seconds: f64, cpus: f64, quota: Option<f64>) -> f64 {
+    let cores = quota.filter(|q| *q > 0.0).map_or(cpus, |q| q.min(cpus));
+    (cpu_s / (seconds * cores).max(1e-9)).clamp(0.0, 1.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::busy_share;
+
+    #[test]
+    fn busy_is_against_a_quota_below_the_cpus_and_the_cpus_otherwise() {
+        // A fifth of a core used in full for 3 s.
+        assert!((busy_share(0.6, 3.0, 1.0, Some(0.2)) - 1.0).abs() < 1e-9);
+        assert!((busy_share(0.6, 3.0, 1.0, None) - 0.2).abs() < 1e-9);
+        // A quota above the CPUs counts the CPUs.
+        assert!((busy_share(3.0, 3.0, 2.0, Some(4.0)) - 0.5).abs() < 1e-9);
+        assert_eq!(busy_share(1.0, 0.0, 2.0, None), 1.0);
+    }
 }
