@@ -1,7 +1,6 @@
 //! The receiver CPU axis (`recv-cpu-quota = [1.0, 0.5, 0.25]`, a fraction of one core): the
 //! run's `shoal recv` is moved into a cgroup of its own whose CPU bandwidth is capped, so the
-//! receiver gets that share of a core per 100 ms period — the "intermittent CPU steal" the
-//! reference study names, made repeatable. cgroup v1's `cpu` controller
+//! receiver gets that share of a core per CFS period (100 ms, or the `recv-cpu-period` axis). cgroup v1's `cpu` controller
 //! (`cpu.cfs_period_us`/`cpu.cfs_quota_us`) where it is mounted, else cgroup v2's `cpu.max`.
 //! The group is removed after the run; the quota read back and the throttling counters go in
 //! the row.
@@ -11,7 +10,9 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
-use shoal_matrix::conditions::cpu_quota::{quota_us, PERIOD_US};
+/// The CFS period a group gets when no `recv-cpu-period` asks for another (the kernel's).
+pub use shoal_matrix::conditions::cpu_quota::PERIOD_US;
+use shoal_matrix::conditions::cpu_quota::{quota_us, PERIOD_MAX_US, PERIOD_MIN_US};
 use shoal_report::columns::{col, f3, Row};
 
 /// Where cgroup v1's `cpu` controller is mounted on Debian-like hosts.
@@ -42,9 +43,13 @@ pub struct QuotaGroup {
 }
 
 impl QuotaGroup {
-    /// Creates the group `name` capped at `fraction` of one core.
-    pub fn create(name: &str, fraction: f64) -> Result<QuotaGroup> {
-        let quota = quota_us(fraction);
+    /// Creates the group `name` capped at `fraction` of one core per `period_us` (from
+    /// [`PERIOD_MIN_US`] to [`PERIOD_MAX_US`]).
+    pub fn create(name: &str, fraction: f64, period_us: u64) -> Result<QuotaGroup> {
+        if !(PERIOD_MIN_US..=PERIOD_MAX_US).contains(&period_us) {
+            bail!("recv-cpu-period: {period_us} µs is outside {PERIOD_MIN_US}..={PERIOD_MAX_US}");
+        }
+        let quota = quota_us(fraction, period_us);
         let (version, dir) = if Path::new(V1_CPU).join("cpu.cfs_quota_us").exists() {
             (Version::V1, Path::new(V1_CPU).join(name))
         } else if std::fs::read_to_string(Path::new(V2_ROOT).join("cgroup.controllers"))
@@ -68,10 +73,11 @@ impl QuotaGroup {
             .with_context(|| format!("recv-cpu-quota: creating cgroup {}", g.dir.display()))?;
         match version {
             Version::V1 => {
-                g.write("cpu.cfs_period_us", &PERIOD_US.to_string())?;
+                // Period first: a quota above the old period would otherwise be refused.
+                g.write("cpu.cfs_period_us", &period_us.to_string())?;
                 g.write("cpu.cfs_quota_us", &quota.to_string())?;
             }
-            Version::V2 => g.write("cpu.max", &format!("{quota} {PERIOD_US}"))?,
+            Version::V2 => g.write("cpu.max", &format!("{quota} {period_us}"))?,
         }
         Ok(g)
     }

@@ -22,6 +22,8 @@ pub const ALLOW_PLAIN: &str = "allow-plain";
 pub const PROFILE: &str = "profile";
 /// The receiver's CPU cap, a fraction of one core (`conditions::cpu_quota`).
 pub const RECV_CPU_QUOTA: &str = "recv-cpu-quota";
+/// That cap's CFS period (`conditions::cpu_quota`).
+pub const RECV_CPU_PERIOD: &str = "recv-cpu-period";
 /// One end's freezer duty cycle (`conditions::stall`).
 pub const RECV_STALL: &str = "recv-stall";
 pub const SEND_STALL: &str = "send-stall";
@@ -49,6 +51,7 @@ pub const SWEEP_AXES: &[&str] = &[
     TIMEOUT,
     PROFILE,
     RECV_CPU_QUOTA,
+    RECV_CPU_PERIOD,
     LOSS,
     RECV_STALL,
     SEND_STALL,
@@ -61,6 +64,7 @@ pub const LOCAL_ONLY_AXES: &[&str] = &[
     LOSS,
     PROFILE,
     RECV_CPU_QUOTA,
+    RECV_CPU_PERIOD,
     RECV_STALL,
     RECV_CPU_HOG,
     SHOAL,

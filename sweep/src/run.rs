@@ -221,6 +221,9 @@ impl Sweep<'_> {
                 Some(shoal_hostctl::cpu_quota::QuotaGroup::create(
                     &format!("shoal-{}-{order:05}", std::process::id()),
                     q,
+                    cfg.conditions
+                        .recv_cpu_period_us
+                        .unwrap_or(shoal_matrix::conditions::cpu_quota::PERIOD_US),
                 )?)
             }
             _ => None,

@@ -224,8 +224,12 @@ fn a_receiver_held_to_a_fifth_of_a_core_is_receiver_cpu() {
     // a cgroup capped at 0.2 core right after it starts (removed when `group` drops, after
     // the receiver: locals drop in reverse order).
     let name = unique("diagc");
-    let group =
-        shoal_hostctl::cpu_quota::QuotaGroup::create(&name, 0.2).expect("a cgroup cpu controller");
+    let group = shoal_hostctl::cpu_quota::QuotaGroup::create(
+        &name,
+        0.2,
+        shoal_hostctl::cpu_quota::PERIOD_US,
+    )
+    .expect("a cgroup cpu controller");
     let cfg = UpConfig::new(&name, Duration::from_millis(2), 1_000_000_000);
     let p = Planted::up(cfg, None);
     group

@@ -25,6 +25,8 @@ pub struct Conditions {
     pub profile: Option<HostProfile>,
     /// The `recv-cpu-quota` axis: a fraction of one core.
     pub recv_cpu_quota: Option<f64>,
+    /// The `recv-cpu-period` axis: that quota's period (µs).
+    pub recv_cpu_period_us: Option<u64>,
     /// The `loss` axis: a probability per packet and direction.
     pub loss: Option<f64>,
     /// The `initial-window` axis in a TCP mode: the routes' initial window.
@@ -43,6 +45,7 @@ impl Conditions {
         Ok(Conditions {
             profile: HostProfile::of(params)?,
             recv_cpu_quota: cpu_quota::of(params)?,
+            recv_cpu_period_us: cpu_quota::period_of(params)?,
             loss: loss::of(params)?,
             initial_window: start_window::of(params)?,
             recv_stall: stall::of(params, crate::axis::RECV_STALL)?,
