@@ -514,7 +514,13 @@ class Inline:
         if which not in ("ok", "failed", "all"):
             raise SystemExit(f"inline value: rows={which} in `{expr}` (ok, failed or all)")
 
-        def runs(sel):
+        # The denominator of a ratio may take other rows (`rows-den=ok` beside `rows=failed`:
+        # a failed arm's completion-rate bound over a verified arm's rate, an upper bound).
+        which_den = opts.get("rows-den", which)
+        if which_den not in ("ok", "failed", "all"):
+            raise SystemExit(f"inline value: rows-den={which_den} in `{expr}` (ok, failed or all)")
+
+        def runs(sel, which=which):
             rs = self.select(sel, verified=which == "ok")
             return [r for r in rs if r["status"] != "ok"] if which == "failed" else rs
 
@@ -523,7 +529,7 @@ class Inline:
             return f"{v:,.{digits}f}" if opts.get("sep") else f"{v:.{digits}f}"
         if fn in ("ratio", "ci", "ratio-ci"):
             a = self.values(runs(args[0]), col)
-            b = self.values(runs(args[1]), col)
+            b = self.values(runs(args[1], which_den), opts.get("col-den", col))
             x = statistics.median(a) / statistics.median(b)
             import random
             lo, hi = bootstrap_ratio(a, b, random.Random(BOOTSTRAP_SEED))

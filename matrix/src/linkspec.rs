@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
-use crate::quantity::{Backend, LinkLoss, LinkQueue, LinkRate, LinkTime, Spelled};
+use crate::quantity::{Backend, LinkLoss, LinkQueue, LinkRate, LinkTime, Size, Spelled};
 use crate::schema::LinkSection;
 
 /// The emulated link's name when `[link] name` is not given.
@@ -35,6 +35,9 @@ pub struct EmulatedLink {
     pub backend: Backend,
     pub seed: u64,
     pub offload: bool,
+    /// Max of `tcp_rmem`/`tcp_wmem` inside both namespaces, bytes (`shoal link up
+    /// --tcp-mem-max`; default 64 MiB).
+    pub tcp_mem_max: u64,
     /// Run `shoal link check` before the first run (its result goes in meta.json).
     pub check: bool,
 }
@@ -78,6 +81,7 @@ impl EmulatedLink {
         cfg.backend = self.backend.into();
         cfg.seed = self.seed;
         cfg.offload = self.offload;
+        cfg.tcp_mem_max = self.tcp_mem_max;
         cfg
     }
 }
@@ -154,6 +158,11 @@ impl TryFrom<LinkSection> for LinkSpec {
             backend: t.backend.unwrap_or(defaults.backend.into()),
             seed: t.seed.unwrap_or(defaults.seed),
             offload: t.offload.unwrap_or(defaults.offload),
+            tcp_mem_max: match t.tcp_mem_max {
+                Some(Size(b)) => shoal_link::ranges::count_in("tcp-mem-max", &b.to_string())
+                    .map_err(|e| anyhow::anyhow!("[link] tcp_mem_max {b}: {e:#}"))?,
+                None => defaults.tcp_mem_max,
+            },
             check: t.check.unwrap_or(true),
             name,
         }))

@@ -62,6 +62,8 @@ pub struct LinkSection {
     pub backend: Option<Backend>,
     pub seed: Option<u64>,
     pub offload: Option<bool>,
+    /// Max of `tcp_rmem`/`tcp_wmem` in both namespaces (`shoal link up --tcp-mem-max`).
+    pub tcp_mem_max: Option<Size>,
     pub check: Option<bool>,
     pub receiver: Option<String>,
     pub pin: Option<String>,
@@ -85,6 +87,7 @@ impl LinkSection {
             ("backend", self.backend.is_some()),
             ("seed", self.seed.is_some()),
             ("offload", self.offload.is_some()),
+            ("tcp_mem_max", self.tcp_mem_max.is_some()),
             ("check", self.check.is_some()),
         ]
         .into_iter()

@@ -238,3 +238,26 @@ fn tool_axes_go_to_their_tool_alone() {
         "{e:#}"
     );
 }
+
+#[test]
+fn the_links_tcp_memory_is_the_links_default_or_a_size_in_its_range() {
+    let emulated = |m: &str| match Matrix::parse(m).unwrap().link {
+        LinkSpec::Emulated(e) => e,
+        other => panic!("{other:?}"),
+    };
+    let base = "[link]\nname = \"t1\"\nrtt = \"20ms\"\nrate = \"100mbit\"\n\
+                [payload.small]\nfiles = 10\nsize = \"4KiB\"\n[axes]\nmode = [\"tcp-bundle\"]\n";
+    assert_eq!(emulated(base).tcp_mem_max, 64 << 20);
+    let with = |v: &str| {
+        base.replace(
+            "rate = \"100mbit\"",
+            &format!("rate = \"100mbit\"\ntcp_mem_max = {v}"),
+        )
+    };
+    let e = emulated(&with("\"32MiB\""));
+    assert_eq!(e.tcp_mem_max, 32 << 20);
+    assert_eq!(e.up_config().tcp_mem_max, 32 << 20);
+    assert_eq!(emulated(&with("6291456")).tcp_mem_max, 6_291_456);
+    let err = format!("{:#}", Matrix::parse(&with("\"1\"")).unwrap_err());
+    assert!(err.contains("tcp_mem_max"), "{err}");
+}
