@@ -435,6 +435,13 @@ DERIVED = {
     "verified_files_per_s": lambda r: (num(r.get("files_verified")) / num(r["seconds"])
                                        if num(r.get("files_verified")) is not None
                                        and num(r.get("seconds")) else None),
+    # The mean time the receiver's CPU group was held per throttled CFS period (ms): how long
+    # each quota stall lasted.
+    "throttle_ms_per_period": lambda r: (num(r["receiver_cpu_throttled_seconds"]) * 1e3
+                                         / num(r["receiver_cpu_throttled"])
+                                         if num(r.get("receiver_cpu_throttled"))
+                                         and num(r.get("receiver_cpu_throttled_seconds")) is not None
+                                         else None),
     # Round trips of the link per file: seconds / (files × the link's RTT).
     "rtts_per_file": lambda r: (num(r["seconds"]) / (num(r["payload_files"])
                                                       * num(r["link_rtt_ms"]) / 1e3)

@@ -72,6 +72,11 @@ fn shipped_matrices_parse() {
     assert_eq!(count("study-longstall.toml"), 2 + 1);
     assert_eq!(count("study-hog.toml"), 4 + 2);
     assert_eq!(count("study-btrfs.toml"), 4 + 4);
+    // QUIC 2 controllers × 3 quota periods × with and without the hog; TCP 2 × 2 host
+    // buffers; QUIC 2 controllers × 3 stall settings.
+    assert_eq!(count("study-hog-periods.toml"), 2 * 3 * 2);
+    assert_eq!(count("study-tcpmem.toml"), 2 * 2);
+    assert_eq!(count("study-stall-range.toml"), 2 * 3);
     let study = Matrix::load(&dir.join("study.toml")).unwrap();
     let refs: Vec<_> = study
         .configs
