@@ -380,6 +380,16 @@ fn remove_temp(f: OpenFile) {
     temp::discard(&f.dir, f.file, f.temp);
 }
 
+/// Opens a folder the operator named (trusted: a symbolic link there is followed).
+fn open_dir(path: &Path) -> rustix::io::Result<OwnedFd> {
+    openat(
+        rustix::fs::CWD,
+        path,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+}
+
 /// Opens a run's destination root: `Root` is created if missing (the operator's choice, trusted);
 /// a `Prepared` folder must still be the folder that was prepared (not a symbolic link, not
 /// gone).
@@ -388,13 +398,7 @@ fn open_root(dest: &WriterDest) -> Result<OwnedFd> {
         WriterDest::Root(root) => {
             std::fs::create_dir_all(root)
                 .with_context(|| format!("cannot create destination {}", root.display()))?;
-            openat(
-                rustix::fs::CWD,
-                root,
-                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-                Mode::empty(),
-            )
-            .with_context(|| format!("cannot open destination {}", root.display()))
+            open_dir(root).with_context(|| format!("cannot open destination {}", root.display()))
         }
         WriterDest::Prepared { parent, name } => open_subfolder(parent, name),
     }
@@ -408,26 +412,15 @@ pub fn remove_settled(folder: &Path) -> Result<()> {
     let parent = folder.parent().unwrap_or(Path::new("/"));
     std::fs::remove_dir_all(folder)
         .with_context(|| format!("cannot remove {}", folder.display()))?;
-    let fd = openat(
-        rustix::fs::CWD,
-        parent,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .with_context(|| format!("cannot open {}", parent.display()))?;
+    let fd = open_dir(parent).with_context(|| format!("cannot open {}", parent.display()))?;
     rustix::fs::syncfs(&fd).with_context(|| format!("cannot sync {}", parent.display()))
 }
 
 /// Opens folder `name` inside `parent` (trusted) without following a symbolic link there;
 /// fails if it is missing.
 pub fn open_subfolder(parent: &Path, name: &str) -> Result<OwnedFd> {
-    let parent_fd = openat(
-        rustix::fs::CWD,
-        parent,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .with_context(|| format!("cannot open {}", parent.display()))?;
+    let parent_fd =
+        open_dir(parent).with_context(|| format!("cannot open {}", parent.display()))?;
     openat(
         &parent_fd,
         name,
