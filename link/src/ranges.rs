@@ -85,7 +85,11 @@ pub fn span_in(flag: &str, text: &str) -> Result<Duration> {
 
 /// A count flag's text within its range (`--tcp-mem-max` takes a size).
 pub fn count_in(flag: &str, text: &str) -> Result<u64> {
-    let v = crate::parse::parse_size(text)?;
+    count_value_in(flag, text, crate::parse::parse_size(text)?)
+}
+
+/// A count already parsed (from a matrix, say), written `text`, within `flag`'s range.
+pub fn count_value_in(flag: &str, text: &str, v: u64) -> Result<u64> {
     let r = COUNTS
         .iter()
         .find(|r| r.flag == flag)

@@ -159,8 +159,10 @@ impl TryFrom<LinkSection> for LinkSpec {
             seed: t.seed.unwrap_or(defaults.seed),
             offload: t.offload.unwrap_or(defaults.offload),
             tcp_mem_max: match t.tcp_mem_max {
-                Some(Size(b)) => shoal_link::ranges::count_in("tcp-mem-max", &b.to_string())
-                    .map_err(|e| anyhow::anyhow!("[link] tcp_mem_max {b}: {e:#}"))?,
+                Some(Size(b)) => {
+                    shoal_link::ranges::count_value_in("tcp-mem-max", &b.to_string(), b)
+                        .map_err(|e| anyhow::anyhow!("[link] tcp_mem_max {b}: {e:#}"))?
+                }
                 None => defaults.tcp_mem_max,
             },
             check: t.check.unwrap_or(true),
