@@ -327,8 +327,8 @@ fn a_destination_mounted_sync_is_receiver_fs() {
     let _serial = serial();
     // A fast short link, so neither the path nor a window is the limit; the receiver writes
     // into the sync volume (the volume drops after the receiver: locals drop in reverse order).
-    // Its queue is 16 BDPs (800 KB): at the default one BDP (49 KB) the probe saw 3.9% loss and
-    // the base retransmitted 22.5% of its segments (results/diagnose-predictions/
+    // Its queue is 16 BDPs (800 KB): at the default one BDP (49 KB) the probe read 3.9% random
+    // loss and the base retransmitted 22.5% of its segments (results/diagnose-predictions/
     // receiver-fs-400.log), a second constraint this case does not mean to plant.
     let vol = SyncVolume::new();
     let mut cfg = UpConfig::new(&unique("diagfs"), Duration::from_millis(2), 200_000_000);
