@@ -32,6 +32,11 @@ pub fn observe(p: &PathProbe, sender: BufferLimits, receiver: BufferLimits) -> P
         for why in &d.unreliable {
             unreliable.push(format!("goodput {what}: {why}"));
         }
+        // Bursty loss leaves the goodput standing but not the loss figure the verdict reads
+        // as random loss, so the doubt is still the probe's.
+        if let Some(why) = d.loss_note() {
+            unreliable.push(format!("loss {what}: {why}"));
+        }
     }
     let loaded = [&p.up, &p.down]
         .iter()

@@ -83,6 +83,12 @@ pub struct Direction {
     /// Why these figures cannot be trusted (a short interval, a stalled flow, one RTT
     /// sample, …); empty when they can.
     pub unreliable: Vec<String>,
+    /// The index of dispersion of the retransmits after the warm-up when they came in bursts
+    /// (at least [`BURSTY_LOSS`]): the probe's own flow overflowing the bottleneck's queue, so
+    /// `loss_fraction` is not the path's random loss. It says nothing against the goodput,
+    /// which is the path's rate with a full queue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_in_bursts: Option<f64>,
     /// Control round trips on a second connection while the flow ran (after its warm-up).
     pub loaded_rtt: RttSummary,
     /// The receiving end's counts and the sending end's TCP_INFO.
@@ -102,14 +108,6 @@ impl Direction {
                 }
                 if a.samples < MIN_SAMPLES {
                     why.push(format!("{} TCP_INFO readings only", a.samples));
-                }
-                if let Some(d) = a
-                    .steady_loss_dispersion
-                    .filter(|d| *d >= BURSTY_LOSS && a.steady_loss() > 0.0)
-                {
-                    why.push(format!(
-                        "its loss after the warm-up came in bursts (dispersion {d:.1}; about 1 for random loss): the probe's own queue overflow, not the path's random loss"
-                    ));
                 }
                 if a.steady_loss() >= LOSS_BOUND
                     && a.steady_loss_dispersion.is_none_or(|d| d < BURSTY_LOSS)
@@ -158,9 +156,22 @@ impl Direction {
             loss_fraction: bulk.acked.as_ref().map(|a| a.steady_loss()),
             warmup_loss_fraction: bulk.acked.as_ref().map(|a| a.warmup_loss()),
             unreliable: why,
+            loss_in_bursts: bulk.acked.as_ref().and_then(|a| {
+                a.steady_loss_dispersion
+                    .filter(|d| *d >= BURSTY_LOSS && a.steady_loss() > 0.0)
+            }),
             loaded_rtt: rtt,
             bulk,
         }
+    }
+
+    /// Why the loss after the warm-up is not the path's random loss, when it is not.
+    pub fn loss_note(&self) -> Option<String> {
+        self.loss_in_bursts.map(|d| {
+            format!(
+                "it came in bursts after the warm-up (dispersion {d:.1}; about 1 for random loss): the probe's own queue overflow, not the path's random loss"
+            )
+        })
     }
 
     /// Goodput in Mbit/s (10^6 bit/s).
@@ -222,6 +233,9 @@ impl PathProbe {
                 l.max_ms,
                 l.probes
             );
+            if let Some(why) = d.loss_note() {
+                s += &format!("    loss: {why}\n");
+            }
             if !d.unreliable.is_empty() {
                 s += &format!("    unreliable: {}\n", d.unreliable.join("; "));
             }
@@ -299,6 +313,34 @@ mod tests {
             "{:?}",
             d.unreliable
         );
+    }
+
+    #[test]
+    fn loss_in_bursts_is_named_and_leaves_the_goodput_standing() {
+        let acked = |dispersion| shoal_proto::probe::AckedFlow {
+            bytes: 15_000_000,
+            interval_s: 2.5,
+            samples: 50,
+            goodput_bit_s: 48e6,
+            steady_retransmits: 37,
+            steady_segments: 14_511,
+            steady_loss_dispersion: Some(dispersion),
+            ..Default::default()
+        };
+        let direction = |dispersion| {
+            let bulk = BulkReport {
+                seconds: 3.5,
+                acked: Some(acked(dispersion)),
+                ..Default::default()
+            };
+            Direction::new(bulk, &[40.0, 41.0])
+        };
+        let bursty = direction(34.7);
+        assert_eq!(bursty.unreliable, Vec::<String>::new());
+        assert_eq!(bursty.loss_in_bursts, Some(34.7));
+        assert!(bursty.loss_note().unwrap().contains("queue overflow"));
+        let even = direction(1.1);
+        assert_eq!((even.loss_in_bursts, even.loss_note()), (None, None));
     }
 
     #[test]

@@ -42,9 +42,11 @@ fn judge(d: &serde_json::Value, rate_bps: f64, loss: f64) -> (String, Option<Str
         ));
     }
     // The loss-bound reason excuses the goodput of a lossy flow, not its loss reading.
+    // Loss in bursts is the probe's own queue overflow, named as such in `loss_in_bursts`.
     let loss_excused = why
         .iter()
-        .any(|w| !w.contains("lower bound of the path's rate"));
+        .any(|w| !w.contains("lower bound of the path's rate"))
+        || d["loss_in_bursts"].is_number();
     let loss_ok = random.is_some_and(|r| r >= lo && r <= hi);
     if !loss_ok && !loss_excused {
         off.push(format!(
