@@ -345,6 +345,14 @@ pub fn run(cmd: LinkCommand) -> Result<i32> {
             for n in &out.notes {
                 eprintln!("note: {n}");
             }
+            // A claim left by a sweep that is gone would only be released by the next sweep
+            // of that name; the link it claimed is down now, so it goes too.
+            if let Some(owner) = shoal_hostctl::owned::claim::forget_dead(&a.name) {
+                eprintln!(
+                    "note: removed {} (its sweep, {owner}, is gone)",
+                    shoal_hostctl::owned::claim::path(&a.name).display()
+                );
+            }
             if out.existed {
                 println!("link {} down", a.name);
             } else {

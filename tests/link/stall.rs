@@ -158,6 +158,9 @@ fn a_sweep_killed_mid_stall_leaves_nothing_frozen() {
         group.display()
     );
     assert!(groups_of(pid).is_empty(), "{:?}", groups_of(pid));
+    // `link down` removes the dead sweep's claim on the name with its link.
+    let claim = format!("/run/shoal/link-{link}.owner.json");
+    assert!(!Path::new(&claim).exists(), "{claim} left behind");
 }
 
 #[test]

@@ -136,6 +136,14 @@ pub fn forget(name: &str, owner: &Ident) {
     }
 }
 
+/// Removes the claim on `name` when its owner is gone (after `shoal link down` took the link
+/// down by hand): the owner that claim names, else `None` (no claim, or its owner runs).
+pub fn forget_dead(name: &str) -> Option<Ident> {
+    let c = read(name).filter(|c| !c.owner.alive())?;
+    std::fs::remove_file(path(name)).ok()?;
+    Some(c.owner)
+}
+
 /// Removes this process's claim (its sweep released everything).
 pub fn drop_claim(name: &str) {
     if read(name).is_some_and(|c| c.owner == Ident::me()) {
