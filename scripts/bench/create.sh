@@ -17,9 +17,11 @@
 #   cp-r    cp -r SRC DST
 #   shoal   shoal recv on 127.0.0.1 into DST, fed by `shoal send --mode tcp-bundle` over
 #           loopback: the receiver's writes plus the transfer (the sender reads from tmpfs)
+#   writer  the receiver's writer pool alone, fed from memory (pipeline/examples/write_tree.rs:
+#           the tree is read before its clock starts): the writes without the network
 # Time: the wall time of the command (for shoal, of `shoal send`, which returns after the
-# receiver's completion report: every file written, closed and renamed to its final name). No
-# tool fsyncs. Every destination is verified by SHA-256 after its clock stopped; a run that
+# receiver's completion report: every file written, closed and renamed to its final name; for
+# writer, the time it prints, from starting the writers to their end). No tool fsyncs. Every destination is verified by SHA-256 after its clock stopped; a run that
 # does not verify is a failure line, never a time. Prints one line per run, then per file system
 # the medians in files/s and the ratios shoal / tar-x and shoal / cpz with their pass-by-pass
 # range.
@@ -49,11 +51,12 @@ for fs in sorted({k[0] for k in t}):
     med = {a: statistics.median(v.values()) for a, v in arms.items()}
     for a in sorted(med, key=med.get):
         print(f"  {a:6s} {files / med[a]:10.0f} files/s  {med[a]:7.3f} s  ({len(arms[a])} runs)")
-    for ref in ("tar-x", "cpz", "cp-r"):
-        if "shoal" in arms and ref in arms:
-            ps = sorted(set(arms["shoal"]) & set(arms[ref]))
-            r = [arms[ref][p] / arms["shoal"][p] for p in ps]
-            print(f"  shoal / {ref:5s} {med[ref] / med['shoal']:.2f} (ratio of medians, files/s); per pass {min(r):.2f}-{max(r):.2f} over {len(r)} passes")
+    for ours in ("shoal", "writer"):
+        for ref in ("tar-x", "cpz", "cp-r"):
+            if ours in arms and ref in arms:
+                ps = sorted(set(arms[ours]) & set(arms[ref]))
+                r = [arms[ref][p] / arms[ours][p] for p in ps]
+                print(f"  {ours} / {ref:5s} {med[ref] / med[ours]:.2f} (ratio of medians, files/s); per pass {min(r):.2f}-{max(r):.2f} over {len(r)} passes")
 PY
 }
 
@@ -67,7 +70,7 @@ FILES=${FILES:-65536}
 SIZE=${SIZE:-4KiB}
 PASSES=${PASSES:-5}
 FSES=${FSES:-btrfs ext4 xfs}
-ARMS=${ARMS:-tar-x cpz cp-r shoal}
+ARMS=${ARMS:-tar-x cpz cp-r shoal writer}
 IMG_SIZE=${IMG_SIZE:-4G}
 
 if [ -n "${SHOAL_BIN:-}" ]; then
@@ -75,6 +78,10 @@ if [ -n "${SHOAL_BIN:-}" ]; then
 else
   cargo build --release -q -p shoal
   SHOAL=$PWD/target/release/shoal
+fi
+if [[ " $ARMS " == *" writer "* ]]; then
+  cargo build --release -q -p shoal-pipeline --example write_tree
+  WRITER=$PWD/target/release/examples/write_tree
 fi
 if [[ " $ARMS " == *" cpz "* ]] && ! command -v cpz >/dev/null; then
   echo "installing cpz (cargo install cpz)…"
@@ -142,6 +149,13 @@ run() {
       wait "$rpid" || true
       run_id=$(echo "$json" | grep -o '"run_id":"[0-9a-f]*"' | cut -d'"' -f4)
       folder=$dst/$run_id ;;
+    writer)
+      local line
+      line=$("$WRITER" "$WORK/src" "$dst") || ok=0
+      # Its own clock: the source was read into memory before it started.
+      t0=0; t1=$(echo "$line" | sed -nE 's/.* in ([0-9.]+) s,.*/\1/p')
+      [ -n "$t1" ] || ok=0
+      folder=$dst ;;
   esac
   if [ "$ok" = 1 ] && "$SHOAL" verify "$WORK/src" "$folder" >/dev/null 2>&1; then
     awk -v f="$FILES" -v t0="$t0" -v t1="$t1" -v fs="$fs" -v a="$arm" -v p="$pass" \
