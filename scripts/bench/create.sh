@@ -35,11 +35,15 @@ python3 - "$1" <<'PY'
 import re, statistics, sys
 from collections import defaultdict
 t = defaultdict(dict)          # (fs, arm) -> {pass: seconds}
+cpu = defaultdict(list)        # fs -> [(sender s, receiver s, wall s)] of the shoal arm
 files = None
 for line in open(sys.argv[1]):
     m = re.match(r"(\S+) +(\S+) +pass (\d+): +([\d.]+) s +([\d.]+) files/s", line)
     if m:
         t[(m.group(1), m.group(2))][int(m.group(3))] = float(m.group(4))
+        c = re.search(r"cpu sender ([\d.]+) s, receiver ([\d.]+) s", line)
+        if c:
+            cpu[m.group(1)].append((float(c.group(1)), float(c.group(2)), float(m.group(4))))
     m = re.match(r"payload: (\d+) files", line)
     if m:
         files = int(m.group(1))
@@ -51,6 +55,9 @@ for fs in sorted({k[0] for k in t}):
     med = {a: statistics.median(v.values()) for a, v in arms.items()}
     for a in sorted(med, key=med.get):
         print(f"  {a:6s} {files / med[a]:10.0f} files/s  {med[a]:7.3f} s  ({len(arms[a])} runs)")
+    if cpu.get(fs):
+        snd, rcv, wall = (statistics.median(x[i] for x in cpu[fs]) for i in range(3))
+        print(f"  shoal CPU (medians): sender {snd:.2f} s, receiver {rcv:.2f} s, both {(snd + rcv) / wall:.2f} cores over the run ({len(cpu[fs])} runs)")
     for ours in ("shoal", "writer"):
         for ref in ("tar-x", "cpz", "cp-r"):
             if ours in arms and ref in arms:
@@ -125,7 +132,7 @@ drop_volume() {
 
 # Runs arm $2 on file system $1, pass $3; prints its line.
 run() {
-  local fs=$1 arm=$2 pass=$3 dst=$MNT/dst folder t0 t1 ok=1
+  local fs=$1 arm=$2 pass=$3 dst=$MNT/dst folder t0 t1 ok=1 cpu=""
   fresh_volume "$fs"
   sync
   case $arm in
@@ -148,6 +155,8 @@ run() {
       t1=$(now)
       wait "$rpid" || true
       run_id=$(echo "$json" | grep -o '"run_id":"[0-9a-f]*"' | cut -d'"' -f4)
+      # Both ends share this host's cores: what each used (the row's getrusage figures).
+      cpu=$(echo "$json" | python3 -c 'import json,sys; r=json.load(sys.stdin); print("cpu sender %.2f s, receiver %.2f s" % (r["sender_cpu_seconds"], r["receiver_run_cpu_seconds"]))' 2>/dev/null || true)
       folder=$dst/$run_id ;;
     writer)
       local line
@@ -158,8 +167,8 @@ run() {
       folder=$dst ;;
   esac
   if [ "$ok" = 1 ] && "$SHOAL" verify "$WORK/src" "$folder" >/dev/null 2>&1; then
-    awk -v f="$FILES" -v t0="$t0" -v t1="$t1" -v fs="$fs" -v a="$arm" -v p="$pass" \
-      'BEGIN { s=t1-t0; printf "%-6s %-6s pass %s: %7.3f s %9.0f files/s\n", fs, a, p, s, f/s }'
+    awk -v f="$FILES" -v t0="$t0" -v t1="$t1" -v fs="$fs" -v a="$arm" -v p="$pass" -v c="$cpu" \
+      'BEGIN { s=t1-t0; printf "%-6s %-6s pass %s: %7.3f s %9.0f files/s%s\n", fs, a, p, s, f/s, (c == "" ? "" : "  " c) }'
   else
     echo "$fs $arm pass $pass: FAILED (exit or verification)"
   fi
