@@ -19,6 +19,9 @@ difference (tests/sweep/study_page.rs). KIND is one of:
   rows, each end's peak RSS range, the ceiling and the rows over it (scripts/check/check-memory.py's
   ceilings).
 - blocks-link LOG, blocks-loopback LOG: scripts/bench/blocks-link.sh, scripts/bench/blocks.sh.
+- create LOG: scripts/bench/create.sh; per file system each arm's median files/s, the ratios
+  of shoal and of its writer alone to tar -x and cpz (ratio of medians, then pass by pass), and
+  the CPU both ends of the loopback arm used.
 - callgrind FILE: scripts/bench/callgrind.sh's lines (`LABEL: MODE SIDE … per_file_without_selfhash=N`).
 """
 import csv
@@ -233,7 +236,44 @@ def callgrind(paths):
     return [f"`{path}`, instructions per file, `{base}` → `{new}`:", ""] + table(["mode", "receiver", "sender"], rows)
 
 
-KINDS = {"loopback": loopback, "stream-anchor": stream_anchor, "quinn-anchor": quinn_anchor,
+def create(paths):
+    (path,) = paths
+    t = {}                          # (fs, arm) -> {pass: seconds}
+    cpu = {}                        # fs -> [(sender s, receiver s, wall s)] of the shoal arm
+    files = None
+    for line in open(path, encoding="utf-8"):
+        m = re.match(r"(\S+) +(\S+) +pass (\d+): +([\d.]+) s +([\d.]+) files/s", line)
+        if m:
+            t.setdefault((m.group(1), m.group(2)), {})[int(m.group(3))] = float(m.group(4))
+            c = re.search(r"cpu sender ([\d.]+) s, receiver ([\d.]+) s", line)
+            if c:
+                cpu.setdefault(m.group(1), []).append((float(c.group(1)), float(c.group(2)), float(m.group(4))))
+        m = re.match(r"payload: (\d+) files", line)
+        if m:
+            files = int(m.group(1))
+    fses = sorted({fs for fs, _ in t})
+    arms = ["tar-x", "cpz", "cp-r", "shoal", "writer"]
+
+    def ratio(fs, ours, ref):
+        a, b = t[(fs, ours)], t[(fs, ref)]
+        per = [b[p] / a[p] for p in sorted(set(a) & set(b))]
+        return f"{med(b.values()) / med(a.values()):.2f} ({min(per):.2f}–{max(per):.2f})"
+
+    rows = [[fs] + [f"{files / med(t[(fs, a)].values()):,.0f}" for a in arms] for fs in fses]
+    ratios = []
+    for fs in fses:
+        snd, rcv, wall = (med([x[i] for x in cpu[fs]]) for i in range(3))
+        ratios.append([fs, ratio(fs, "shoal", "tar-x"), ratio(fs, "shoal", "cpz"),
+                       ratio(fs, "writer", "tar-x"), ratio(fs, "writer", "cpz"),
+                       f"{snd:.2f} / {rcv:.2f} ({(snd + rcv) / wall:.2f} cores)"])
+    return ([f"`{path}`, {files:,} × 4 KiB, files/s (medians of the timed passes):", ""]
+            + table(["file system"] + arms, rows)
+            + ["", "Ratios of medians (the per-pass range), and the loopback arm's CPU, medians:", ""]
+            + table(["file system", "shoal / tar-x (≥ 1.3)", "shoal / cpz (≥ 1.0)", "writer / tar-x",
+                     "writer / cpz", "shoal CPU-s, sender / receiver"], ratios))
+
+
+KINDS = {"create": create, "loopback": loopback, "stream-anchor": stream_anchor, "quinn-anchor": quinn_anchor,
          "quic-link-memory": quic_link_memory, "memory": memory, "blocks-link": blocks_link,
          "blocks-loopback": blocks_loopback, "callgrind": callgrind}
 REGION = re.compile(r"^<!-- generated: (\S+) (.*?) -->$")
