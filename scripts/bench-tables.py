@@ -22,6 +22,8 @@ difference (tests/sweep/study_page.rs). KIND is one of:
 - create LOG: scripts/bench/create.sh; per file system each arm's median files/s, the ratios
   of shoal and of its writer alone to tar -x and cpz (ratio of medians, then pass by pass), and
   the CPU both ends of the loopback arm used.
+- startup-floor RUNS.CSV: scripts/startup-floor.py's table of a sweep, with each median's
+  seconds over its start-rule floor.
 - callgrind FILE: scripts/bench/callgrind.sh's lines (`LABEL: MODE SIDE … per_file_without_selfhash=N`).
 """
 import csv
@@ -273,7 +275,28 @@ def create(paths):
                      "writer / cpz", "shoal CPU-s, sender / receiver"], ratios))
 
 
-KINDS = {"create": create, "loopback": loopback, "stream-anchor": stream_anchor, "quinn-anchor": quinn_anchor,
+def startup_floor(paths):
+    """scripts/startup-floor.py's table of RUNS.CSV, with each median's seconds over its
+    start-rule floor (the target: within 5%, ≤ 1.05)."""
+    import os
+    import subprocess
+    (path,) = paths
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "startup-floor.py")
+    out = subprocess.run([sys.executable, script, path], check=True, capture_output=True, text=True).stdout
+    lines = [f"`{path}`, medians (scripts/startup-floor.py):", ""]
+    for i, line in enumerate(out.strip().split("\n")):
+        cells = line.strip("|").split("|")
+        if i == 0:
+            extra = " s / floor (start rule) |"
+        elif i == 1:
+            extra = "---|"
+        else:
+            extra = f" **{float(cells[4]) / float(cells[9]):.3f}** |"
+        lines.append(line + extra)
+    return lines
+
+
+KINDS = {"create": create, "startup-floor": startup_floor, "loopback": loopback, "stream-anchor": stream_anchor, "quinn-anchor": quinn_anchor,
          "quic-link-memory": quic_link_memory, "memory": memory, "blocks-link": blocks_link,
          "blocks-loopback": blocks_loopback, "callgrind": callgrind}
 REGION = re.compile(r"^<!-- generated: (\S+) (.*?) -->$")
