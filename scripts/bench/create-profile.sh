@@ -12,6 +12,8 @@
 # `shoal-writer-N`, the file system's own workers `kworker/…`.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/bench/volume.sh
+. scripts/bench/volume.sh
 [ "$(id -u)" -eq 0 ] || { echo "create-profile.sh: needs root (loop volumes)" >&2; exit 2; }
 command -v perf >/dev/null || { echo "create-profile.sh: needs perf" >&2; exit 2; }
 FILES=${FILES:-65536}
@@ -24,20 +26,10 @@ WRITER=$PWD/target/release/examples/write_tree
 
 WORK=$(mktemp -d /dev/shm/shoal-profile.XXXXXX)
 MNT=$WORK/mnt
-cleanup() {
-  mountpoint -q "$MNT" && umount "$MNT"
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+trap 'remove_work "$WORK" "$MNT"' EXIT
 mkdir -p "$MNT"
 "$SHOAL" gen --out "$WORK/src" --files "$FILES" --size "$SIZE" --seed 1 >/dev/null
-truncate -s 4G "$WORK/img"
-case $FS in
-  ext4) mkfs.ext4 -q -N 400000 -E lazy_itable_init=0,lazy_journal_init=0 "$WORK/img" ;;
-  xfs) mkfs.xfs -q -f "$WORK/img" ;;
-  btrfs) mkfs.btrfs -q -f "$WORK/img" >/dev/null ;;
-esac
-mount -o loop "$WORK/img" "$MNT"
+make_volume "$FS" "$WORK/img" "$MNT"
 sync
 echo "payload: $FILES files of $SIZE (tmpfs) into a fresh $FS loop volume; $("$SHOAL" --version); kernel $(uname -r), $(nproc) cores"
 perf record -q -a -g -o "$WORK/perf.data" -- "$WRITER" "$WORK/src" "$MNT/dst" 2>&1 | grep '^writer:'

@@ -12,6 +12,10 @@
 # slows every call, so no time here is a figure of speed.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/bench/recv.sh
+. scripts/bench/recv.sh
+# shellcheck source=scripts/bench/volume.sh
+. scripts/bench/volume.sh
 [ "$(id -u)" -eq 0 ] || { echo "create-syscalls.sh: needs root (loop volumes)" >&2; exit 2; }
 command -v strace >/dev/null || apt-get install -y -q strace >/dev/null
 
@@ -28,29 +32,14 @@ export PATH="$HOME/.cargo/bin:$PATH"
 WORK=$(mktemp -d /dev/shm/shoal-syscalls.XXXXXX)
 MNT=$WORK/mnt
 IMG=$WORK/volume.img
-cleanup() {
-  mountpoint -q "$MNT" && umount "$MNT"
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+trap 'remove_work "$WORK" "$MNT"' EXIT
 mkdir -p "$MNT"
 "$SHOAL" gen --out "$WORK/src" --files "$FILES" --size "$SIZE" --seed 1 >/dev/null
 tar -C "$WORK/src" -cf "$WORK/src.tar" .
 echo "payload: $FILES files of $SIZE (tmpfs) into a fresh $FS loop volume; $("$SHOAL" --version); $(strace -V | head -1)"
 
-fresh_volume() {
-  rm -f "$IMG"
-  truncate -s 4G "$IMG"
-  case $FS in
-    ext4) mkfs.ext4 -q -N 400000 -E lazy_itable_init=0,lazy_journal_init=0 "$IMG" ;;
-    xfs) mkfs.xfs -q -f "$IMG" ;;
-    btrfs) mkfs.btrfs -q -f "$IMG" >/dev/null ;;
-  esac
-  mount -o loop "$IMG" "$MNT"
-}
-
 for arm in $ARMS; do
-  fresh_volume
+  make_volume "$FS" "$IMG" "$MNT"
   dst=$MNT/dst out=$WORK/$arm.strace
   case $arm in
     tar-x) mkdir "$dst"; strace -f -c -o "$out" tar -C "$dst" -xf "$WORK/src.tar" ;;
@@ -58,18 +47,9 @@ for arm in $ARMS; do
     cp-r) strace -f -c -o "$out" cp -r "$WORK/src" "$dst" ;;
     writer) strace -f -c -o "$out" "$WRITER" "$WORK/src" "$dst" >/dev/null ;;
     shoal)
-      # start_receiver (scripts/bench/recv.sh) with the receiver under strace.
-      log=$WORK/recv.log
-      rm -f "$log"
-      strace -f -c -o "$out" "$SHOAL" recv --listen 127.0.0.1:0 --dest "$dst" \
-        --identity "$WORK/identity" --once >"$log" 2>&1 &
-      rpid=$! RECV_ADDR=""
-      for _ in $(seq 100); do
-        RECV_ADDR=$(sed -n 's/^listening on //p' "$log" 2>/dev/null || true)
-        [ -n "$RECV_ADDR" ] && break
-        sleep 0.1
-      done
-      [ -n "$RECV_ADDR" ] || { echo "receiver did not start"; cat "$log"; exit 1; }
+      RECV_WRAP="strace -f -c -o $out" start_receiver "$WORK/recv.log" "$SHOAL" --dest "$dst" \
+        --identity "$WORK/identity" --once
+      rpid=$RECV_PID
       "$SHOAL" send --to "$RECV_ADDR" --src "$WORK/src" --mode tcp-bundle \
         --identity "$WORK/identity" >/dev/null
       wait "$rpid" || true ;;

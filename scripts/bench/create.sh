@@ -29,6 +29,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=scripts/bench/recv.sh
 . scripts/bench/recv.sh
+# shellcheck source=scripts/bench/volume.sh
+. scripts/bench/volume.sh
 
 summarize() {
 python3 - "$1" <<'PY'
@@ -99,11 +101,7 @@ export PATH="$HOME/.cargo/bin:$PATH"
 WORK=$(mktemp -d /dev/shm/shoal-create.XXXXXX)
 MNT=$WORK/mnt
 IMG=$WORK/volume.img
-cleanup() {
-  mountpoint -q "$MNT" && umount "$MNT"
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+trap 'remove_work "$WORK" "$MNT"' EXIT
 mkdir -p "$MNT"
 "$SHOAL" gen --out "$WORK/src" --files "$FILES" --size "$SIZE" --seed 1 >/dev/null
 tar -C "$WORK/src" -cf "$WORK/src.tar" .
@@ -115,14 +113,7 @@ tar -C "$WORK/src" -cf "$WORK/src.tar" .
 now() { date +%s.%N; }
 
 fresh_volume() {
-  rm -f "$IMG"
-  truncate -s "$IMG_SIZE" "$IMG"
-  case $1 in
-    ext4) mkfs.ext4 -q -N 400000 -E lazy_itable_init=0,lazy_journal_init=0 "$IMG" ;;
-    xfs) mkfs.xfs -q -f "$IMG" ;;
-    btrfs) mkfs.btrfs -q -f "$IMG" >/dev/null ;;
-  esac
-  mount -o loop "$IMG" "$MNT"
+  make_volume "$1" "$IMG" "$MNT" "$IMG_SIZE"
 }
 
 drop_volume() {
