@@ -19,6 +19,7 @@ Per configuration (verified runs only; medians):
   last: TCP + TLS 1.3 two (connect, TLS), QUIC one (its handshake), and one for the last bytes
   to arrive and the completion report to come back; the link's base RTT (`link_rtt_ms`), so a
   lower bound.
+- s / floor: the median seconds over the start-rule floor (1.05: within 5% of it).
 - floor s (start rule): the oracle floor plus what the run's own start rule must cost. Careful
   Resume (RFC 9959): one RTT of Reconnaissance (the jump waits for the first flight's
   acknowledgement), then a first round trip that carries only the jump (`resume_jump_bytes`):
@@ -40,20 +41,17 @@ def f(row, key):
         return float("nan")
 
 
-def main(argv):
-    if len(argv) < 2:
-        print(__doc__.strip(), file=sys.stderr)
-        return 2
-    want = argv[2] if len(argv) > 2 else None
+def table(path, want=None):
+    """The table's lines for the verified Shoal rows of PATH (payload WANT only, if given)."""
     groups = {}
-    for r in csv.DictReader(open(argv[1])):
+    for r in csv.DictReader(open(path)):
         if r.get("kind") != "shoal" or r.get("verified") != "true":
             continue
         if want and r.get("payload") != want:
             continue
         groups.setdefault((r["payload"], r["config"]), []).append(r)
-    print("| payload | configuration | runs | MB/s | s | wire/content | ceiling MB/s | transmission s | floor s (oracle) | floor s (start rule) | MB/s at floor | measured / ceiling |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    lines = ["| payload | configuration | runs | MB/s | s | wire/content | ceiling MB/s | transmission s | floor s (oracle) | floor s (start rule) | MB/s at floor | measured / ceiling | s / floor |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for (payload, config), rows in sorted(groups.items()):
         kind = "quic" if rows[0]["mode"].startswith("quic") else "tcp"
         rate = f(rows[0], "link_rate_bps") / 8
@@ -86,9 +84,17 @@ def main(argv):
         mbs = statistics.median(f(r, "mb_per_s") for r in rows)
         secs = statistics.median(f(r, "seconds") for r in rows)
         name = config.replace("payload=%s " % payload, "").replace("kind=shoal ", "")
-        print(f"| {payload} | {name} | {len(rows)} | {mbs:.2f} | {secs:.3f} | {wpc:.4f} | "
-              f"{ceiling / 1e6:.2f} | {tx:.3f} | {oracle:.3f} | {start:.3f} | "
-              f"{content / start / 1e6:.2f} | {mbs * 1e6 / ceiling:.3f} |")
+        lines.append(f"| {payload} | {name} | {len(rows)} | {mbs:.2f} | {secs:.3f} | {wpc:.4f} | "
+                     f"{ceiling / 1e6:.2f} | {tx:.3f} | {oracle:.3f} | {start:.3f} | "
+                     f"{content / start / 1e6:.2f} | {mbs * 1e6 / ceiling:.3f} | {secs / start:.3f} |")
+    return lines
+
+
+def main(argv):
+    if len(argv) < 2:
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    print("\n".join(table(argv[1], argv[2] if len(argv) > 2 else None)))
     return 0
 
 
