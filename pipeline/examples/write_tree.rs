@@ -16,7 +16,9 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use bytes::Bytes;
 use shoal_pipeline::tree::SourceTree;
-use shoal_pipeline::writer::{file_id, WriteBatch, WriteOp, WriterDest, WriterOptions, WriterPool};
+use shoal_pipeline::writer::{
+    default_writers, file_id, WriteBatch, WriteOp, WriterDest, WriterOptions, WriterPool,
+};
 
 /// Files per batch, as the receiver's stage hands them to the writers.
 const BATCH_FILES: usize = 64;
@@ -31,7 +33,7 @@ fn main() -> Result<()> {
         Some(w) => w
             .parse()
             .with_context(|| format!("WRITERS {w:?} is not a count"))?,
-        None => std::thread::available_parallelism().map_or(1, |n| n.get().min(4)),
+        None => default_writers(),
     };
     if dest.exists() {
         bail!("{} exists: the writer needs a new folder", dest.display());

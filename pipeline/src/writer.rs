@@ -42,7 +42,7 @@ mod stale;
 mod temp;
 
 pub use batches::BatchSender;
-pub use pool::{PendingSync, WriterDest, WriterOptions, WriterPool, WriterReport};
+pub use pool::{default_writers, PendingSync, WriterDest, WriterOptions, WriterPool, WriterReport};
 pub use stale::remove_stale_temps;
 use temp::{TempName, Temps};
 

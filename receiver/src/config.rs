@@ -100,11 +100,8 @@ impl Default for ReceiverConfig {
     }
 }
 
-/// Default for [`ReceiverConfig::writers`]: one per core, at most 4 (file creation on one
-/// file system gains little past a few threads, and each writer is a thread per run).
-pub fn default_writers() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get().min(4))
-}
+/// Default for [`ReceiverConfig::writers`].
+pub use shoal_pipeline::writer::default_writers;
 
 /// What a connection over `max_connections` is told.
 pub(crate) fn busy_message(config: &ReceiverConfig) -> String {

@@ -29,6 +29,12 @@ use shoal_row::latency::LatencyHistogram;
 /// Most writers a run may have (`recv --writers`).
 const MAX_WRITERS: usize = shoal_proto::control::MAX_WRITERS as usize;
 
+/// The writer threads a run gets unless told otherwise: one per core, at most 4 (file creation
+/// on one file system gains little past a few threads, and each writer is a thread per run).
+pub fn default_writers() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(4))
+}
+
 /// Batches one writer's queue holds before the network side waits.
 const QUEUE: usize = 256;
 
