@@ -2,6 +2,7 @@
 """Tables for docs/benchmarks.md from the committed output of its benchmark commands.
 
     scripts/bench-tables.py --page docs/benchmarks.md [--check]
+    scripts/bench-tables.py --print KIND PATH...      # one table, to the terminal
 
 --page rewrites every `<!-- generated: KIND PATH [PATH ...] -->` … `<!-- end -->` region of the
 page from the committed files it names; with --check it only compares and exits 1, showing the
@@ -250,25 +251,32 @@ def create(paths):
             c = re.search(r"cpu sender ([\d.]+) s, receiver ([\d.]+) s", line)
             if c:
                 cpu.setdefault(m.group(1), []).append((float(c.group(1)), float(c.group(2)), float(m.group(4))))
-        m = re.match(r"payload: (\d+) files", line)
+        m = re.match(r"payload: (\d+) files of (\S+)", line)
         if m:
-            files = int(m.group(1))
+            files, size = int(m.group(1)), m.group(2)
     fses = sorted({fs for fs, _ in t})
-    arms = ["tar-x", "cpz", "cp-r", "shoal", "writer"]
+    arms = [a for a in ["tar-x", "cpz", "cp-r", "shoal", "writer"] if any((fs, a) in t for fs in fses)]
 
     def ratio(fs, ours, ref):
+        if (fs, ours) not in t or (fs, ref) not in t:
+            return "—"
         a, b = t[(fs, ours)], t[(fs, ref)]
         per = [b[p] / a[p] for p in sorted(set(a) & set(b))]
         return f"{med(b.values()) / med(a.values()):.2f} ({min(per):.2f}–{max(per):.2f})"
 
-    rows = [[fs] + [f"{files / med(t[(fs, a)].values()):,.0f}" for a in arms] for fs in fses]
-    ratios = []
-    for fs in fses:
+    def rate(fs, arm):
+        return f"{files / med(t[(fs, arm)].values()):,.0f}" if (fs, arm) in t else "—"
+
+    def used(fs):
+        if not cpu.get(fs):
+            return "—"
         snd, rcv, wall = (med([x[i] for x in cpu[fs]]) for i in range(3))
-        ratios.append([fs, ratio(fs, "shoal", "tar-x"), ratio(fs, "shoal", "cpz"),
-                       ratio(fs, "writer", "tar-x"), ratio(fs, "writer", "cpz"),
-                       f"{snd:.2f} / {rcv:.2f} ({(snd + rcv) / wall:.2f} cores)"])
-    return ([f"`{path}`, {files:,} × 4 KiB, files/s (medians of the timed passes):", ""]
+        return f"{snd:.2f} / {rcv:.2f} ({(snd + rcv) / wall:.2f} cores)"
+
+    rows = [[fs] + [rate(fs, a) for a in arms] for fs in fses]
+    ratios = [[fs, ratio(fs, "shoal", "tar-x"), ratio(fs, "shoal", "cpz"), ratio(fs, "writer", "tar-x"),
+               ratio(fs, "writer", "cpz"), used(fs)] for fs in fses]
+    return ([f"`{path}`, {files:,} × {size}, files/s (medians of the timed passes):", ""]
             + table(["file system"] + arms, rows)
             + ["", "Ratios of medians (the per-pass range), and the loopback arm's CPU, medians:", ""]
             + table(["file system", "shoal / tar-x (≥ 1.3)", "shoal / cpz (≥ 1.0)", "writer / tar-x",
@@ -309,6 +317,9 @@ def render(text):
 
 
 def main(argv):
+    if len(argv) >= 3 and argv[0] == "--print" and argv[1] in KINDS:
+        print("\n".join(KINDS[argv[1]](argv[2:])))
+        return 0
     if len(argv) < 2 or argv[0] != "--page":
         print(__doc__.strip(), file=sys.stderr)
         return 2

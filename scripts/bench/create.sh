@@ -21,10 +21,11 @@
 #           the tree is read before its clock starts): the writes without the network
 # Time: the wall time of the command (for shoal, of `shoal send`, which returns after the
 # receiver's completion report: every file written, closed and renamed to its final name; for
-# writer, the time it prints, from starting the writers to their end). No tool fsyncs. Every destination is verified by SHA-256 after its clock stopped; a run that
-# does not verify is a failure line, never a time. Prints one line per run, then per file system
-# the medians in files/s and the ratios shoal / tar-x and shoal / cpz with their pass-by-pass
-# range.
+# writer, the time it prints, from starting the writers to their end). No tool fsyncs. Every
+# destination is verified by SHA-256 after its clock stopped; a run that does not verify is a
+# failure line, never a time. Prints one line per run, then docs/benchmarks.md's tables of the
+# log: per file system the medians in files/s, the ratios of shoal and of its writer to tar -x
+# and cpz with their pass-by-pass range, and the loopback arm's CPU.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=scripts/bench/recv.sh
@@ -32,41 +33,9 @@ cd "$(dirname "$0")/../.."
 # shellcheck source=scripts/bench/volume.sh
 . scripts/bench/volume.sh
 
+# The summary is docs/benchmarks.md's table of this log (scripts/bench-tables.py, kind create).
 summarize() {
-python3 - "$1" <<'PY'
-import re, statistics, sys
-from collections import defaultdict
-t = defaultdict(dict)          # (fs, arm) -> {pass: seconds}
-cpu = defaultdict(list)        # fs -> [(sender s, receiver s, wall s)] of the shoal arm
-files = None
-for line in open(sys.argv[1]):
-    m = re.match(r"(\S+) +(\S+) +pass (\d+): +([\d.]+) s +([\d.]+) files/s", line)
-    if m:
-        t[(m.group(1), m.group(2))][int(m.group(3))] = float(m.group(4))
-        c = re.search(r"cpu sender ([\d.]+) s, receiver ([\d.]+) s", line)
-        if c:
-            cpu[m.group(1)].append((float(c.group(1)), float(c.group(2)), float(m.group(4))))
-    m = re.match(r"payload: (\d+) files", line)
-    if m:
-        files = int(m.group(1))
-if not t or not files:
-    sys.exit("no timed run")
-for fs in sorted({k[0] for k in t}):
-    arms = {a: v for (f, a), v in t.items() if f == fs}
-    print(f"{fs}: median files/s (runs)")
-    med = {a: statistics.median(v.values()) for a, v in arms.items()}
-    for a in sorted(med, key=med.get):
-        print(f"  {a:6s} {files / med[a]:10.0f} files/s  {med[a]:7.3f} s  ({len(arms[a])} runs)")
-    if cpu.get(fs):
-        snd, rcv, wall = (statistics.median(x[i] for x in cpu[fs]) for i in range(3))
-        print(f"  shoal CPU (medians): sender {snd:.2f} s, receiver {rcv:.2f} s, both {(snd + rcv) / wall:.2f} cores over the run ({len(cpu[fs])} runs)")
-    for ours in ("shoal", "writer"):
-        for ref in ("tar-x", "cpz", "cp-r"):
-            if ours in arms and ref in arms:
-                ps = sorted(set(arms[ours]) & set(arms[ref]))
-                r = [arms[ref][p] / arms[ours][p] for p in ps]
-                print(f"  {ours} / {ref:5s} {med[ref] / med[ours]:.2f} (ratio of medians, files/s); per pass {min(r):.2f}-{max(r):.2f} over {len(r)} passes")
-PY
+  python3 scripts/bench-tables.py --print create "$1"
 }
 
 if [ -n "${SUMMARY_OF:-}" ]; then
