@@ -21,22 +21,11 @@ rmdir "$src"
 git -C "$repo" worktree add -q --detach "$src" "$commit"
 trap 'git -C "$repo" worktree remove --force "$src"' EXIT
 
-# quinn-proto 0.11.14 from the registry, through a throwaway package.
-fetch="$src/target/fetch-quinn-proto"
-mkdir -p "$fetch/src"
-cat > "$fetch/Cargo.toml" <<'TOML'
-[package]
-name = "fetch-quinn-proto-0-11-14"
-version = "0.0.0"
-edition = "2021"
-[dependencies]
-quinn-proto = { version = "=0.11.14", default-features = false }
-[workspace]
-TOML
-echo 'fn main() {}' > "$fetch/src/main.rs"
-cargo fetch -q --manifest-path "$fetch/Cargo.toml"
-up=$(find "${CARGO_HOME:-$HOME/.cargo}/registry/src" -maxdepth 2 -type d -name "quinn-proto-0.11.14" | head -1)
-[ -n "$up" ] || { echo "build-qp01114: quinn-proto 0.11.14 not found after cargo fetch" >&2; exit 1; }
+# quinn-proto 0.11.14 from the registry.
+# shellcheck source=scripts/lib/fetch-crate.sh
+. "$repo/scripts/lib/fetch-crate.sh"
+mkdir -p "$src/target"
+up=$(fetch_crate quinn-proto 0.11.14 "$src/target")
 
 # The vendored crate replaced by 0.11.14 with Shoal's patch, less the assembler's hunk.
 rm -rf "$src/vendor/quinn-proto"

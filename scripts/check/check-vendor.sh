@@ -5,26 +5,14 @@
 # vendor/CRATE/README.shoal.md).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/lib/fetch-crate.sh
+. scripts/lib/fetch-crate.sh
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 check() {
   local name=$1 version=$2
-  # Fetch upstream through a throwaway package (the workspace itself uses the vendored copy).
-  local fetch="$tmp/fetch-$name"
-  mkdir -p "$fetch/src"
-  cat > "$fetch/Cargo.toml" <<TOML
-[package]
-name = "fetch-upstream-$name"
-version = "0.0.0"
-edition = "2021"
-[dependencies]
-$name = { version = "=$version", default-features = false }
-TOML
-  echo 'fn main() {}' > "$fetch/src/main.rs"
-  cargo fetch -q --manifest-path "$fetch/Cargo.toml"
   local up
-  up=$(find "${CARGO_HOME:-$HOME/.cargo}/registry/src" -maxdepth 2 -type d -name "$name-$version" | head -1)
-  [ -n "$up" ] || { echo "check-vendor: upstream $name $version not found after cargo fetch" >&2; exit 1; }
+  up=$(fetch_crate "$name" "$version" "$tmp")
   mkdir "$tmp/tree-$name"
   cp -r "$up/src" "$up/Cargo.toml" "$tmp/tree-$name/"
   patch -s -p1 -d "$tmp/tree-$name" < "vendor/$name/shoal.patch"
