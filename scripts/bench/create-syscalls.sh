@@ -3,7 +3,7 @@
 # scripts/bench/create.sh once under `strace -f -c` into a fresh ext4 loop volume (tmpfs under
 # it), the source on tmpfs. For shoal, the receiver alone is traced (its writes plus its socket
 # reads); the writer arm is the receiver's writer pool fed from memory, its own reads of the
-# source included (one openat, fstat, read and close per file: subtract them to compare).
+# source included (an openat, two statx, two reads and a close per file, as measured: subtract them to compare).
 #
 #   scripts/bench/create-syscalls.sh                # 8,192 × 4 KiB
 #   FILES=20000 FS=xfs scripts/bench/create-syscalls.sh
