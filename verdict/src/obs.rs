@@ -30,12 +30,21 @@ pub struct LossObs {
     pub random: Option<f64>,
     /// The part the probe's own flow caused by overflowing the bottleneck queue, when known.
     pub queue_overflow: Option<f64>,
+    /// The index of dispersion of the losses after the warm-up when they came in bursts: the
+    /// probe's own flow overflowed the queue after its warm-up too, so `random` is not known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_bursts: Option<f64>,
 }
 
 impl LossObs {
-    /// Random loss when it was separated, else the total.
+    /// Random loss when it was separated; else the total, unless the loss came in bursts
+    /// (then the path's own loss is not known: none).
     pub fn path_loss(&self) -> Option<f64> {
-        self.random.or(self.total)
+        match (self.random, self.in_bursts) {
+            (Some(r), _) => Some(r),
+            (None, Some(_)) => None,
+            (None, None) => self.total,
+        }
     }
 }
 

@@ -216,6 +216,12 @@ fn loss(l: &LossObs) -> String {
             let _ = write!(s, ", {} the probe's own queue overflow", pct(q));
         }
         s.push(')');
+    } else if let Some(d) = l.in_bursts {
+        let _ = write!(
+            s,
+            " (in bursts after the warm-up, dispersion {d:.0}: the probe's own queue overflow; \
+             the path's random loss not separated)"
+        );
     }
     s
 }
