@@ -82,9 +82,10 @@ pub fn diagnose(obs: &Observations) -> Verdict {
         }
     }
     fixes.sort_by(|a, b| b.0.measured_gain.total_cmp(&a.0.measured_gain));
-    // The best command is one measured arm: the fix with the lowest predicted whole-tree time
-    // (the larger gain on a tie or without a prediction); fixes laid over each other were
-    // never run together.
+    // The best command is one measured arm, word for word: the fix with the lowest predicted
+    // whole-tree time (the larger gain on a tie or without a prediction). Fixes laid over each
+    // other were never run together, nor the base's options over an arm that left them out
+    // (the base's TCP `--cc` on a QUIC arm would pick quinn's controller of that name).
     let best = fixes
         .iter()
         .enumerate()
@@ -93,10 +94,7 @@ pub fn diagnose(obs: &Observations) -> Verdict {
             t(&a.0).total_cmp(&t(&b.0)).then(i.cmp(j))
         })
         .map(|(_, (f, a))| (f.predicted_seconds, *a));
-    let mut args = base_args.clone();
-    if let Some((_, arm)) = best {
-        args.overlay(&Args::parse(&arm.flags).changes_from(&base_args));
-    }
+    let args = best.map_or(base_args, |(_, arm)| Args::parse(&arm.flags));
     v.best_command = command(&args);
     v.predicted_seconds = match best {
         Some((t, _)) => t,

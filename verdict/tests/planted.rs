@@ -13,6 +13,7 @@ fn loss_is_named_when_bbr_is_faster_and_segments_were_retransmitted() {
         total: Some(0.011),
         random: Some(0.01),
         queue_overflow: Some(0.001),
+        in_bursts: None,
     };
     let mut b = base(&[10.0, 10.3, 10.1]);
     set_runs(&mut b, |r| {
@@ -372,6 +373,21 @@ fn slow_start_on_quic_is_judged_against_the_quic_arm() {
     let v = diagnose(&o);
     assert_eq!(kinds(&v), vec![Kind::SlowStart], "{v:#?}");
     assert_eq!(v.fixes[0].removes, Some(Kind::SlowStart));
+    // The best command is the arm as it ran: the base's TCP `--cc` is not laid over a QUIC
+    // arm that left it out (it would pick quinn's controller of that name, never measured).
+    let mut saved = arm(ArmKind::QuicStartWindow, &[], &[2.9, 3.0, 2.95]);
+    saved.flags.retain(|f| f != "--cc" && f != "cubic");
+    saved
+        .flags
+        .extend(["--mode", "quic-bundle", "--resume"].map(String::from));
+    o.arms[2] = saved;
+    let v = diagnose(&o);
+    assert!(
+        v.best_command.ends_with("--mode quic-bundle --resume"),
+        "{}",
+        v.best_command
+    );
+    assert!(!v.best_command.contains("--cc"), "{}", v.best_command);
 }
 
 #[test]
@@ -467,6 +483,7 @@ fn a_prediction_from_a_short_run_that_set_the_paths_rate_is_called_unreliable() 
         total: Some(0.01),
         random: Some(0.007),
         queue_overflow: Some(0.014),
+        in_bursts: None,
     };
     let mut b = base(&[0.9097]);
     set_runs(&mut b, |r| r.retrans_fraction = Some(0.01));
@@ -489,6 +506,7 @@ fn a_prediction_from_a_short_run_that_set_the_paths_rate_is_called_unreliable() 
         total: Some(0.011),
         random: Some(0.009),
         queue_overflow: Some(0.014),
+        in_bursts: None,
     };
     let mut b = base(&[2.953, 5.993]);
     set_runs(&mut b, |r| r.retrans_fraction = Some(0.009));
