@@ -1,6 +1,6 @@
-//! The time model of a transfer: handshake + slow-start rounds + bytes at the rate the
-//! window allows + files × a per-file cost fitted on the sample; and the common tools priced
-//! from the same figures.
+//! The time model of a transfer: handshake and the last round trip + slow-start rounds (or a
+//! saved window's start) + bytes at the rate the window allows + files × a per-file cost
+//! fitted on the sample; and the common tools priced from the same figures.
 
 use crate::flags::Args;
 use crate::obs::{ArmKind, ArmObs, FloorRate, Observations};
@@ -10,6 +10,15 @@ use crate::verdict::ToolEstimate;
 pub const HANDSHAKE_RTTS: f64 = 2.0;
 /// Round trips before data for QUIC (transport and TLS together).
 pub const QUIC_HANDSHAKE_RTTS: f64 = 1.0;
+/// Round trips after the last byte is sent: it reaches the receiver, and the completion
+/// report comes back (the clock stops on it).
+pub const FINAL_RTTS: f64 = 1.0;
+/// What a saved start window costs over an oracle start, in round trips: its first flight,
+/// half the saved window paced over one RTT, carries half of what the path could (a saved
+/// window of the path's BDP); Careful Resume (`--resume`, RFC 9959) first spends one RTT of
+/// Reconnaissance. As scripts/startup-floor.py's start rule.
+pub const SAVED_WINDOW_RTTS: f64 = 0.5;
+pub const RECONNAISSANCE_RTTS: f64 = 1.0;
 /// The initial congestion window (10 segments of 1448 bytes, RFC 6928).
 pub const INITIAL_WINDOW_BYTES: f64 = 14_480.0;
 /// One SSH channel's window: what tar | ssh and rsync keep in flight per round trip.
@@ -117,10 +126,14 @@ pub fn connections(flags: &[String]) -> f64 {
 /// A transfer's time as a function of its files and bytes.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Model {
-    /// Handshake (s).
+    /// The round trips no start avoids (s): the handshake before the first byte and the one
+    /// after the last ([`FINAL_RTTS`]).
     pub handshake_s: f64,
     /// Whether slow start is paid (no saved window).
     pub slow_start: bool,
+    /// What a saved window's start costs instead (s): [`SAVED_WINDOW_RTTS`], and with
+    /// `--resume` [`RECONNAISSANCE_RTTS`] too.
+    pub saved_start_s: f64,
     /// The window slow start grows to (bytes).
     pub window_bytes: f64,
     /// Rate once the window is open (bit/s).
@@ -147,14 +160,22 @@ impl Model {
             (_, Some(c)) => c as f64 * n,
         };
         let window_bytes = p.bdp_bytes.min(cap);
+        let saved = matches!(arm.kind, ArmKind::Resume | ArmKind::QuicStartWindow);
+        let resume = Args::parse(&arm.flags).has("resume");
         let mut m = Model {
             handshake_s: p.rtt_s
-                * if quic {
-                    QUIC_HANDSHAKE_RTTS
-                } else {
-                    HANDSHAKE_RTTS
-                },
-            slow_start: !matches!(arm.kind, ArmKind::Resume | ArmKind::QuicStartWindow),
+                * (FINAL_RTTS
+                    + if quic {
+                        QUIC_HANDSHAKE_RTTS
+                    } else {
+                        HANDSHAKE_RTTS
+                    }),
+            slow_start: !saved,
+            saved_start_s: if saved {
+                p.rtt_s * (SAVED_WINDOW_RTTS + if resume { RECONNAISSANCE_RTTS } else { 0.0 })
+            } else {
+                0.0
+            },
             window_bytes,
             rate_bps: p.rate_bps.min(window_bytes * 8.0 / p.rtt_s),
             per_file_s: 0.0,
@@ -169,6 +190,7 @@ impl Model {
             // The fixed terms alone exceed the run: scale the run by bytes instead.
             m.handshake_s = 0.0;
             m.slow_start = false;
+            m.saved_start_s = 0.0;
             m.rate_bps = if t > 0.0 { bytes * 8.0 / t } else { p.rate_bps };
         }
         Some(m)
@@ -178,7 +200,7 @@ impl Model {
         let ss = if self.slow_start {
             p.slow_start_extra_s(bytes, self.window_bytes)
         } else {
-            0.0
+            self.saved_start_s
         };
         self.handshake_s + ss
     }
@@ -195,7 +217,9 @@ impl Model {
 /// the median): for the chart of `--out` (a stacked bar per configuration).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Breakdown {
+    /// The handshake and the round trip after the last byte.
     pub handshake_s: f64,
+    /// Slow start's rounds, or a saved window's start.
     pub slow_start_s: f64,
     /// The sample's bytes at the rate the window allows.
     pub at_rate_s: f64,
@@ -212,7 +236,7 @@ pub fn breakdown(obs: &Observations, arm: &ArmObs, p: &PathFigures) -> Option<Br
     let slow_start_s = if m.slow_start {
         p.slow_start_extra_s(bytes, m.window_bytes)
     } else {
-        0.0
+        m.saved_start_s
     };
     let rest = m.per_file_s * obs.sample.sample_files.max(1) as f64;
     let writes = arm
@@ -401,14 +425,18 @@ mod tests {
         }
     }
 
-    /// A run that follows the model exactly, with a per-file cost of 1 ms.
+    /// A TCP run that follows the model exactly, with a per-file cost of 1 ms: slow start
+    /// (`ss`), else a saved window's first flight.
     fn modelled(p: &PathFigures, files: u64, bytes: u64, ss: bool) -> f64 {
-        let ss = if ss {
+        let start = if ss {
             p.slow_start_extra_s(bytes as f64, p.bdp_bytes)
         } else {
-            0.0
+            SAVED_WINDOW_RTTS * p.rtt_s
         };
-        HANDSHAKE_RTTS * p.rtt_s + ss + bytes as f64 * 8.0 / p.rate_bps + files as f64 * 1e-3
+        (HANDSHAKE_RTTS + FINAL_RTTS) * p.rtt_s
+            + start
+            + bytes as f64 * 8.0 / p.rate_bps
+            + files as f64 * 1e-3
     }
 
     #[test]
@@ -448,7 +476,20 @@ mod tests {
         let saved = predict_tree(&o, &base, Some(&p), &[]).unwrap()
             - predict_tree(&o, &resume, Some(&p), &[]).unwrap();
         let ss = p.slow_start_extra_s((256u64 << 20) as f64, p.bdp_bytes);
-        assert!(ss > 0.5 && (saved - ss).abs() < 1e-6, "{saved} {ss}");
+        let first_flight = SAVED_WINDOW_RTTS * p.rtt_s;
+        assert!(
+            ss > 0.5 && (saved - (ss - first_flight)).abs() < 1e-6,
+            "{saved} {ss}"
+        );
+        // Careful Resume spends a round trip of Reconnaissance more.
+        let careful = ArmObs::with_seconds(
+            ArmKind::QuicStartWindow,
+            &["--mode", "quic-bundle", "--resume"],
+            &[10.0],
+        );
+        let m = Model::fit(&o, &careful, &p).unwrap();
+        let rtts = (SAVED_WINDOW_RTTS + RECONNAISSANCE_RTTS) * p.rtt_s;
+        assert!((m.saved_start_s - rtts).abs() < 1e-12, "{m:?}");
     }
 
     #[test]
