@@ -6,6 +6,7 @@
 pub mod arms;
 pub mod chart;
 pub mod ends;
+pub mod handoff;
 pub mod path;
 mod plan;
 
@@ -178,8 +179,29 @@ pub fn run(o: &Options) -> Result<bool> {
     report["probe"] = serde_json::to_value(&probe)?;
     report["elapsed_seconds"] = serde_json::json!(start.elapsed().as_secs_f64());
     report["budget_seconds"] = serde_json::json!(o.budget.as_secs_f64());
+    let store = shoal_sender::path_state::PathStore::new(
+        shoal_sender::path_state::PathStore::default_dir(),
+    );
+    let saved = handoff::save_for_best(&setup.out, &o.receiver, &v.best_command, &store);
+    let handed = match &saved {
+        Ok(Some(file)) => format!(
+            "\nPath state: the QUIC arms' newest record is saved as {} (`shoal send`'s default \
+             folder): the best command starts from it within its lifetime (1h by default)\n",
+            file.display()
+        ),
+        Ok(None) if handoff::starts_from_saved_state(&v.best_command) => "\nPath state: no QUIC \
+             arm left a record: the best command's first run starts cold and saves one\n"
+            .into(),
+        Ok(None) => String::new(),
+        Err(e) => format!("\nPath state: not saved for the best command: {e:#}\n"),
+    };
+    // The record's file when one was saved for the best command, else null.
+    report["path_state_saved"] = match &saved {
+        Ok(Some(file)) => serde_json::json!(file.display().to_string()),
+        _ => serde_json::Value::Null,
+    };
     let text = format!(
-        "{}\nstages: {}; {:.1} s of a {:.0} s budget\n",
+        "{}{handed}\nstages: {}; {:.1} s of a {:.0} s budget\n",
         shoal_verdict::render(&v, &obs),
         done.join(", "),
         start.elapsed().as_secs_f64(),
