@@ -218,6 +218,34 @@ fn kernel_buffers_below_the_bdp_are_window() {
 
 #[test]
 #[ignore = "needs root"]
+fn a_tuned_long_fat_link_is_slow_start_and_a_saved_window_the_fix() {
+    let _serial = serial();
+    // 141 ms at 300 Mbit/s (what the 2-core machine forwards) with the link's tuned buffers
+    // (64 MiB maxima at both ends, above the 5.3 MiB BDP) and the whole 65,536 × 4 KiB tree:
+    // no window holds the transfer, and slow start's ~9 round trips are a large share of a
+    // sample of a few seconds. The receiver writes into /dev/shm, so its destination is no
+    // floor; BBR at the sender, whatever the host's default.
+    let dest = tempfile::tempdir_in("/dev/shm").unwrap();
+    let cfg = UpConfig::new(&unique("diags"), Duration::from_millis(141), 300_000_000);
+    let p = Planted::up_at(cfg, Some("bbr"), Some(&dest.path().join("incoming")));
+    let (r, took) = p.diagnose(65_536, 90);
+    println!("slow-start case: {took:.1} s of a 90 s budget");
+    assert_eq!(primary(&r), "slow-start", "{r:#}");
+    let fix = &r["fixes"][0];
+    assert_eq!(fix["removes"], "slow-start", "{r:#}");
+    assert!(
+        fix["change"].as_str().unwrap().contains("--resume"),
+        "{fix}"
+    );
+    // The best command starts from the path state the diagnosis left in `shoal send`'s
+    // default folder: its first run resumes.
+    assert!(r["path_state_saved"].is_string(), "{r:#}");
+    let off = prediction_error(&p, &r, 65_536, "slow-start");
+    assert!(off.abs() <= 0.15, "prediction off by {:.1}%", off * 100.0);
+}
+
+#[test]
+#[ignore = "needs root"]
 fn a_receiver_held_to_a_fifth_of_a_core_is_receiver_cpu() {
     let _serial = serial();
     // A fast short link, so the link is not the limit; the receiver's process is moved into
