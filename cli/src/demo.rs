@@ -90,7 +90,7 @@ pub async fn run(a: DemoArgs) -> Result<ExitCode> {
         latency_out: None,
         cc: None,
         connections: 1,
-        block_size: shoal_sender::DEFAULT_BLOCK_SIZE,
+        block_size: None,
         stats_interval: None,
         stats_out: None,
         receiver_series_out: None,

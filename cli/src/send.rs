@@ -98,9 +98,12 @@ pub(crate) struct SendArgs {
     #[arg(long, default_value_t = defaults::SEND.connections, value_parser = |v: &str| crate::args::count_in("connections", v).map(|n| n as u16))]
     pub(crate) connections: u16,
     /// Files larger than this are carried as blocks of this size, spread over the
-    /// connections (every mode but tcp-wait), so one large file uses all of them.
-    #[arg(long, default_value = defaults::size(defaults::SEND.block_size), value_parser = |v: &str| crate::args::floored("block-size", v))]
-    pub(crate) block_size: u64,
+    /// connections (every mode but tcp-wait), so one large file uses all of them [default:
+    /// 16MiB in the bundled modes; in tcp-streams and quic-streams, where each block is a
+    /// stream that waits a round trip for its window, none on one connection and 32MiB on
+    /// several]
+    #[arg(long, value_parser = |v: &str| crate::args::floored("block-size", v))]
+    pub(crate) block_size: Option<u64>,
     /// Test hook: send each large file's blocks last first (they arrive out of order).
     #[arg(long, hide = true)]
     pub(crate) test_reverse_blocks: bool,

@@ -8,7 +8,8 @@
 #   PAIRS="tcp-streams:tcp-bundle:1 quic-streams:quic-bundle:8" PASSES=3 \
 #     RATE=300mbit scripts/bench/streams-large-link.sh
 #
-# SEND_ARGS adds arguments to every `send`; the link is taken down at exit.
+# SEND_ARGS adds arguments to every `send`; SND_SYSCTLS (`key=value` words) are set in the
+# sender's namespace after the link is up; the link is taken down at exit.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 NAME=${NAME:-streamsbn}
@@ -18,6 +19,7 @@ SIZE=${SIZE:-128MiB}
 PASSES=${PASSES:-3}
 PAIRS=${PAIRS:-tcp-streams:tcp-bundle:1 quic-streams:quic-bundle:1 tcp-streams:tcp-bundle:8 quic-streams:quic-bundle:8}
 SEND_ARGS=${SEND_ARGS:-}
+SND_SYSCTLS=${SND_SYSCTLS:-}
 SHOAL=${SHOAL:-$PWD/target/release/shoal}
 WORK=$(mktemp -d /dev/shm/shoal-streams-link.XXXXXX)
 cleanup() {
@@ -29,12 +31,13 @@ cleanup() {
 }
 trap cleanup EXIT
 "$SHOAL" link up --name "$NAME" --rtt "$RTT" --rate "$RATE" >/dev/null
+for kv in $SND_SYSCTLS; do ip netns exec "$NAME-snd" sysctl -qw "$kv"; done
 "$SHOAL" gen --out "$WORK/big" --files 1 --size "$SIZE" --seed 1 >/dev/null
 "$SHOAL" link exec rcv --name "$NAME" -- "$SHOAL" recv --listen 198.18.0.2:7474 --flat --dest "$WORK/dst" \
   --identity "$WORK/identity" >"$WORK/recv.log" 2>&1 &
 RPID=$!
 for _ in $(seq 100); do grep -q '^listening on' "$WORK/recv.log" 2>/dev/null && break; sleep 0.1; done
-echo "binary $SHOAL ($(sha256sum "$SHOAL" | cut -c1-12)), link $RTT / $RATE, $SIZE, $(nproc) cores, $PASSES passes, send args '$SEND_ARGS'"
+echo "binary $SHOAL ($(sha256sum "$SHOAL" | cut -c1-12)), link $RTT / $RATE, $SIZE, $(nproc) cores, $PASSES passes, send args '$SEND_ARGS', sender sysctls '$SND_SYSCTLS'"
 # One run: prints its MB/s (empty when it failed or did not verify) and logs the row's figures.
 one() {
   local mode=$1 conns=$2 json

@@ -70,12 +70,6 @@ struct ConnOutcome {
     resume: Option<StartWindowLog>,
 }
 
-/// The block size in effect: `None` when files are never split (tcp-wait acknowledges each
-/// file whole).
-fn block_size_for(config: &SendConfig) -> Option<u64> {
-    (config.mode != Mode::TcpWait).then_some(config.block_size.max(1))
-}
-
 /// Runs one transfer and returns its row (status `ok` only if the receiver reported every
 /// file ready).
 pub async fn send(config: &SendConfig) -> RunRow {
@@ -114,13 +108,13 @@ pub async fn run(config: &SendConfig) -> RunOutcome {
     let mut interrupted = false;
     let run_id: [u8; 16] = config.run_id.unwrap_or_else(rand::random);
     row.run_id = hex::encode(run_id);
-    row.block_size = block_size_for(config).unwrap_or(0);
+    row.block_size = config.block_size_in_effect().unwrap_or(0);
     // The walk's start: what a run that fails before its clock starts is timed from.
     let started = clock::RunClock::start();
     // The walk feeds the connections' readers as it goes (pipeline::queue): the first files
     // are sent while the rest of the tree is walked.
     // tcp-wait waits for each file's acknowledgement: its files are never split.
-    let block_size = block_size_for(config).unwrap_or(u64::MAX);
+    let block_size = config.block_size_in_effect().unwrap_or(u64::MAX);
     // What a run that ends early still knows: the connections set up and, in modes with
     // per-file replies, what the receiver confirmed (docs/csv-schema.md: unknown is empty).
     let mut so_far: Option<(u64, Option<(u64, u64)>)> = None;
