@@ -25,6 +25,8 @@ difference (tests/sweep/study_page.rs). KIND is one of:
   the CPU both ends of the loopback arm used.
 - startup-floor RUNS.CSV: scripts/startup-floor.py's table of a sweep, with each median's
   seconds over its start-rule floor.
+- streams-large LOG…: scripts/bench/streams-large-link.sh; per log (its binary) and pair of
+  modes × connections, the streams and bundled medians and the median of the pairs' ratios.
 - callgrind FILE: scripts/bench/callgrind.sh's lines (`LABEL: MODE SIDE … per_file_without_selfhash=N`).
 """
 import csv
@@ -296,7 +298,25 @@ def startup_floor(paths):
     return [f"`{path}`, medians (scripts/startup-floor.py):", ""] + floor.table(path)
 
 
-KINDS = {"create": create, "startup-floor": startup_floor, "loopback": loopback, "stream-anchor": stream_anchor, "quinn-anchor": quinn_anchor,
+def streams_large(paths):
+    rows = []
+    for path in paths:
+        binary = ""
+        for line in open(path, encoding="utf-8"):
+            b = re.match(r"^binary \S+ \((\w+)\), link (\S+) / (\S+), (\S+),", line)
+            if b:
+                binary = f"`{b.group(1)}` ({b.group(4)}, {b.group(2)} / {b.group(3)})"
+            m = re.match(r"^median (\S+) x(\d+)\s+streams\s+([\d.]+) bundle\s+([\d.]+) MB/s, ratio ([\d.]+) \(([\d. ]+);", line)
+            if m:
+                r = float(m.group(5))
+                rows.append([f"`{path}`", binary, m.group(1), m.group(2), m.group(3), m.group(4),
+                             f"**{r:.3f}** ({m.group(6)}; {'met' if r >= 0.95 else 'not met'})"])
+    return ["MB/s, medians; the ratio is the median of the alternating pairs' ratios (pass by pass):", ""] + table(
+        ["log", "binary sha256 (file, link)", "streams / bundle", "connections", "streams MB/s", "bundle MB/s",
+         "ratio (target ≥ 0.95)"], rows)
+
+
+KINDS = {"create": create, "streams-large": streams_large, "startup-floor": startup_floor, "loopback": loopback, "stream-anchor": stream_anchor, "quinn-anchor": quinn_anchor,
          "quic-link-memory": quic_link_memory, "memory": memory, "blocks-link": blocks_link,
          "blocks-loopback": blocks_loopback, "callgrind": callgrind}
 REGION = re.compile(r"^<!-- generated: (\S+) (.*?) -->$")
