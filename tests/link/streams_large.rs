@@ -81,7 +81,8 @@ fn one_large_file_in_tcp_streams_moves_at_tcp_bundles_rate() {
     let median = ratios[1];
     println!("tcp-streams / tcp-bundle: median {median:.3} of {ratios:?}");
     // In 16 MiB blocks, a stream each granted its block: 0.710 (release, three pairs,
-    // results/ab-link/streams-large-1gbit-base.log); one stream: 1.072 (…-new.log).
+    // results/ab-link/streams-large-1gbit-a2d468c.log); one stream: 1.072
+    // (results/ab-link/streams-large-1gbit-c1226ae.log).
     assert!(
         median >= 0.95,
         "one large file in tcp-streams at {median:.3} × tcp-bundle's rate"
