@@ -405,6 +405,8 @@ fn read_file(
         }
     };
     let (start, mut left) = block.unwrap_or((0, size));
+    // Whether this item ends where the file does (a whole file, or its last block).
+    let ends_file = start + left == size;
     if start > 0 {
         file.seek(SeekFrom::Start(start))
             .map_err(|e| fail("read", e))?;
@@ -422,7 +424,7 @@ fn read_file(
             return Ok(false);
         };
         // Only the file's own last chunk can see it grew (a block's end is not the file's).
-        let last = left == n as u64 && start + left == size;
+        let last = left == n as u64 && ends_file;
         // The last chunk asks for one byte more than is due: a file that grew since the walk
         // fills it, and one that shrank ends early. Either fails the run, naming the change
         // (a grown file used to be sent cut to its walk-time size and reported ok).
@@ -498,6 +500,46 @@ fn deliver(out: &mut Outbox, kind: ChunkKind, bytes: BytesMut, permit: BudgetPer
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A file of several chunks that changes size after its first chunk was read fails the
+    /// read at its last chunk, naming the change (it was sent cut to its walk-time size and
+    /// reported ok when only a one-chunk file's last read asked for the spare byte).
+    #[test]
+    fn a_file_of_several_chunks_that_grows_or_shrinks_while_read_fails() {
+        for (change, said) in [("grow", "grew while being read"), ("shrink", "shrank")] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("big");
+            std::fs::write(&path, vec![7u8; 200 << 10]).unwrap();
+            let queue = WorkQueue::walk(dir.path(), u64::MAX, false).unwrap();
+            // Room for one chunk: the reader waits until the first is taken.
+            let config = ReaderConfig {
+                budget: 70 << 10,
+                chunk_size: 64 << 10,
+            };
+            let mut reader = Reader::spawn(queue, config).unwrap();
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                let first = reader.chunks.recv().await.expect("a first chunk");
+                let f = std::fs::OpenOptions::new()
+                    .append(true)
+                    .open(&path)
+                    .unwrap();
+                match change {
+                    "grow" => {
+                        use std::io::Write;
+                        (&f).write_all(&[8u8; 4096]).unwrap();
+                    }
+                    _ => f.set_len(150 << 10).unwrap(),
+                }
+                drop(first);
+                while reader.chunks.recv().await.is_some() {}
+            });
+            let err = format!("{:#}", reader.finish().expect_err(change));
+            assert!(err.contains(said), "{change}: {err}");
+        }
+    }
 
     /// Every file arrives whole and in walk order, in batches, while a budget far smaller than
     /// the tree makes the reader wait for room again and again: it must hand over what it
