@@ -5,6 +5,7 @@
 #   scripts/bench/create.sh                         # 65,536 × 4 KiB, btrfs ext4 xfs, 5 passes
 #   FSES="btrfs" PASSES=3 FILES=20000 scripts/bench/create.sh
 #   SUMMARY_OF=LOG scripts/bench/create.sh          # the summary of an earlier run's output
+#   IMG_DIR=/var/tmp FSES=btrfs ARMS="tar-x writer" scripts/bench/create.sh   # images on disk
 #
 # Root. The source and a tar archive of it sit on a tmpfs (read from memory); every run writes
 # into a FRESH loop volume (a sparse image in /dev/shm, so the disk under it is memory too and
@@ -50,6 +51,10 @@ PASSES=${PASSES:-5}
 FSES=${FSES:-btrfs ext4 xfs}
 ARMS=${ARMS:-tar-x cpz cp-r shoal writer}
 IMG_SIZE=${IMG_SIZE:-4G}
+# Where the volume's image goes: with the source in /dev/shm by default (the disk under the
+# volume is memory); a folder on disk puts the host's disk and page cache under it, as the
+# sweep's `dest_fs` volumes have.
+IMG_DIR=${IMG_DIR:-}
 
 if [ -n "${SHOAL_BIN:-}" ]; then
   SHOAL=$SHOAL_BIN
@@ -69,13 +74,13 @@ export PATH="$HOME/.cargo/bin:$PATH"
 
 WORK=$(mktemp -d /dev/shm/shoal-create.XXXXXX)
 MNT=$WORK/mnt
-IMG=$WORK/volume.img
-trap 'remove_work "$WORK" "$MNT"' EXIT
+IMG=${IMG_DIR:-$WORK}/volume$$.img
+trap 'remove_work "$WORK" "$MNT"; rm -f "$IMG"' EXIT
 mkdir -p "$MNT"
 "$SHOAL" gen --out "$WORK/src" --files "$FILES" --size "$SIZE" --seed 1 >/dev/null
 tar -C "$WORK/src" -cf "$WORK/src.tar" .
 {
-  echo "payload: $FILES files of $SIZE in $WORK/src (tmpfs); file systems $FSES; arms $ARMS; $PASSES passes"
+  echo "payload: $FILES files of $SIZE in $WORK/src (tmpfs); file systems $FSES; arms $ARMS; $PASSES passes; volume images in ${IMG_DIR:-$WORK} ($(stat -f -c %T "${IMG_DIR:-$WORK}"))"
   echo "kernel $(uname -r), $(nproc) cores; $("$SHOAL" --version); cpz $(cpz --version 2>/dev/null | head -1 || echo absent); $(tar --version | head -1)"
 } | tee "$WORK/results.txt"
 
