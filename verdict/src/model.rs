@@ -18,6 +18,7 @@ pub const FINAL_RTTS: f64 = 1.0;
 /// window of the path's BDP); Careful Resume (`--resume`, RFC 9959) first spends one RTT of
 /// Reconnaissance. As scripts/startup-floor.py's start rule.
 pub const SAVED_WINDOW_RTTS: f64 = 0.5;
+/// Careful Resume's Reconnaissance: the jump waits for the first flight's acknowledgement.
 pub const RECONNAISSANCE_RTTS: f64 = 1.0;
 /// The initial congestion window (10 segments of 1448 bytes, RFC 6928).
 pub const INITIAL_WINDOW_BYTES: f64 = 14_480.0;
@@ -123,17 +124,26 @@ pub fn connections(flags: &[String]) -> f64 {
         .unwrap_or(1.0)
 }
 
+/// How a transfer's window opens, in the model.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Start {
+    /// Slow start from the initial window to [`Model::window_bytes`].
+    Slow,
+    /// From a saved window: what that costs over an oracle start (s), [`SAVED_WINDOW_RTTS`]
+    /// and with `--resume` [`RECONNAISSANCE_RTTS`] too.
+    Saved(f64),
+    /// Left out: the fixed terms alone exceeded the run, which is scaled by its bytes.
+    Unmodelled,
+}
+
 /// A transfer's time as a function of its files and bytes.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Model {
     /// The round trips no start avoids (s): the handshake before the first byte and the one
     /// after the last ([`FINAL_RTTS`]).
     pub handshake_s: f64,
-    /// Whether slow start is paid (no saved window).
-    pub slow_start: bool,
-    /// What a saved window's start costs instead (s): [`SAVED_WINDOW_RTTS`], and with
-    /// `--resume` [`RECONNAISSANCE_RTTS`] too.
-    pub saved_start_s: f64,
+    /// How the window opens.
+    pub start: Start,
     /// The window slow start grows to (bytes).
     pub window_bytes: f64,
     /// Rate once the window is open (bit/s).
@@ -170,11 +180,12 @@ impl Model {
                     } else {
                         HANDSHAKE_RTTS
                     }),
-            slow_start: !saved,
-            saved_start_s: if saved {
-                p.rtt_s * (SAVED_WINDOW_RTTS + if resume { RECONNAISSANCE_RTTS } else { 0.0 })
+            start: if saved {
+                Start::Saved(
+                    p.rtt_s * (SAVED_WINDOW_RTTS + if resume { RECONNAISSANCE_RTTS } else { 0.0 }),
+                )
             } else {
-                0.0
+                Start::Slow
             },
             window_bytes,
             rate_bps: p.rate_bps.min(window_bytes * 8.0 / p.rtt_s),
@@ -189,20 +200,23 @@ impl Model {
         } else {
             // The fixed terms alone exceed the run: scale the run by bytes instead.
             m.handshake_s = 0.0;
-            m.slow_start = false;
-            m.saved_start_s = 0.0;
+            m.start = Start::Unmodelled;
             m.rate_bps = if t > 0.0 { bytes * 8.0 / t } else { p.rate_bps };
         }
         Some(m)
     }
 
     fn fixed_s(&self, p: &PathFigures, bytes: f64) -> f64 {
-        let ss = if self.slow_start {
-            p.slow_start_extra_s(bytes, self.window_bytes)
-        } else {
-            self.saved_start_s
-        };
-        self.handshake_s + ss
+        self.handshake_s + self.start_s(p, bytes)
+    }
+
+    /// What the start costs over an oracle start for `bytes` (s).
+    pub fn start_s(&self, p: &PathFigures, bytes: f64) -> f64 {
+        match self.start {
+            Start::Slow => p.slow_start_extra_s(bytes, self.window_bytes),
+            Start::Saved(s) => s,
+            Start::Unmodelled => 0.0,
+        }
     }
 
     /// Predicted time for `files` files of `bytes` bytes (s).
@@ -233,11 +247,7 @@ pub struct Breakdown {
 pub fn breakdown(obs: &Observations, arm: &ArmObs, p: &PathFigures) -> Option<Breakdown> {
     let m = Model::fit(obs, arm, p)?;
     let bytes = obs.sample.sample_bytes as f64;
-    let slow_start_s = if m.slow_start {
-        p.slow_start_extra_s(bytes, m.window_bytes)
-    } else {
-        m.saved_start_s
-    };
+    let slow_start_s = m.start_s(p, bytes);
     let rest = m.per_file_s * obs.sample.sample_files.max(1) as f64;
     let writes = arm
         .median_of(|r| r.receiver_write_wait_s)
@@ -489,7 +499,7 @@ mod tests {
         );
         let m = Model::fit(&o, &careful, &p).unwrap();
         let rtts = (SAVED_WINDOW_RTTS + RECONNAISSANCE_RTTS) * p.rtt_s;
-        assert!((m.saved_start_s - rtts).abs() < 1e-12, "{m:?}");
+        assert_eq!(m.start, Start::Saved(rtts), "{m:?}");
     }
 
     #[test]
