@@ -19,9 +19,12 @@ pub fn starts_from_saved_state(command: &str) -> bool {
             .any(|w| w[0] == "--initial-window" && w[1] == "saved")
 }
 
-/// The newest QUIC record for `receiver` under `arms_out` (the arms' sweep folders).
+/// The newest QUIC record for `receiver` under `arms_out` (the arms' sweep folders, each with
+/// `path-state/<configuration>/`, as the sweep lays them out: nothing deeper is read).
 pub fn newest_quic_record(arms_out: &Path, receiver: &str) -> Option<PathRecord> {
     walkdir::WalkDir::new(arms_out)
+        .min_depth(3)
+        .max_depth(3)
         .into_iter()
         .filter_map(Result::ok)
         .filter(|e| e.file_type().is_dir())
@@ -38,20 +41,48 @@ pub fn newest_quic_record(arms_out: &Path, receiver: &str) -> Option<PathRecord>
         .max_by_key(|r| r.saved_at)
 }
 
-/// Saves the newest QUIC record into `store` when `best_command` needs one: the file saved,
-/// or none when the command does not start from saved state or no arm left a record.
+/// What [`save_for_best`] did.
+#[derive(Debug, PartialEq)]
+pub enum Handoff {
+    /// The best command does not start from saved state.
+    NotNeeded,
+    /// The record was saved as this file.
+    Saved(PathBuf),
+    /// It does, but no arm left a QUIC record for this receiver.
+    NoRecord,
+}
+
+impl Handoff {
+    /// The summary's paragraph on it (empty when not needed).
+    pub fn text(&self) -> String {
+        match self {
+            Handoff::NotNeeded => String::new(),
+            Handoff::Saved(file) => format!(
+                "\nPath state: the QUIC arms' newest record is saved as {} (`shoal send`'s \
+                 default folder): the best command starts from it within its lifetime (1h by \
+                 default)\n",
+                file.display()
+            ),
+            Handoff::NoRecord => "\nPath state: no QUIC arm left a record: the best command's \
+                 first run starts cold and saves one\n"
+                .into(),
+        }
+    }
+}
+
+/// Saves the newest QUIC record into `store` when `best_command` needs one.
 pub fn save_for_best(
     arms_out: &Path,
     receiver: &str,
     best_command: &str,
     store: &PathStore,
-) -> Result<Option<PathBuf>> {
+) -> Result<Handoff> {
     if !starts_from_saved_state(best_command) {
-        return Ok(None);
+        return Ok(Handoff::NotNeeded);
     }
     match newest_quic_record(arms_out, receiver) {
-        Some(r) => Ok(Some(store.save(&r)?)),
-        None => Ok(None),
+        Some(r) => Ok(Handoff::Saved(store.save(&r)?)),
+        None => Ok(Handoff::NoRecord),
     }
 }
 
@@ -95,9 +126,10 @@ mod tests {
             .unwrap();
         let store = PathStore::new(t.path().join("user"));
         let cmd = "shoal send --to 198.18.0.2:7474 --src TREE --mode quic-bundle --resume";
-        let file = save_for_best(&arms, "198.18.0.2:7474", cmd, &store)
-            .unwrap()
-            .expect("saved");
+        let Handoff::Saved(file) = save_for_best(&arms, "198.18.0.2:7474", cmd, &store).unwrap()
+        else {
+            panic!("not saved");
+        };
         let saved = store.list().unwrap();
         assert_eq!(saved.len(), 1, "{saved:?}");
         assert_eq!(saved[0].1.as_ref().unwrap().saved_at, 200);
@@ -106,7 +138,12 @@ mod tests {
         let plain = "shoal send --to 198.18.0.2:7474 --src TREE --mode quic-bundle";
         assert_eq!(
             save_for_best(&arms, "198.18.0.2:7474", plain, &store).unwrap(),
-            None
+            Handoff::NotNeeded
+        );
+        // One that does, with no QUIC record for its receiver, says so.
+        assert_eq!(
+            save_for_best(&arms, "198.18.0.7:7474", cmd, &store).unwrap(),
+            Handoff::NoRecord
         );
         assert!(starts_from_saved_state("shoal send --initial-window saved"));
         assert!(!starts_from_saved_state("shoal send --initial-window 64"));

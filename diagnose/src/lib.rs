@@ -184,20 +184,12 @@ pub fn run(o: &Options) -> Result<bool> {
     );
     let saved = handoff::save_for_best(&setup.out, &o.receiver, &v.best_command, &store);
     let handed = match &saved {
-        Ok(Some(file)) => format!(
-            "\nPath state: the QUIC arms' newest record is saved as {} (`shoal send`'s default \
-             folder): the best command starts from it within its lifetime (1h by default)\n",
-            file.display()
-        ),
-        Ok(None) if handoff::starts_from_saved_state(&v.best_command) => "\nPath state: no QUIC \
-             arm left a record: the best command's first run starts cold and saves one\n"
-            .into(),
-        Ok(None) => String::new(),
+        Ok(h) => h.text(),
         Err(e) => format!("\nPath state: not saved for the best command: {e:#}\n"),
     };
     // The record's file when one was saved for the best command, else null.
     report["path_state_saved"] = match &saved {
-        Ok(Some(file)) => serde_json::json!(file.display().to_string()),
+        Ok(handoff::Handoff::Saved(file)) => serde_json::json!(file.display().to_string()),
         _ => serde_json::Value::Null,
     };
     let text = format!(
