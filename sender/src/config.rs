@@ -49,7 +49,7 @@ pub struct SendConfig {
     /// Files larger than this are carried as blocks of this size spread over the connections
     /// (every mode but tcp-wait). `None`: [`DEFAULT_BLOCK_SIZE`] in the bundled modes; the
     /// per-file-stream modes do not split on one connection and split into 32 MiB blocks on
-    /// several (`run::block_size_for`).
+    /// several ([`SendConfig::block_size_in_effect`]).
     pub block_size: Option<u64>,
     /// Sample every connection's statistics this often into `stats_out`, and what the
     /// receiver reported ready into `receiver_series_out`.

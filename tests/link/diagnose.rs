@@ -221,7 +221,7 @@ fn kernel_buffers_below_the_bdp_are_window() {
 fn a_tuned_long_fat_link_is_slow_start_and_a_saved_window_the_fix() {
     let _serial = serial();
     // 141 ms at 300 Mbit/s (what the 2-core machine forwards) with the link's tuned buffers
-    // (64 MiB maxima at both ends, above the 5.3 MiB BDP) and the whole 65,536 × 4 KiB tree:
+    // (64 MiB maxima at both ends, above its ~5 MiB BDP) and the whole 65,536 × 4 KiB tree:
     // no window holds the transfer, and slow start's ~9 round trips are a large share of a
     // sample of a few seconds. The receiver writes into /dev/shm, so its destination is no
     // floor; BBR at the sender, whatever the host's default.

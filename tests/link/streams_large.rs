@@ -1,6 +1,6 @@
 //! One large file in tcp-streams moves at the connection's rate (needs root): on one
 //! connection it is one yamux stream, not a stream per 16 MiB block waiting a round trip for its
-//! window (docs/decisions/0027-one-connection-streams-do-not-split-files.md), and that stream is
+//! window (docs/decisions/0027-per-file-stream-blocks.md), and that stream is
 //! granted a window sized for the record at once, instead of doubling it from 256 KiB round trip
 //! by round trip (docs/decisions/0023-yamux-stream-grant.md).
 

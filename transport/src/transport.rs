@@ -111,7 +111,9 @@ pub const YAMUX_GROWTH: usize = 32 << 20;
 /// 300 Mbit/s link). All of [`YAMUX_GROWTH`]: one large file on one connection is one stream
 /// (it is not split into blocks there), and half of it held that stream to 0.83 × tcp-bundle's
 /// rate on 141 ms / 1 Gbit/s. A stream that overlaps one holding the growth gets what is left
-/// and auto-tunes toward its record from there; blocks (16 MiB) ask for no more than half.
+/// and auto-tunes toward its record from there. On several connections the per-file-stream
+/// modes split files into blocks of this size (sender `SendConfig::block_size_in_effect`), one
+/// grant each.
 pub const YAMUX_STREAM_GRANT: u32 = YAMUX_GROWTH as u32;
 
 /// The connection receive window yamux gets for `streams` streams. yamux guarantees every
