@@ -109,7 +109,7 @@ pub const YAMUX_GROWTH: usize = 32 << 20;
 /// starts at 256 KiB and doubles its window each round trip took ~1.1 s to carry a 16 MiB block
 /// across 141 ms, and every block starts a new stream (13.5 MB/s where tcp-bundle made 25.5 on a
 /// 300 Mbit/s link). All of [`YAMUX_GROWTH`]: one large file on one connection is one stream
-/// (it is not split into blocks there), and half of it held that stream to 0.83 × tcp-bundle's
+/// (it is not split into blocks there), and half of it held that stream to 0.834 × tcp-bundle's
 /// rate on 141 ms / 1 Gbit/s. A stream that overlaps one holding the growth gets what is left
 /// and auto-tunes toward its record from there. On several connections the per-file-stream
 /// modes split files into blocks of this size (sender `SendConfig::block_size_in_effect`), one
