@@ -256,7 +256,7 @@ def create(paths):
         m = re.match(r"payload: (\d+) files of (\S+)", line)
         if m:
             files, size = int(m.group(1)), m.group(2)
-    fses = sorted({fs for fs, _ in t})
+    fses = list(dict.fromkeys(fs for fs, _ in t))   # as the log ran them (FS or FS@SIZE)
     arms = [a for a in ["tar-x", "cpz", "cp-r", "shoal", "writer"] if any((fs, a) in t for fs in fses)]
 
     def ratio(fs, ours, ref):

@@ -6,6 +6,7 @@
 #   FSES="btrfs" PASSES=3 FILES=20000 scripts/bench/create.sh
 #   SUMMARY_OF=LOG scripts/bench/create.sh          # the summary of an earlier run's output
 #   IMG_DIR=/var/tmp FSES=btrfs ARMS="tar-x writer" scripts/bench/create.sh   # images on disk
+#   IMG_SIZES="2G 64G" FSES=btrfs ARMS=writer scripts/bench/create.sh   # volume sizes alternated
 #
 # Root. The source and a tar archive of it sit on a tmpfs (read from memory); every run writes
 # into a FRESH loop volume (a sparse image in /dev/shm, so the disk under it is memory too and
@@ -51,6 +52,9 @@ PASSES=${PASSES:-5}
 FSES=${FSES:-btrfs ext4 xfs}
 ARMS=${ARMS:-tar-x cpz cp-r shoal writer}
 IMG_SIZE=${IMG_SIZE:-4G}
+# Several volume sizes: each arm runs at each, alternated with the others within every pass, and
+# a line's file system reads FS@SIZE.
+IMG_SIZES=${IMG_SIZES:-$IMG_SIZE}
 # Where the volume's image goes: with the source in /dev/shm by default (the disk under the
 # volume is memory); a folder on disk puts the host's disk and page cache under it, as the
 # sweep's `dest_fs` volumes have.
@@ -80,14 +84,14 @@ mkdir -p "$MNT"
 "$SHOAL" gen --out "$WORK/src" --files "$FILES" --size "$SIZE" --seed 1 >/dev/null
 tar -C "$WORK/src" -cf "$WORK/src.tar" .
 {
-  echo "payload: $FILES files of $SIZE in $WORK/src (tmpfs); file systems $FSES; arms $ARMS; $PASSES passes; volume images in ${IMG_DIR:-$WORK} ($(stat -f -c %T "${IMG_DIR:-$WORK}"))"
+  echo "payload: $FILES files of $SIZE in $WORK/src (tmpfs); file systems $FSES; arms $ARMS; $PASSES passes; volume images of $IMG_SIZES in ${IMG_DIR:-$WORK} ($(stat -f -c %T "${IMG_DIR:-$WORK}"))"
   echo "kernel $(uname -r), $(nproc) cores; $("$SHOAL" --version); cpz $(cpz --version 2>/dev/null | head -1 || echo absent); $(tar --version | head -1)"
 } | tee "$WORK/results.txt"
 
 now() { date +%s.%N; }
 
 fresh_volume() {
-  make_volume "$1" "$IMG" "$MNT" "$IMG_SIZE"
+  make_volume "$1" "$IMG" "$MNT" "$2"
 }
 
 drop_volume() {
@@ -95,10 +99,11 @@ drop_volume() {
   rm -f "$IMG"
 }
 
-# Runs arm $2 on file system $1, pass $3; prints its line.
+# Runs case $2 (ARM@SIZE) on file system $1, pass $3; prints its line.
 run() {
-  local fs=$1 arm=$2 pass=$3 dst=$MNT/dst folder t0 t1 ok=1 cpu=""
-  fresh_volume "$fs"
+  local fs=$1 arm=${2%@*} size=${2#*@} pass=$3 dst=$MNT/dst folder t0 t1 ok=1 cpu="" label=$1
+  [ "$IMG_SIZES" = "$IMG_SIZE" ] || label=$fs@$size
+  fresh_volume "$fs" "$size"
   sync
   case $arm in
     tar-x)
@@ -132,20 +137,21 @@ run() {
       folder=$dst ;;
   esac
   if [ "$ok" = 1 ] && "$SHOAL" verify "$WORK/src" "$folder" >/dev/null 2>&1; then
-    awk -v f="$FILES" -v t0="$t0" -v t1="$t1" -v fs="$fs" -v a="$arm" -v p="$pass" -v c="$cpu" \
+    awk -v f="$FILES" -v t0="$t0" -v t1="$t1" -v fs="$label" -v a="$arm" -v p="$pass" -v c="$cpu" \
       'BEGIN { s=t1-t0; printf "%-6s %-6s pass %s: %7.3f s %9.0f files/s%s\n", fs, a, p, s, f/s, (c == "" ? "" : "  " c) }'
   else
-    echo "$fs $arm pass $pass: FAILED (exit or verification)"
+    echo "$label $arm pass $pass: FAILED (exit or verification)"
   fi
   drop_volume
 }
 
+CASES=$(for arm in $ARMS; do for size in $IMG_SIZES; do echo "$arm@$size"; done; done | tr '\n' ' ')
 for fs in $FSES; do
-  for arm in $ARMS; do run "$fs" "$arm" warm-up; done
+  for c in $CASES; do run "$fs" "$c" warm-up; done
   for pass in $(seq "$PASSES"); do
-    order=$ARMS
-    if [ $((pass % 2)) -eq 0 ]; then order=$(echo "$ARMS" | tr ' ' '\n' | tac | tr '\n' ' '); fi
-    for arm in $order; do run "$fs" "$arm" "$pass"; done
+    order=$CASES
+    if [ $((pass % 2)) -eq 0 ]; then order=$(echo "$CASES" | tr ' ' '\n' | tac | tr '\n' ' '); fi
+    for c in $order; do run "$fs" "$c" "$pass"; done
   done
 done | tee -a "$WORK/results.txt"
 summarize "$WORK/results.txt"
