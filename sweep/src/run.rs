@@ -185,7 +185,11 @@ impl Sweep<'_> {
         // over or fails).
         let volume = if self.matrix.dest_fs.is_volume() && remote_run.is_none() {
             let size = self.matrix.dest_fs_size.unwrap_or_else(|| {
-                shoal_matrix::conditions::dest_fs::default_size(payload.bytes, payload.files)
+                shoal_matrix::conditions::dest_fs::default_size(
+                    self.matrix.dest_fs,
+                    payload.bytes,
+                    payload.files,
+                )
             });
             let images = self.dest_root.with_file_name("images");
             let v = crate::conditions::dest_fs::Volume::create(
