@@ -27,6 +27,13 @@ difference (tests/sweep/study_page.rs). KIND is one of:
   seconds over its start-rule floor.
 - streams-large LOG…: scripts/bench/streams-large-link.sh; per log (its binary) and pair of
   modes × connections, the streams and bundled medians and the median of the pairs' ratios.
+- small-vs-large RUNS.CSV…: sweeps of scripts/matrices/btrfs-small-vs-large*.toml; per sweep
+  (its volumes' size) each arm's median MB/s and the receiver's median wait on its writers, the
+  small tree's best arm over the large file's best and over the same arm's large file
+  (target ≥ 0.8), and `tar-local`.
+- wchan FILE…: scripts/bench/wchan-sample.py's output; per file, the writer threads' samples
+  (`shoal-writer-*`) by what they did: running, waiting for work, blocked on Btrfs's metadata
+  reservations (`__reserve_bytes`), on its B-tree locks, elsewhere.
 - callgrind FILE: scripts/bench/callgrind.sh's lines (`LABEL: MODE SIDE … per_file_without_selfhash=N`).
 """
 import csv
@@ -316,7 +323,67 @@ def streams_large(paths):
          "ratio (target ≥ 0.95)"], rows)
 
 
-KINDS = {"create": create, "streams-large": streams_large, "startup-floor": startup_floor, "loopback": loopback, "stream-anchor": stream_anchor, "quinn-anchor": quinn_anchor,
+def small_vs_large(paths):
+    out = []
+    for path in paths:
+        arms, sizes = {}, {}
+        for r in csv.DictReader(open(path, encoding="utf-8")):
+            if r["status"] != "ok":
+                continue
+            label = "tar-local" if r["kind"] == "tar-local" else f"{r['mode']} ×{r['param_connections']}"
+            a = arms.setdefault((r["payload"], label), {"mbps": [], "wait": []})
+            a["mbps"].append(float(r["mb_per_s"]))
+            if r.get("receiver_write_wait_seconds"):
+                a["wait"].append(float(r["receiver_write_wait_seconds"]))
+            if r.get("dest_fs_size_bytes"):
+                sizes.setdefault(r["payload"], set()).add(int(r["dest_fs_size_bytes"]))
+        size = ", ".join(f"{p} {'/'.join(f'{b / 2**30:.3g}' for b in sorted(v))} GiB"
+                         for p, v in sorted(sizes.items(), reverse=True))
+
+        def cell(payload, label):
+            a = arms.get((payload, label))
+            if not a:
+                return "—"
+            wait = f", wait {med(a['wait']):.2f} s" if a["wait"] else ""
+            return f"{med(a['mbps']):.2f} ({len(a['mbps'])} runs{wait})"
+
+        labels = sorted({k[1] for k in arms if k[1] != "tar-local"}) + ["tar-local"]
+        shoal = {k: med(v["mbps"]) for k, v in arms.items() if k[1] != "tar-local"}
+        small = {k[1]: v for k, v in shoal.items() if k[0] == "small"}
+        large = {k[1]: v for k, v in shoal.items() if k[0] == "large"}
+        bs, bl = max(small, key=small.get), max(large, key=large.get)
+        same = f"; {bs} against its own large file **{small[bs] / large[bs]:.2f}**" if bs in large else ""
+        out += [f"`{path}`, fresh Btrfs volumes of {size}; MB/s, medians (verified runs; the "
+                "receiver's wait on its writers, summed over connections):", ""]
+        out += table(["arm", "65,536 × 4 KiB", "one 256 MiB file"],
+                     [[lab, cell("small", lab), cell("large", lab)] for lab in labels])
+        out += ["", f"The small tree's best arm ({bs}) over the large file's best ({bl}): "
+                f"**{small[bs] / large[bl]:.2f}** (target ≥ 0.8){same}.", ""]
+    return out[:-1]
+
+
+def wchan(paths):
+    rows = []
+    for path in paths:
+        c = {"running": 0, "waiting for work": 0, "reservations": 0, "tree locks": 0, "elsewhere": 0}
+        for line in open(path, encoding="utf-8"):
+            f = line.split()
+            if len(f) >= 4 and f[0] == "state" and f[2].startswith("shoal-writer") and f[3] == "R":
+                c["running"] += int(f[1])
+            elif len(f) >= 5 and f[0] == "wchan" and f[2].startswith("shoal-writer"):
+                w = f[4]
+                key = ("reservations" if w == "__reserve_bytes" else
+                       "tree locks" if w.startswith("btrfs_tree") else
+                       "waiting for work" if f[3] == "S" and w == "futex_do_wait" else "elsewhere")
+                c[key] += int(f[1])
+        total = sum(c.values())
+        rows.append([f"`{path}`", f"{total:,}"] + [f"{v / total:.0%}" for v in c.values()])
+    return (["The receiver's writer threads, share of their samples (every 10 ms):", ""]
+            + table(["samples", "writer samples", "running", "waiting for work",
+                     "blocked: metadata reservations", "blocked: B-tree locks", "elsewhere"], rows))
+
+
+KINDS = {"wchan": wchan, "small-vs-large": small_vs_large, "create": create, "streams-large": streams_large, "startup-floor": startup_floor, "loopback": loopback, "stream-anchor": stream_anchor, "quinn-anchor": quinn_anchor,
          "quic-link-memory": quic_link_memory, "memory": memory, "blocks-link": blocks_link,
          "blocks-loopback": blocks_loopback, "callgrind": callgrind}
 REGION = re.compile(r"^<!-- generated: (\S+) (.*?) -->$")
