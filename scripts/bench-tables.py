@@ -379,7 +379,7 @@ def wchan(paths):
         total = sum(c.values())
         rows.append([f"`{path}`", f"{total:,}"] + [f"{v / total:.0%}" for v in c.values()])
     return (["The receiver's writer threads, share of their samples (every 10 ms):", ""]
-            + table(["samples", "writer samples", "running", "waiting for work",
+            + table(["sample file", "writer samples", "running", "waiting for work",
                      "blocked: metadata reservations", "blocked: B-tree locks", "elsewhere"], rows))
 
 
