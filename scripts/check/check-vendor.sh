@@ -16,6 +16,10 @@ check() {
   mkdir "$tmp/tree-$name"
   cp -r "$up/src" "$up/Cargo.toml" "$tmp/tree-$name/"
   patch -s -p1 -d "$tmp/tree-$name" < "vendor/$name/shoal.patch"
+  # A build script is vendored unchanged, or not at all.
+  if [ -f "$up/build.rs" ] || [ -f "vendor/$name/build.rs" ]; then
+    diff "$up/build.rs" "vendor/$name/build.rs" || { echo "check-vendor: vendor/$name/build.rs differs from $name $version's" >&2; exit 1; }
+  fi
   if diff -r "$tmp/tree-$name/src" "vendor/$name/src" && diff "$tmp/tree-$name/Cargo.toml" "vendor/$name/Cargo.toml"; then
     echo "check-vendor: vendor/$name = $name $version + shoal.patch"
   else
@@ -25,3 +29,4 @@ check() {
 }
 check yamux 0.14.1
 check quinn-proto 0.11.19
+check quinn 0.11.12
