@@ -34,6 +34,10 @@ difference (tests/sweep/study_page.rs). KIND is one of:
 - wchan FILE…: scripts/bench/wchan-sample.py's output; per file, the writer threads' samples
   (`shoal-writer-*`) by what they did: running, waiting for work, blocked on Btrfs's metadata
   reservations (`__reserve_bytes`), on its B-tree locks, elsewhere.
+- link-cpu RUNS.CSV: a sweep on the emulated link (scripts/matrices/quic-gso-batch.toml); per
+  configuration the median MB/s, the forwarder's CPU seconds (`link_cpu_seconds`) per GB of
+  payload (median of the runs'), its ratio to TCP's (the tcp-bundle configuration's; target
+  ≤ 1.1), and both ends' CPU seconds.
 - callgrind FILE: scripts/bench/callgrind.sh's lines (`LABEL: MODE SIDE … per_file_without_selfhash=N`).
 """
 import csv
@@ -383,7 +387,32 @@ def wchan(paths):
                      "blocked: metadata reservations", "blocked: B-tree locks", "elsewhere"], rows))
 
 
-KINDS = {"wchan": wchan, "small-vs-large": small_vs_large, "create": create, "streams-large": streams_large, "startup-floor": startup_floor, "loopback": loopback, "stream-anchor": stream_anchor, "quinn-anchor": quinn_anchor,
+def link_cpu(paths):
+    (path,) = paths
+    by = {}
+    for r in csv.DictReader(open(path, encoding="utf-8")):
+        if r["status"] == "ok" and r.get("link_cpu_seconds"):
+            by.setdefault(r["config"].replace("payload=small kind=shoal ", ""), []).append(r)
+
+    def per_gb(r):
+        return float(r["link_cpu_seconds"]) / (float(r["bytes"]) / 1e9)
+
+    tcp = [k for k in by if "mode=tcp-bundle" in k]
+    ref = med([per_gb(r) for r in by[tcp[0]]]) if tcp else None
+    rows = []
+    for k, rs in sorted(by.items()):
+        g = med([per_gb(r) for r in rs])
+        rows.append([k, str(len(rs)), f"{med([float(r['mb_per_s']) for r in rs]):.2f}",
+                     f"{med([float(r['link_cpu_seconds']) for r in rs]):.2f}", f"{g:.2f}",
+                     f"**{g / ref:.2f}**" if ref else "—",
+                     f"{med([float(r['sender_cpu_seconds']) for r in rs]):.2f} / "
+                     f"{med([float(r['receiver_run_cpu_seconds']) for r in rs]):.2f}"])
+    return ([f"`{path}`, medians over the verified runs:", ""]
+            + table(["configuration", "runs", "MB/s", "forwarder CPU-s", "forwarder CPU-s per GB",
+                     "per GB / TCP's (≤ 1.1)", "CPU-s sender / receiver"], rows))
+
+
+KINDS = {"link-cpu": link_cpu, "wchan": wchan, "small-vs-large": small_vs_large, "create": create, "streams-large": streams_large, "startup-floor": startup_floor, "loopback": loopback, "stream-anchor": stream_anchor, "quinn-anchor": quinn_anchor,
          "quic-link-memory": quic_link_memory, "memory": memory, "blocks-link": blocks_link,
          "blocks-loopback": blocks_loopback, "callgrind": callgrind}
 REGION = re.compile(r"^<!-- generated: (\S+) (.*?) -->$")

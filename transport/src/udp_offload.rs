@@ -25,12 +25,12 @@ impl UdpOffload {
 }
 
 /// Largest UDP payload a Shoal QUIC endpoint accepts, and the most its MTU discovery may try.
-/// quinn hands the kernel up to ten datagrams in one GSO send (quinn 0.11's
-/// `MAX_TRANSMIT_SEGMENTS`), and the kernel takes a GSO send only if all of it fits in one
-/// 64 KiB IP packet (65,507 bytes of UDP payload over IPv4), so ten datagrams of 6,500 bytes
-/// fit. Larger datagrams make every batched send fail with `EMSGSIZE`, which quinn-udp takes
-/// for a lost MTU probe; black-hole detection then drops the connection to 1,200 bytes
-/// (docs/decisions/0008-quic-datagram-size.md).
+/// The kernel takes a GSO send only if all of it fits in one 64 KiB IP packet (65,507 bytes of
+/// UDP payload over IPv4); ten datagrams of 6,500 bytes fit. quinn 0.11 sent up to ten whatever
+/// their size, and larger datagrams made every batched send fail with `EMSGSIZE`, which
+/// quinn-udp takes for a lost MTU probe; black-hole detection then dropped the connection to
+/// 1,200 bytes (docs/decisions/0008-quic-datagram-size.md). The vendored quinn now bounds a
+/// batch by those bytes (vendor/quinn/README.shoal.md); the bound here is kept as measured.
 pub const QUIC_MAX_UDP_PAYLOAD: u16 = 6_500;
 
 /// UDP payload that fits an Ethernet frame (1,500 − 28 bytes of IPv4 and UDP headers).
