@@ -24,12 +24,8 @@ cargo build --release -q -p shoal-pipeline --example write_tree
 SHOAL=$PWD/target/release/shoal
 WRITER=$PWD/target/release/examples/write_tree
 
-WORK=$(mktemp -d /dev/shm/shoal-profile.XXXXXX)
-MNT=$WORK/mnt
-trap 'remove_work "$WORK" "$MNT"' EXIT
-mkdir -p "$MNT"
-"$SHOAL" gen --out "$WORK/src" --files "$FILES" --size "$SIZE" --seed 1 >/dev/null
-make_volume "$FS" "$WORK/img" "$MNT"
+IMG_DIR='' bench_work profile
+make_volume "$FS" "$IMG" "$MNT"
 sync
 echo "payload: $FILES files of $SIZE (tmpfs) into a fresh $FS loop volume; $("$SHOAL" --version); kernel $(uname -r), $(nproc) cores"
 perf record -q -a -g -o "$WORK/perf.data" -- "$WRITER" "$WORK/src" "$MNT/dst" 2>&1 | grep '^writer:'

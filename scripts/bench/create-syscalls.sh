@@ -29,12 +29,7 @@ SHOAL=$PWD/target/release/shoal
 WRITER=$PWD/target/release/examples/write_tree
 export PATH="$HOME/.cargo/bin:$PATH"
 
-WORK=$(mktemp -d /dev/shm/shoal-syscalls.XXXXXX)
-MNT=$WORK/mnt
-IMG=$WORK/volume.img
-trap 'remove_work "$WORK" "$MNT"' EXIT
-mkdir -p "$MNT"
-"$SHOAL" gen --out "$WORK/src" --files "$FILES" --size "$SIZE" --seed 1 >/dev/null
+IMG_DIR='' bench_work syscalls
 tar -C "$WORK/src" -cf "$WORK/src.tar" .
 echo "payload: $FILES files of $SIZE (tmpfs) into a fresh $FS loop volume; $("$SHOAL" --version); $(strace -V | head -1)"
 

@@ -76,12 +76,7 @@ if [[ " $ARMS " == *" cpz "* ]] && ! command -v cpz >/dev/null; then
 fi
 export PATH="$HOME/.cargo/bin:$PATH"
 
-WORK=$(mktemp -d /dev/shm/shoal-create.XXXXXX)
-MNT=$WORK/mnt
-IMG=${IMG_DIR:-$WORK}/volume$$.img
-trap 'remove_work "$WORK" "$MNT"; rm -f "$IMG"' EXIT
-mkdir -p "$MNT"
-"$SHOAL" gen --out "$WORK/src" --files "$FILES" --size "$SIZE" --seed 1 >/dev/null
+bench_work create
 tar -C "$WORK/src" -cf "$WORK/src.tar" .
 {
   echo "payload: $FILES files of $SIZE in $WORK/src (tmpfs); file systems $FSES; arms $ARMS; $PASSES passes; volume images of $IMG_SIZES in ${IMG_DIR:-$WORK} ($(stat -f -c %T "${IMG_DIR:-$WORK}"))"
@@ -90,20 +85,11 @@ tar -C "$WORK/src" -cf "$WORK/src.tar" .
 
 now() { date +%s.%N; }
 
-fresh_volume() {
-  make_volume "$1" "$IMG" "$MNT" "$2"
-}
-
-drop_volume() {
-  umount "$MNT"
-  rm -f "$IMG"
-}
-
 # Runs case $2 (ARM@SIZE) on file system $1, pass $3; prints its line.
 run() {
   local fs=$1 arm=${2%@*} size=${2#*@} pass=$3 dst=$MNT/dst folder t0 t1 ok=1 cpu="" label=$1
   [ "$IMG_SIZES" = "$IMG_SIZE" ] || label=$fs@$size
-  fresh_volume "$fs" "$size"
+  make_volume "$fs" "$IMG" "$MNT" "$size"
   sync
   case $arm in
     tar-x)

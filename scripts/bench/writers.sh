@@ -26,12 +26,7 @@ IMG_DIR=${IMG_DIR-/var/tmp}
 cargo build --release -q -p shoal -p shoal-pipeline --example write_tree
 SHOAL=$PWD/target/release/shoal
 WRITER=$PWD/target/release/examples/write_tree
-WORK=$(mktemp -d /dev/shm/shoal-writers.XXXXXX)
-MNT=$WORK/mnt
-IMG=${IMG_DIR:-$WORK}/writers$$.img
-trap 'remove_work "$WORK" "$MNT"; rm -f "$IMG"' EXIT
-mkdir -p "$MNT"
-"$SHOAL" gen --out "$WORK/src" --files "$FILES" --size "$SIZE" --seed 1 >/dev/null
+bench_work writers
 echo "$FILES files of $SIZE; $FS volumes of $IMG_SIZE in ${IMG_DIR:-$WORK}; writers $WRITERS; $PASSES passes; $("$SHOAL" --version)"
 for pass in $(seq "$PASSES"); do
   order=$WRITERS
@@ -44,7 +39,6 @@ for pass in $(seq "$PASSES"); do
     else
       echo "pass $pass: $n writers FAILED (exit or verification)"
     fi
-    umount "$MNT"
-    rm -f "$IMG"
+    drop_volume
   done
 done
