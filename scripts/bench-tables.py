@@ -327,13 +327,17 @@ def streams_large(paths):
          "ratio (target ≥ 0.95)"], rows)
 
 
+def verified_rows(path):
+    """The rows of a sweep's runs.csv whose destination verified."""
+    with open(path, encoding="utf-8", newline="") as f:
+        return [r for r in csv.DictReader(f) if r["status"] == "ok"]
+
+
 def small_vs_large(paths):
     out = []
     for path in paths:
         arms, sizes = {}, {}
-        for r in csv.DictReader(open(path, encoding="utf-8")):
-            if r["status"] != "ok":
-                continue
+        for r in verified_rows(path):
             label = "tar-local" if r["kind"] == "tar-local" else f"{r['mode']} ×{r['param_connections']}"
             a = arms.setdefault((r["payload"], label), {"mbps": [], "wait": []})
             a["mbps"].append(float(r["mb_per_s"]))
@@ -390,9 +394,10 @@ def wchan(paths):
 def link_cpu(paths):
     (path,) = paths
     by = {}
-    for r in csv.DictReader(open(path, encoding="utf-8")):
-        if r["status"] == "ok" and r.get("link_cpu_seconds"):
-            by.setdefault(r["config"].replace("payload=small kind=shoal ", ""), []).append(r)
+    for r in verified_rows(path):
+        if r.get("link_cpu_seconds"):
+            # The configuration without its payload and kind (one of each in such a sweep).
+            by.setdefault(re.sub(r"^payload=\S+ kind=\S+ ", "", r["config"]), []).append(r)
 
     def per_gb(r):
         return float(r["link_cpu_seconds"]) / (float(r["bytes"]) / 1e9)
