@@ -141,7 +141,12 @@ pub(crate) async fn handle(
     let tuned = TunedReceive::new(conn.clone());
     // The window follows what the connection delivers (proto/src/receive_window.rs); its start
     // is set before the share is granted.
-    let tuning = tune::start(conn.clone(), tuned.clone(), config.fixed_window);
+    let held = tune::Held::new(
+        member.run.budget.clone(),
+        config.write_budget,
+        hello.conn_count,
+    );
+    let tuning = tune::start(conn.clone(), tuned.clone(), held, config.fixed_window);
     let mut seat = member.run.quic_window.seat(tuned.clone());
     let conn_window = seat.initial();
     // As many concurrent file streams as this connection will use (admission checked that

@@ -11,6 +11,7 @@ use std::time::Instant;
 use shoal_resume::receive_window::{self, ReceiveTuner};
 use shoal_transport::window_share::TunedReceive;
 use tokio::io::{AsyncRead, ReadBuf};
+use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
 /// What the application read from a stream.
@@ -87,10 +88,40 @@ impl Drop for Tuning {
     }
 }
 
+/// What a connection's application has read and not yet written: its part of the run's write
+/// budget in use (the budget is the run's, so each of its `connections` counts an equal part).
+pub(crate) struct Held {
+    budget: Arc<Semaphore>,
+    size: usize,
+    connections: u64,
+}
+
+impl Held {
+    pub(crate) fn new(budget: Arc<Semaphore>, size: usize, connections: u16) -> Self {
+        Self {
+            budget,
+            size,
+            connections: u64::from(connections.max(1)),
+        }
+    }
+
+    fn bytes(&self) -> u64 {
+        // The budget's permits are bytes, at most u32::MAX of them (stage::send_batch).
+        let size = self.size.min(u32::MAX as usize);
+        size.saturating_sub(self.budget.available_permits()) as u64 / self.connections
+    }
+}
+
 /// Sets `tuned`'s window for the start (call before it is seated, so the share is never
 /// granted whole on a short path) and tunes it once a period until the [`Tuning`] is finished
-/// or dropped; with `fixed` (`recv --fixed-window`) it leaves the window whole.
-pub(crate) fn start(conn: quinn::Connection, tuned: Arc<TunedReceive>, fixed: bool) -> Tuning {
+/// or dropped, less what `held` says the writers still hold; with `fixed` (`recv
+/// --fixed-window`) it leaves the window whole.
+pub(crate) fn start(
+    conn: quinn::Connection,
+    tuned: Arc<TunedReceive>,
+    held: Held,
+    fixed: bool,
+) -> Tuning {
     let meter = Arc::new(ReadMeter::default());
     if fixed {
         return Tuning { task: None, meter };
@@ -101,7 +132,7 @@ pub(crate) fn start(conn: quinn::Connection, tuned: Arc<TunedReceive>, fixed: bo
     // read sizes both this period's window and the wait for the next.
     let min_rtt = |conn: &quinn::Connection| conn.stats().path.min_rtt;
     let mut rtt = min_rtt(&conn);
-    tuned.set_demand(receive_window::start_window(rtt));
+    tuned.set_demand(receive_window::start_window(rtt), held.bytes());
     let read = meter.clone();
     let task = tokio::spawn(async move {
         let mut tuner = ReceiveTuner::default();
@@ -111,7 +142,8 @@ pub(crate) fn start(conn: quinn::Connection, tuned: Arc<TunedReceive>, fixed: bo
             let now = Instant::now();
             rtt = min_rtt(&conn);
             let total = read.read.load(Ordering::Relaxed);
-            tuned.set_demand(tuner.sample(total, now - last, rtt, tuned.current()));
+            let demand = tuner.sample(total, now - last, rtt, tuned.current());
+            tuned.set_demand(demand, held.bytes());
             last = now;
         }
     });

@@ -40,7 +40,8 @@ impl WindowHolder for quinn::Connection {
 }
 
 /// A QUIC connection whose receive window is the smaller of its share of the run's window
-/// and what its tuning asks for (`shoal_resume::receive_window`).
+/// and what its tuning asks for (`shoal_resume::receive_window`), less what the connection's
+/// application has read and not yet written ([`TunedReceive::set_demand`]'s `held`).
 pub struct TunedReceive {
     conn: quinn::Connection,
     state: Mutex<Tuned>,
@@ -51,6 +52,8 @@ struct Tuned {
     share: u64,
     /// The tuning's window, `None` until it sets one (`recv --fixed-window`: never).
     demand: Option<u64>,
+    /// Bytes read from the connection and not yet written (the tuning's last count).
+    held: u64,
     /// The window in effect, and the smallest one it had.
     current: u64,
     lowest: u64,
@@ -63,16 +66,23 @@ impl TunedReceive {
             state: Mutex::new(Tuned {
                 share: 0,
                 demand: None,
+                held: 0,
                 current: 0,
                 lowest: u64::MAX,
             }),
         })
     }
 
-    /// The tuning's window (until it is set, the whole share).
-    pub fn set_demand(&self, demand: u64) {
+    /// The tuning's window (until it is set, the whole share), and `held`: bytes the
+    /// application has read from this connection and not yet written. Those count against
+    /// the window, so what the receiver holds for the connection (quinn's unread bytes and
+    /// the writers' queue together) stays near the window when the writers fall behind
+    /// instead of growing by the whole write budget; the window never falls below
+    /// `shoal_resume::receive_window::FLOOR` for it (nor above the share).
+    pub fn set_demand(&self, demand: u64, held: u64) {
         let mut st = self.state.lock().expect("tuned window");
         st.demand = Some(demand);
+        st.held = held;
         self.apply(&mut st);
     }
 
@@ -95,7 +105,7 @@ impl TunedReceive {
         if st.share == 0 {
             return;
         }
-        let window = st.demand.map_or(st.share, |d| d.min(st.share));
+        let window = less_held(st.demand.map_or(st.share, |d| d.min(st.share)), st.held);
         if window != st.current {
             self.conn.set_window(Side::Receive, window);
             st.current = window;
@@ -110,6 +120,14 @@ impl WindowHolder for Arc<TunedReceive> {
         st.share = bytes;
         self.apply(&mut st);
     }
+}
+
+/// A window less the bytes held past it, at least the receive window's floor (or the window
+/// itself, when that is smaller).
+fn less_held(window: u64, held: u64) -> u64 {
+    window
+        .saturating_sub(held)
+        .max(shoal_resume::receive_window::FLOOR.min(window))
 }
 
 /// One run's window, split over the connections still carrying data.
@@ -231,6 +249,18 @@ mod tests {
     }
 
     const MIB: u64 = 1 << 20;
+
+    #[test]
+    fn bytes_read_and_not_yet_written_count_against_the_window() {
+        let mib = 1 << 20;
+        // A full 4 MiB write budget behind the study's 20 MiB share: quinn may hold 16 MiB.
+        assert_eq!(less_held(20 * mib, 4 * mib), 16 * mib);
+        // Writers keeping up hold nothing: the window is whole.
+        assert_eq!(less_held(20 * mib, 0), 20 * mib);
+        // Never below the floor, and a window under the floor is not raised to it.
+        assert_eq!(less_held(3 * mib, 4 * mib), 2 * mib);
+        assert_eq!(less_held(mib, 4 * mib), mib);
+    }
 
     #[test]
     fn one_connection_gets_the_whole_window() {
