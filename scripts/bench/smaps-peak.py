@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Which mappings a process's peak resident set is made of: /proc/PID/smaps at its largest.
+
+    scripts/bench/smaps-peak.py NAME [INTERVAL_S] [LIMIT_S]    # root for other users' processes
+
+Waits for a process whose program's name ends with NAME (or a `shoal NAME …` process: `recv`,
+`send`), reads its /proc/PID/smaps every INTERVAL_S (default 0.05) until it ends or LIMIT_S
+(default 600) pass, and prints the snapshot with the largest total Rss: the total, the file
+and anonymous parts, then every mapping holding more than 64 KiB, largest first, with its size
+(a mapping's size, permissions and neighbours tell a quinn endpoint's receive buffer, a
+thread's stack or a malloc arena apart; reserved ---p mappings of 1 MiB or more are listed too). The peak the kernel reports (VmHWM) can fall between two samples: the script prints it
+beside the sampled peak.
+"""
+import os
+import sys
+import time
+
+
+def matches(cmd, name):
+    prog = os.path.basename(cmd[0].decode(errors="replace")) if cmd and cmd[0] else ""
+    return prog.endswith(name) or (prog == "shoal" and len(cmd) > 1 and cmd[1] == name.encode())
+
+
+def find(name):
+    for p in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{p}/cmdline", "rb") as f:
+                cmd = f.read().split(b"\0")
+        except OSError:
+            continue
+        if p != str(os.getpid()) and matches(cmd, name):
+            return p
+    return None
+
+
+def snapshot(pid):
+    """[(rss_kib, size_kib, anonymous_kib, name)] per mapping."""
+    maps, cur = [], None
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            first = line.split(None, 1)[0]
+            if "-" in first and not first.endswith(":"):
+                lo, hi = (int(x, 16) for x in first.split("-"))
+                parts = line.split(None, 5)
+                what = parts[5].strip() if len(parts) > 5 else "[anon]"
+                cur = [0, (hi - lo) // 1024, 0, f"{first} {parts[1]} {what}"]
+                maps.append(cur)
+            elif first == "Rss:":
+                cur[0] = int(line.split()[1])
+            elif first == "Anonymous:":
+                cur[2] = int(line.split()[1])
+    return maps
+
+
+def hwm(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return 0
+
+
+def main():
+    name = sys.argv[1]
+    interval = float(sys.argv[2]) if len(sys.argv) > 2 else 0.05
+    limit = float(sys.argv[3]) if len(sys.argv) > 3 else 600.0
+    start, pid = time.time(), None
+    while pid is None and time.time() - start < limit:
+        pid = find(name)
+        if pid is None:
+            time.sleep(0.01)
+    if pid is None:
+        sys.exit(f"smaps-peak: no process named {name} within {limit} s")
+    best, best_total, peak_kib, samples = [], -1, 0, 0
+    while time.time() - start < limit:
+        try:
+            maps = snapshot(pid)
+            peak_kib = hwm(pid)
+        except (OSError, AttributeError, TypeError):
+            break
+        samples += 1
+        total = sum(m[0] for m in maps)
+        if total > best_total:
+            best, best_total = maps, total
+        time.sleep(interval)
+    anon = sum(m[2] for m in best)
+    print(f"# smaps-peak {name}: pid {pid}, {samples} samples every {interval} s; "
+          f"VmHWM {peak_kib} KiB, largest sampled Rss {best_total} KiB "
+          f"(anonymous {anon}, file {best_total - anon})")
+    print("# rss_kib size_kib anonymous_kib mapping")
+    for rss, size, an, what in sorted(best, key=lambda m: -m[0]):
+        if rss > 64 or (size >= 1024 and "---p" in what):
+            print(f"{rss:8} {size:9} {an:8} {what}")
+
+
+if __name__ == "__main__":
+    main()
