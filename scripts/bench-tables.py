@@ -19,10 +19,11 @@ difference (tests/sweep/study_page.rs). KIND is one of:
 - memory RUNS.CSV: a sweep of scripts/matrices/memory-1gbit.toml; per mode and payload, the
   rows, each end's peak RSS range, the ceiling and the rows over it (scripts/check/check-memory.py's
   ceilings).
-- memory-vs-quinn RUNS.CSV LOG: a sweep of scripts/matrices/memory-1gbit-quic.toml against
-  a scripts/bench/quic-link-memory.sh log of the same day; per payload and connection count,
-  each end's peak RSS range against issue 42's ceilings: quinn's largest sender and receiver
-  + 6 MB, and 32 MB for a small tree's receiver (its writer slower than the link) at one
+- memory-vs-quinn RUNS.CSV LOG…: a sweep of scripts/matrices/memory-1gbit-quic.toml against
+  scripts/bench/quic-link-memory.sh logs of the same day (one a connection count: `CONNECTIONS`);
+  per payload and connection count, each end's peak RSS range against issue 42's ceilings:
+  quinn's largest sender and receiver + 6 MB (from the log of the rows' connection count, else
+  of one), and 32 MB for a small tree's receiver (its writer slower than the link) at one
   connection.
 - blocks-link LOG, blocks-loopback LOG: scripts/bench/blocks-link.sh, scripts/bench/blocks.sh.
 - create LOG: scripts/bench/create.sh; per file system each arm's median files/s, the ratios
@@ -166,19 +167,26 @@ def quic_link_memory(paths):
 
 
 def quinn_ceilings(log):
-    """Issue 42's QUIC ceilings from a scripts/bench/quic-link-memory.sh log: quinn's largest
-    sender and receiver (MB) of its anchor runs, each + 6 MB."""
-    runs = [[float(x) for x in m.group(2, 3, 4)] for m in map(RUN.match, open(log, encoding="utf-8"))
+    """Issue 42's QUIC ceilings from a scripts/bench/quic-link-memory.sh log: its connection
+    count (1 in logs from before the script had one) and quinn's largest sender and receiver
+    (MB) of its anchor runs, each + 6 MB."""
+    text = open(log, encoding="utf-8").read()
+    conns = re.search(r"^# scripts/bench/quic-link-memory\.sh .*, connections (\d+),", text, re.M)
+    runs = [[float(x) for x in m.group(2, 3, 4)] for m in map(RUN.match, text.splitlines())
             if m and m.group(1) == "anchor"]
-    return max(r[1] for r in runs) + 6, max(r[2] for r in runs) + 6
+    return int(conns.group(1)) if conns else 1, max(r[1] for r in runs) + 6, max(r[2] for r in runs) + 6
 
 
 SLOW_WRITER_CEILING = 32
 
 
 def memory_vs_quinn(paths):
-    runs_csv, log = paths
-    send_c, recv_c = quinn_ceilings(log)
+    runs_csv, *logs = paths
+    # Each connection count against quinn's own at that count where a log has it, else at one.
+    ceilings = {}
+    for log in logs:
+        n, send_c, recv_c = quinn_ceilings(log)
+        ceilings[n] = (send_c, recv_c, log)
     groups = {}
     with open(runs_csv, newline="") as f:
         for row in csv.DictReader(f):
@@ -188,6 +196,7 @@ def memory_vs_quinn(paths):
     bold = lambda txt, n: f"**{txt}**" if n else txt
     for files, conns in sorted(groups, key=lambda k: (-k[0], k[1])):
         rs = groups[(files, conns)]
+        send_c, recv_c, log = ceilings.get(conns, ceilings[1])
         s = [int(r["sender_peak_rss_bytes"]) / MB for r in rs]
         v = [int(r["receiver_peak_rss_bytes"]) / MB for r in rs]
         small = files > 1
@@ -203,9 +212,11 @@ def memory_vs_quinn(paths):
         rows.append([payload, str(conns), f"{ok}/{len(rs)}", bold(rng(s), over_s), f"{send_c:.1f}",
                      bold(rng(v), over_r), "none named" if rc is None else f"{rc:.1f}",
                      f"{over_s} / {over_r}"])
+    against = "; ".join(f"`{log}` ({n} connection{'s' if n > 1 else ''})"
+                        for n, (_, _, log) in sorted(ceilings.items()))
     foot = (f"{over_all} of {total} rows over a ceiling (bold: over). Ceilings: quinn's largest sender and "
-            f"receiver in `{log}` + 6 MB; a small tree's receiver (its writer slower than the link) "
-            f"{SLOW_WRITER_CEILING} MB at one connection.")
+            f"receiver + 6 MB, at the rows' connection count where a log has it, else at one: {against}; "
+            f"a small tree's receiver (its writer slower than the link) {SLOW_WRITER_CEILING} MB at one connection.")
     return table(["payload", "connections", "verified", "sender MB", "ceiling", "receiver MB", "ceiling",
                   "rows over (sender / receiver)"], rows) + ["", foot]
 

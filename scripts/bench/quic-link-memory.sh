@@ -12,12 +12,15 @@
 #                  sender, stream and connection receive windows at the receiver), given to
 #                  the anchor too; quinn's own defaults would hold one connection to ~9 MB/s here
 #   CC             default cubic (quinn's default controller, the anchor's)
+#   CONNECTIONS    default 1: both arms spread BYTES over this many connections, WINDOW
+#                  divided among them (at least 2 MiB each, as Shoal divides it)
 #   SHOAL_SEND_ARGS  more `shoal send` flags
 #
 # Arms:
 # - anchor: scripts/quinn-anchor/main.rs `serve` on the receiving side, `send` on the sending
 #   side: quinn's bench client and server (default TransportConfig but the windows), one
-#   unidirectional stream written in 1 MiB slices; each prints its process's peak RSS (VmHWM).
+#   unidirectional stream a connection written in 1 MiB slices; each prints its process's peak
+#   RSS (VmHWM).
 # - shoal: `shoal recv --once` / `shoal send --mode quic-bundle` of one BYTES file, tmpfs at
 #   both ends; the row carries both ends' peak RSS (VmHWM) and MB/s (verified).
 # Both anchor processes are smaller binaries than Shoal's: the script prints each binary's
@@ -31,6 +34,7 @@ RTT=${RTT:-141ms}
 RATE=${RATE:-1gbit}
 WINDOW=${WINDOW:-20971520}
 CC=${CC:-cubic}
+CONNECTIONS=${CONNECTIONS:-1}
 [ "$(id -u)" -eq 0 ] || { echo "bench-quic-link-memory: needs root (network namespaces)" >&2; exit 1; }
 ANCHOR=$("$ROOT/scripts/quinn-anchor/build.sh" "${QUINN_ANCHOR_DIR:-/work/bench/quinn-bench}")
 
@@ -50,7 +54,7 @@ cleanup() {
 }
 trap cleanup EXIT
 at() { "$BIN" link exec --name $LINK "$@"; }
-echo "# scripts/bench/quic-link-memory.sh $(date -u +%FT%TZ): link $RTT $RATE, $BYTES bytes, window $WINDOW, cc $CC, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# scripts/bench/quic-link-memory.sh $(date -u +%FT%TZ): link $RTT $RATE, $BYTES bytes, window $WINDOW, cc $CC, connections $CONNECTIONS, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# shoal $BIN ($("$BIN" --version | head -1), sha256 $(sha256sum "$BIN" | cut -c1-12)); anchor $ANCHOR"
 idle_rss() { # resident KiB of a process that has started and is waiting
   "$@" >/dev/null 2>&1 & local p=$!
@@ -61,10 +65,10 @@ OUT=$W/lines; : >$OUT
 
 run_anchor() {
   rm -f $W/cert.der
-  at rcv -- "$ANCHOR" serve 198.18.0.2:4433 $W/cert.der "$WINDOW" >$W/serve.out 2>&1 &
+  at rcv -- "$ANCHOR" serve 198.18.0.2:4433 $W/cert.der "$WINDOW" "$CONNECTIONS" >$W/serve.out 2>&1 &
   local sp=$!; pids+=("$sp")
   for _ in $(seq 100); do [ -f $W/cert.der ] && break; sleep 0.05; done
-  at snd -- "$ANCHOR" send 198.18.0.2:4433 $W/cert.der "$BYTES" "$WINDOW" >$W/send.out 2>&1 || true
+  at snd -- "$ANCHOR" send 198.18.0.2:4433 $W/cert.der "$BYTES" "$WINDOW" "$CONNECTIONS" >$W/send.out 2>&1 || true
   wait "$sp" || true
   local s r secs
   s=$(sed -n 's/.*peak_rss_kb \([0-9]*\).*/\1/p' $W/send.out)
@@ -83,7 +87,7 @@ run_shoal() {
   at rcv -- "$BIN" recv --once --listen 198.18.0.2:0 --dest $W/dst --identity $W/id --flat >$log 2>&1 &
   local rp=$!; pids+=("$rp")
   for _ in $(seq 100); do addr=$(sed -n 's/^listening on \([0-9.]*:[0-9][0-9]*\)$/\1/p' $log); [ -n "$addr" ] && break; sleep 0.1; done
-  at snd -- "$BIN" send --to "$addr" --src "$SRC" --mode quic-bundle --cc "$CC" --identity $W/id --json ${SHOAL_SEND_ARGS:-} >$W/row.json 2>$W/send.err || true
+  at snd -- "$BIN" send --to "$addr" --src "$SRC" --mode quic-bundle --cc "$CC" --connections "$CONNECTIONS" --identity $W/id --json ${SHOAL_SEND_ARGS:-} >$W/row.json 2>$W/send.err || true
   wait "$rp" || true
   python3 - $W/row.json "$1" >>$OUT <<'PY' || echo "run $1 shoal: not counted ($(tail -1 $W/send.err))"
 import json, sys

@@ -16,15 +16,18 @@
 //! The same client and server as two processes, for what the protocol itself holds in memory
 //! on a long path (scripts/bench/quic-link-memory.sh runs them on each side of `shoal link`):
 //!
-//!   quinn-anchor serve ADDR CERT_OUT WINDOW
-//!   quinn-anchor send ADDR CERT BYTES WINDOW
+//!   quinn-anchor serve ADDR CERT_OUT WINDOW [CONNECTIONS]
+//!   quinn-anchor send ADDR CERT BYTES WINDOW [CONNECTIONS]
 //!
-//! `serve` listens on ADDR, writes its certificate (DER) to CERT_OUT, takes one connection
-//! and one stream; `send` trusts CERT and sends BYTES. WINDOW is Shoal's quic-bundle flow
-//! setting (20 MiB by default in Shoal): the server's stream and connection receive windows,
-//! the client's send window. Quinn's defaults (a 1.25 MB stream window) would hold one
-//! connection to ~9 MB/s at 141 ms, far from the link's rate. Each prints its bytes, seconds
-//! and its process's peak RSS (`VmHWM`), the figure Shoal's rows carry.
+//! `serve` listens on ADDR, writes its certificate (DER) to CERT_OUT, takes CONNECTIONS
+//! (default 1) connections and one stream on each; `send` trusts CERT and sends BYTES, split
+//! evenly over CONNECTIONS connections, each from an endpoint and socket of its own (as
+//! `shoal send` does). WINDOW is Shoal's quic-bundle flow setting (20 MiB by default in
+//! Shoal) for the whole run, divided among the connections as Shoal divides it (at least
+//! 2 MiB each): the server's stream and connection receive windows, the client's send window.
+//! Quinn's defaults (a 1.25 MB stream window) would hold one connection to ~9 MB/s at 141 ms,
+//! far from the link's rate. Each prints its bytes, seconds and its process's peak RSS
+//! (`VmHWM`), the figure Shoal's rows carry.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
 use std::sync::Arc;
@@ -38,18 +41,38 @@ const SLICE: usize = 1 << 20;
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
-        Some("serve") if args.len() == 4 => serve(&args[1], &args[2], number(&args[3], "WINDOW")),
-        Some("send") if args.len() == 5 => {
-            send(&args[1], &args[2], number(&args[3], "BYTES"), number(&args[4], "WINDOW"))
-        }
+        Some("serve") if matches!(args.len(), 4 | 5) => serve(
+            &args[1],
+            &args[2],
+            number(&args[3], "WINDOW"),
+            connections(args.get(4)),
+        ),
+        Some("send") if matches!(args.len(), 5 | 6) => send(
+            &args[1],
+            &args[2],
+            number(&args[3], "BYTES"),
+            number(&args[4], "WINDOW"),
+            connections(args.get(5)),
+        ),
         Some("serve" | "send") => {
             eprintln!(
-                "usage: quinn-anchor serve ADDR CERT_OUT WINDOW | send ADDR CERT BYTES WINDOW"
+                "usage: quinn-anchor serve ADDR CERT_OUT WINDOW [CONNECTIONS] \
+                 | send ADDR CERT BYTES WINDOW [CONNECTIONS]"
             );
             std::process::exit(2);
         }
         _ => one_process(args.first().map_or(256 << 20, |a| number(a, "BYTES"))),
     }
+}
+
+fn connections(arg: Option<&String>) -> u64 {
+    arg.map_or(1, |a| number(a, "CONNECTIONS")).max(1)
+}
+
+/// Each connection's window: the run's divided among its connections, at least 2 MiB
+/// (Shoal's `quic_window_per_connection`).
+fn share(window: u64, connections: u64) -> u64 {
+    (window / connections).max(2 << 20)
 }
 
 fn number(arg: &str, what: &str) -> u64 {
@@ -74,7 +97,9 @@ fn one_process(total: u64) {
             Endpoint::new(Default::default(), Some(server_config), sock, Arc::new(TokioRuntime))
                 .unwrap()
         };
-        let (received, _) = rt.block_on(receive_one_stream(endpoint));
+        let (received, _) = rt.block_on(async move {
+            receive_one_stream(endpoint.accept().await.expect("accept")).await
+        });
         (received, thread_cpu_seconds())
     });
 
@@ -124,10 +149,11 @@ fn varint(v: u64) -> quinn::VarInt {
     quinn::VarInt::from_u64(v).expect("WINDOW fits a QUIC varint")
 }
 
-/// The server of `serve`: one connection, one stream read to its end.
-fn serve(addr: &str, cert_out: &str, window: u64) {
+/// The server of `serve`: `connections` connections, one stream each read to its end.
+fn serve(addr: &str, cert_out: &str, window: u64, connections: u64) {
     let (mut config, cert) = server_config();
     let transport = Arc::get_mut(&mut config.transport).unwrap();
+    let window = share(window, connections);
     transport
         .stream_receive_window(varint(window))
         .receive_window(varint(window));
@@ -141,29 +167,56 @@ fn serve(addr: &str, cert_out: &str, window: u64) {
     let tmp = format!("{cert_out}.tmp");
     std::fs::write(&tmp, cert.as_ref()).unwrap();
     std::fs::rename(&tmp, cert_out).unwrap();
-    let (received, seconds) = rt.block_on(receive_one_stream(endpoint));
+    let (received, seconds) = rt.block_on(async move {
+        let start = Instant::now();
+        let mut each = Vec::new();
+        for _ in 0..connections {
+            let incoming = endpoint.accept().await.expect("accept");
+            each.push(tokio::spawn(receive_one_stream(incoming)));
+        }
+        let mut received = 0;
+        for task in each {
+            received += task.await.expect("connection task").0;
+        }
+        (received, start.elapsed().as_secs_f64())
+    });
     println!(
         "quinn-anchor serve bytes {received} seconds {seconds:.3} peak_rss_kb {}",
         peak_rss_kb()
     );
 }
 
-/// The client of `send`: one stream of BYTES, written as quinn's bench writes it.
-fn send(addr: &str, cert: &str, total: u64, window: u64) {
+/// The client of `send`: BYTES over `connections` streams, one a connection, each written as
+/// quinn's bench writes it.
+fn send(addr: &str, cert: &str, total: u64, window: u64, connections: u64) {
     let mut client_config = trusting(CertificateDer::from(std::fs::read(cert).expect("CERT")));
     let mut transport = quinn::TransportConfig::default();
-    transport.send_window(window);
+    transport.send_window(share(window, connections));
     client_config.transport_config(Arc::new(transport));
     let server: SocketAddr = addr.parse().expect("ADDR: ip:port");
     let bind = SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0);
-    let seconds = rt().block_on(send_one_stream(udp_socket_on(bind), client_config, server, total));
+    let seconds = rt().block_on(async move {
+        let start = Instant::now();
+        let each: Vec<_> = (0..connections)
+            .map(|i| {
+                // The bytes split evenly, the first connections taking the remainder.
+                let n = total / connections + u64::from(i < total % connections);
+                let sock = udp_socket_on(bind);
+                tokio::spawn(send_one_stream(sock, client_config.clone(), server, n))
+            })
+            .collect();
+        for task in each {
+            task.await.expect("connection task");
+        }
+        start.elapsed().as_secs_f64()
+    });
     println!("quinn-anchor send bytes {total} seconds {seconds:.3} peak_rss_kb {}", peak_rss_kb());
 }
 
-/// The server's side: accepts one connection and reads its one stream to the end, dropping
+/// The server's side: takes one connection and reads its one stream to the end, dropping
 /// the bytes; returns the bytes and the seconds from the stream's start to its end.
-async fn receive_one_stream(endpoint: Endpoint) -> (u64, f64) {
-    let conn = endpoint.accept().await.expect("accept").await.expect("connect");
+async fn receive_one_stream(incoming: quinn::Incoming) -> (u64, f64) {
+    let conn = incoming.await.expect("connect");
     let mut stream = conn.accept_uni().await.expect("stream");
     let start = Instant::now();
     let mut n = 0u64;
