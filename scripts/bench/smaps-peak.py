@@ -15,22 +15,7 @@ import os
 import sys
 import time
 
-
-def matches(cmd, name):
-    prog = os.path.basename(cmd[0].decode(errors="replace")) if cmd and cmd[0] else ""
-    return prog.endswith(name) or (prog == "shoal" and len(cmd) > 1 and cmd[1] == name.encode())
-
-
-def find(name):
-    for p in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{p}/cmdline", "rb") as f:
-                cmd = f.read().split(b"\0")
-        except OSError:
-            continue
-        if p != str(os.getpid()) and matches(cmd, name):
-            return p
-    return None
+import procs
 
 
 def snapshot(pid):
@@ -66,7 +51,7 @@ def main():
     limit = float(sys.argv[3]) if len(sys.argv) > 3 else 600.0
     start, pid = time.time(), None
     while pid is None and time.time() - start < limit:
-        pid = find(name)
+        pid = next(iter(procs.find(name)), None)
         if pid is None:
             time.sleep(0.01)
     if pid is None:

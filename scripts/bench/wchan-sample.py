@@ -16,10 +16,7 @@ import os
 import sys
 import time
 
-
-def matches(cmd, name):
-    prog = os.path.basename(cmd[0].decode(errors="replace")) if cmd and cmd[0] else ""
-    return prog.endswith(name) or (prog == "shoal" and len(cmd) > 1 and cmd[1] == name.encode())
+import procs
 
 
 def main():
@@ -29,15 +26,7 @@ def main():
     states, waits, stacks = collections.Counter(), collections.Counter(), collections.Counter()
     start, seen, samples = time.time(), False, 0
     while time.time() - start < limit:
-        pids = []
-        for p in filter(str.isdigit, os.listdir("/proc")):
-            try:
-                with open(f"/proc/{p}/cmdline", "rb") as f:
-                    cmd = f.read().split(b"\0")
-            except OSError:
-                continue
-            if matches(cmd, name):
-                pids.append(p)
+        pids = procs.find(name)
         if not pids:
             if seen:
                 break
