@@ -44,6 +44,9 @@ difference (tests/sweep/study_page.rs). KIND is one of:
   configuration the median MB/s, the forwarder's CPU seconds (`link_cpu_seconds`) per GB of
   payload (median of the runs'), its ratio to TCP's (the tcp-bundle configuration's; target
   ≤ 1.1), and both ends' CPU seconds.
+- code-pages LOG…: scripts/bench/code-pages.py's output (one or more programs a log); per
+  program, medians over its runs of VmRSS and, for its own code and read-only data mappings,
+  the pages it faulted on, the KiB resident and resident / faulted.
 - callgrind FILE: scripts/bench/callgrind.sh's lines (`LABEL: MODE SIDE … per_file_without_selfhash=N`).
 """
 import csv
@@ -452,6 +455,31 @@ def wchan(paths):
                      "blocked: metadata reservations", "blocked: B-tree locks", "elsewhere"], rows))
 
 
+def code_pages(paths):
+    rows = []
+    for path in paths:
+        prog, runs = None, {}
+        for line in open(path, encoding="utf-8"):
+            h = re.match(r"^# scripts/bench/code-pages\.py \S+: (\S+) (\S+)", line)
+            if h:
+                prog = f"`{h.group(1).rsplit('/', 1)[-1]} {h.group(2)}`"
+                runs[prog] = []
+                continue
+            cells = [c.strip() for c in line.split("|")]
+            if prog and len(cells) == 8 and cells[0].isdigit():
+                runs[prog].append(cells)
+        for prog, cells in runs.items():
+            per = {perm: [c for c in cells if c[2] == perm] for perm in ("r-xp", "r--p")}
+            m = lambda rows, i: med([float(r[i]) for r in rows])
+            code, data = per["r-xp"], per["r--p"]
+            rows.append([f"`{path}`" if prog == next(iter(runs)) else "", prog, str(len(code)),
+                         f"{m(code, 1):,.0f}", f"{m(code, 4):,.0f}", f"{m(code, 5):,.0f}",
+                         f"{m(code, 6):,.0f}", f"{m(code, 6) / m(code, 5):.1f}",
+                         f"{m(data, 5):,.0f} / {m(data, 6):,.0f}"])
+    return table(["log", "program", "runs", "VmRSS KiB", "code: pages faulted", "KiB faulted",
+                  "KiB resident", "resident / faulted", "read-only data: KiB faulted / resident"], rows)
+
+
 def link_cpu(paths):
     (path,) = paths
     by = {}
@@ -478,7 +506,7 @@ def link_cpu(paths):
                      "per GB / TCP's (≤ 1.1)", "CPU-s sender / receiver"], rows))
 
 
-KINDS = {"link-cpu": link_cpu, "wchan": wchan, "small-vs-large": small_vs_large, "create": create, "streams-large": streams_large, "startup-floor": startup_floor, "loopback": loopback, "stream-anchor": stream_anchor, "quinn-anchor": quinn_anchor,
+KINDS = {"code-pages": code_pages, "link-cpu": link_cpu, "wchan": wchan, "small-vs-large": small_vs_large, "create": create, "streams-large": streams_large, "startup-floor": startup_floor, "loopback": loopback, "stream-anchor": stream_anchor, "quinn-anchor": quinn_anchor,
          "quic-link-memory": quic_link_memory, "memory": memory, "memory-vs-quinn": memory_vs_quinn, "blocks-link": blocks_link,
          "blocks-loopback": blocks_loopback, "callgrind": callgrind}
 REGION = re.compile(r"^<!-- generated: (\S+) (.*?) -->$")
