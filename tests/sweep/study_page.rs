@@ -173,3 +173,32 @@ fn a_changed_number_in_a_sentence_is_caught() {
     );
     assert!(String::from_utf8_lossy(&o.stdout).contains("123456.78"));
 }
+
+/// `scripts/check/check-memory.py --quinn` checks a sweep's quic-bundle rows against the same
+/// ceilings as docs/benchmarks.md's memory-vs-quinn table (issue 42: quinn's own ends + 6 MB,
+/// 32 MB for a slow writer's receiver at one connection), so both count the same rows over.
+#[test]
+fn memory_check_against_quinn_counts_the_rows_the_page_counts() {
+    let root = workspace_root();
+    let o = Command::new("python3")
+        .arg(root.join("scripts/check/check-memory.py"))
+        .args([
+            "--quinn",
+            "results/bench-quic-link-memory/quic-link-memory-bc24114.log",
+            "--quinn",
+            "results/bench-quic-link-memory/quic-link-memory-bc24114-c8.log",
+            "results/memory-link/quic-bundle-bc24114/runs.csv",
+        ])
+        .current_dir(&root)
+        .output()
+        .expect("python3 (scripts/setup.sh installs it)");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(out.contains("16 rows checked, 9 over their ceiling"), "{out}");
+    let page = std::fs::read_to_string(root.join("docs/benchmarks.md")).unwrap();
+    let region = page
+        .split("<!-- generated: memory-vs-quinn results/memory-link/quic-bundle-bc24114/")
+        .nth(1)
+        .expect("the bc24114 memory-vs-quinn table");
+    assert!(region.contains("9 of 16 rows over a ceiling"), "{region}");
+}
