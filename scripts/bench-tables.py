@@ -52,12 +52,14 @@ difference (tests/sweep/study_page.rs). KIND is one of:
 import csv
 import difflib
 import re
+import os
 import statistics
 import sys
 
-MB = 1_000_000
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "check"))
+from memory_ceilings import FLAT as CEILINGS, MB, RUN, SLOW_WRITER, against_quinn, quic_ceilings  # noqa: E402
+
 MODES = ["tcp-bundle", "quic-bundle", "tcp-streams", "quic-streams"]
-CEILINGS = {"tcp-bundle": 32, "quic-bundle": 32, "tcp-streams": 48, "quic-streams": 48}
 
 
 def med(xs):
@@ -147,7 +149,6 @@ def quinn_anchor(paths):
     return [f"`{path}`, medians of {runs} runs:", ""] + table(["arm", "CPU s/GB", "ratio (target ≤ 1.2)"], rows)
 
 
-RUN = re.compile(r"^run \d+ (anchor|shoal quic-bundle): ([\d.]+) MB/s .*peak RSS sender ([\d.]+) MB receiver ([\d.]+) MB")
 
 
 def quic_link_memory(paths):
@@ -169,27 +170,10 @@ def quic_link_memory(paths):
     return table(["log", "arm", "MB/s", "sender peak RSS", "receiver peak RSS", "idle: shoal recv / anchor"], rows)
 
 
-def quinn_ceilings(log):
-    """Issue 42's QUIC ceilings from a scripts/bench/quic-link-memory.sh log: its connection
-    count (1 in logs from before the script had one) and quinn's largest sender and receiver
-    (MB) of its anchor runs, each + 6 MB."""
-    text = open(log, encoding="utf-8").read()
-    conns = re.search(r"^# scripts/bench/quic-link-memory\.sh .*, connections (\d+),", text, re.M)
-    runs = [[float(x) for x in m.group(2, 3, 4)] for m in map(RUN.match, text.splitlines())
-            if m and m.group(1) == "anchor"]
-    return int(conns.group(1)) if conns else 1, max(r[1] for r in runs) + 6, max(r[2] for r in runs) + 6
-
-
-SLOW_WRITER_CEILING = 32
-
-
 def memory_vs_quinn(paths):
     runs_csv, *logs = paths
     # Each connection count against quinn's own at that count where a log has it, else at one.
-    ceilings = {}
-    for log in logs:
-        n, send_c, recv_c = quinn_ceilings(log)
-        ceilings[n] = (send_c, recv_c, log)
+    ceilings = against_quinn(logs)
     groups = {}
     with open(runs_csv, newline="") as f:
         for row in csv.DictReader(f):
@@ -199,13 +183,9 @@ def memory_vs_quinn(paths):
     bold = lambda txt, n: f"**{txt}**" if n else txt
     for files, conns in sorted(groups, key=lambda k: (-k[0], k[1])):
         rs = groups[(files, conns)]
-        send_c, recv_c, log = ceilings.get(conns, ceilings[1])
+        send_c, rc = quic_ceilings(ceilings, files, conns)
         s = [int(r["sender_peak_rss_bytes"]) / MB for r in rs]
         v = [int(r["receiver_peak_rss_bytes"]) / MB for r in rs]
-        small = files > 1
-        # A small tree's receiver waits on a writer slower than the link: the issue's figure
-        # for it is 32 MB at one connection; at eight it names none.
-        rc = (SLOW_WRITER_CEILING if conns == 1 else None) if small else recv_c
         over_s = sum(x > send_c for x in s)
         over_r = sum(x > rc for x in v) if rc is not None else 0
         over_all += sum(a > send_c or (rc is not None and b > rc) for a, b in zip(s, v))
@@ -219,7 +199,7 @@ def memory_vs_quinn(paths):
                         for n, (_, _, log) in sorted(ceilings.items()))
     foot = (f"{over_all} of {total} rows over a ceiling (bold: over). Ceilings: quinn's largest sender and "
             f"receiver + 6 MB, at the rows' connection count where a log has it, else at one: {against}; "
-            f"a small tree's receiver (its writer slower than the link) {SLOW_WRITER_CEILING} MB at one connection.")
+            f"a small tree's receiver (its writer slower than the link) {SLOW_WRITER} MB at one connection.")
     return table(["payload", "connections", "verified", "sender MB", "ceiling", "receiver MB", "ceiling",
                   "rows over (sender / receiver)"], rows) + ["", foot]
 
@@ -462,7 +442,7 @@ def code_pages(paths):
         for line in open(path, encoding="utf-8"):
             h = re.match(r"^# scripts/bench/code-pages\.py \S+: (\S+) (\S+)", line)
             if h:
-                prog = f"`{h.group(1).rsplit('/', 1)[-1]} {h.group(2)}`"
+                prog = f"`{h.group(1)} {h.group(2)}`"
                 runs[prog] = []
                 continue
             cells = [c.strip() for c in line.split("|")]
