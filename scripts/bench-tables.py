@@ -301,7 +301,11 @@ def create(paths):
     t = {}                          # (fs, arm) -> {pass: seconds}
     cpu = {}                        # fs -> [(sender s, receiver s, wall s)] of the shoal arm
     files = None
+    failed = {}                     # (fs, arm) -> timed passes that failed (exit or verification)
     for line in open(path, encoding="utf-8"):
+        f = re.match(r"(\S+) +(\S+) +pass (\d+): FAILED", line)
+        if f:
+            failed[(f.group(1), f.group(2))] = failed.get((f.group(1), f.group(2)), 0) + 1
         m = re.match(r"(\S+) +(\S+) +pass (\d+): +([\d.]+) s +([\d.]+) files/s", line)
         if m:
             t.setdefault((m.group(1), m.group(2)), {})[int(m.group(3))] = float(m.group(4))
@@ -312,7 +316,9 @@ def create(paths):
         if m:
             files, size = int(m.group(1)), m.group(2)
     fses = list(dict.fromkeys(fs for fs, _ in t))   # as the log ran them (FS or FS@SIZE)
-    arms = [a for a in ["tar-x", "cpz", "cp-r", "shoal", "writer"] if any((fs, a) in t for fs in fses)]
+    fses += [fs for fs, _ in failed if fs not in fses]
+    arms = [a for a in ["tar-x", "cpz", "cp-r", "shoal", "writer"]
+            if any((fs, a) in t or (fs, a) in failed for fs in fses)]
 
     def ratio(fs, ours, ref):
         if (fs, ours) not in t or (fs, ref) not in t:
@@ -322,7 +328,11 @@ def create(paths):
         return f"{med(b.values()) / med(a.values()):.2f} ({min(per):.2f}–{max(per):.2f})"
 
     def rate(fs, arm):
-        return f"{files / med(t[(fs, arm)].values()):,.0f}" if (fs, arm) in t else "—"
+        bad = failed.get((fs, arm), 0)
+        if (fs, arm) not in t:
+            return f"**failed {bad}/{bad}**" if bad else "—"
+        good = f"{files / med(t[(fs, arm)].values()):,.0f}"
+        return f"{good} (**{bad} failed**)" if bad else good
 
     def used(fs):
         if not cpu.get(fs):
@@ -337,7 +347,11 @@ def create(paths):
             + table(["file system"] + arms, rows)
             + ["", "Ratios of medians (the per-pass range), and the loopback arm's CPU, medians:", ""]
             + table(["file system", "shoal / tar-x (≥ 1.3)", "shoal / cpz (≥ 1.0)", "writer / tar-x",
-                     "writer / cpz", "shoal CPU-s, sender / receiver"], ratios))
+                     "writer / cpz", "shoal CPU-s, sender / receiver"], ratios)
+            + ([] if not failed else
+               ["", "Failed: a run that exited with an error or whose destination did not verify is a failure "
+                    "line in the log (its warm-up run included there), never a time; counted here over the "
+                    "timed passes."]))
 
 
 def startup_floor(paths):

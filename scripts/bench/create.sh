@@ -87,27 +87,27 @@ now() { date +%s.%N; }
 
 # Runs case $2 (ARM@SIZE) on file system $1, pass $3; prints its line.
 run() {
-  local fs=$1 arm=${2%@*} size=${2#*@} pass=$3 dst=$MNT/dst folder t0 t1 ok=1 cpu="" label=$1
+  local fs=$1 arm=${2%@*} size=${2#*@} pass=$3 dst=$MNT/dst folder t0 t1 ok=1 cpu="" label=$1 why=""
   [ "$IMG_SIZES" = "$IMG_SIZE" ] || label=$fs@$size
   make_volume "$fs" "$IMG" "$MNT" "$size"
   sync
   case $arm in
     tar-x)
       mkdir "$dst"
-      t0=$(now); tar -C "$dst" -xf "$WORK/src.tar" || ok=0; t1=$(now)
+      t0=$(now); tar -C "$dst" -xf "$WORK/src.tar" || { why="exit status $?"; ok=0; }; t1=$(now)
       folder=$dst ;;
     cpz)
-      t0=$(now); cpz "$WORK/src" "$dst" || ok=0; t1=$(now)
+      t0=$(now); cpz "$WORK/src" "$dst" || { why="exit status $?"; ok=0; }; t1=$(now)
       folder=$dst ;;
     cp-r)
-      t0=$(now); cp -r "$WORK/src" "$dst" || ok=0; t1=$(now)
+      t0=$(now); cp -r "$WORK/src" "$dst" || { why="exit status $?"; ok=0; }; t1=$(now)
       folder=$dst ;;
     shoal)
       local log=$WORK/recv.log json run_id
       start_receiver "$log" "$SHOAL" --dest "$dst" --identity "$WORK/identity" --once
       local rpid=$RECV_PID
       t0=$(now)
-      json=$("$SHOAL" send --to "$RECV_ADDR" --src "$WORK/src" --mode tcp-bundle --identity "$WORK/identity" --json) || ok=0
+      json=$("$SHOAL" send --to "$RECV_ADDR" --src "$WORK/src" --mode tcp-bundle --identity "$WORK/identity" --json) || { why="exit status $?"; ok=0; }
       t1=$(now)
       wait "$rpid" || true
       run_id=$(echo "$json" | grep -o '"run_id":"[0-9a-f]*"' | cut -d'"' -f4)
@@ -116,17 +116,22 @@ run() {
       folder=$dst/$run_id ;;
     writer)
       local line
-      line=$("$WRITER" "$WORK/src" "$dst") || ok=0
+      line=$("$WRITER" "$WORK/src" "$dst") || { why="exit status $?"; ok=0; }
       # Its own clock: the source was read into memory before it started.
       t0=0; t1=$(echo "$line" | sed -nE 's/.* in ([0-9.]+) s,.*/\1/p')
-      [ -n "$t1" ] || ok=0
+      [ -n "$t1" ] || { why=${why:-"no time in its output"}; ok=0; }
       folder=$dst ;;
   esac
-  if [ "$ok" = 1 ] && "$SHOAL" verify "$WORK/src" "$folder" >/dev/null 2>&1; then
+  # A run counts only if its destination verifies; a failure line says why (the tool's exit
+  # status, or `shoal verify`'s verdict: a tool that exits 0 having left files out fails here).
+  local verdict=""
+  [ "$ok" = 1 ] && { verdict=$("$SHOAL" verify "$WORK/src" "$folder" 2>&1 | tail -1) || ok=0; }
+  [ "$ok" = 1 ] || why=${why:-"verification: $verdict"}
+  if [ "$ok" = 1 ]; then
     awk -v f="$FILES" -v t0="$t0" -v t1="$t1" -v fs="$label" -v a="$arm" -v p="$pass" -v c="$cpu" \
       'BEGIN { s=t1-t0; printf "%-6s %-6s pass %s: %7.3f s %9.0f files/s%s\n", fs, a, p, s, f/s, (c == "" ? "" : "  " c) }'
   else
-    echo "$label $arm pass $pass: FAILED (exit or verification)"
+    echo "$label $arm pass $pass: FAILED ($why)"
   fi
   drop_volume
 }
