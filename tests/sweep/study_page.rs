@@ -193,8 +193,16 @@ fn memory_check_against_quinn_counts_the_rows_the_page_counts() {
         .output()
         .expect("python3 (scripts/setup.sh installs it)");
     let out = String::from_utf8_lossy(&o.stdout);
-    assert_eq!(o.status.code(), Some(1), "{out}{}", String::from_utf8_lossy(&o.stderr));
-    assert!(out.contains("16 rows checked, 9 over their ceiling"), "{out}");
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        out.contains("16 rows checked, 9 over their ceiling"),
+        "{out}"
+    );
     let page = std::fs::read_to_string(root.join("docs/benchmarks.md")).unwrap();
     let region = page
         .split("<!-- generated: memory-vs-quinn results/memory-link/quic-bundle-bc24114/")
