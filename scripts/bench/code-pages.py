@@ -78,8 +78,13 @@ def one_run(cmd, seconds):
             perf.kill()
             raise SystemExit(f"code-pages: {cmd[0]} did not start under perf")
         time.sleep(seconds)
-        path = os.readlink(f"/proc/{pid}/exe")
-        maps, vmrss = smaps(pid, path)
+        try:
+            path = os.readlink(f"/proc/{pid}/exe")
+            maps, vmrss = smaps(pid, path)
+        except OSError:
+            perf.wait(timeout=30)
+            raise SystemExit(f"code-pages: {cmd[0]} ended before {seconds} s; it reads a process that "
+                             "is still running (a server that waits, say)")
         os.kill(pid, signal.SIGTERM)
         perf.wait(timeout=30)
         addrs = faults(data, pid)
