@@ -47,8 +47,8 @@ fn main() {
 }
 
 /// Links the `shoal` binary with its relative relocations packed (`DT_RELR`) where the glibc
-/// it will run on loads them (2.36 and later): the dynamic loader then reads a ~5 KB table at
-/// start instead of ~520 KB of `.rela.dyn`, and every Shoal process is ~0.5 MB smaller
+/// it will run on loads them (2.36 and later): the dynamic loader then reads a table of a few
+/// KB at start instead of ~0.5 MB of `.rela.dyn`, and every Shoal process is ~0.5 MB smaller
 /// resident, at no cost in speed (docs/decisions/0031-packed-relocations.md). Only for a
 /// native GNU build, judged by the build host's glibc; elsewhere the binary links as before.
 fn pack_relative_relocations() {
