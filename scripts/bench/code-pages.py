@@ -22,6 +22,8 @@ import sys
 import tempfile
 import time
 
+import procs
+
 
 def children(pid):
     try:
@@ -29,24 +31,6 @@ def children(pid):
             return [int(c) for c in f.read().split()]
     except OSError:
         return []
-
-
-def smaps(pid, path):
-    """{perm: (start, end, offset, rss_kib)} for PATH's mappings, and VmRSS KiB."""
-    out, cur = {}, None
-    with open(f"/proc/{pid}/smaps") as f:
-        for line in f:
-            m = re.match(r"^([0-9a-f]+)-([0-9a-f]+) (\S+) ([0-9a-f]+) \S+ \S+\s*(.*)$", line)
-            if m:
-                cur = None
-                if m.group(5).strip() == path:
-                    cur = [int(m.group(1), 16), int(m.group(2), 16), int(m.group(4), 16), 0]
-                    out.setdefault(m.group(3), []).append(cur)
-            elif cur is not None and line.startswith("Rss:"):
-                cur[3] = int(line.split()[1])
-    with open(f"/proc/{pid}/status") as f:
-        rss = next(int(l.split()[1]) for l in f if l.startswith("VmRSS:"))
-    return out, rss
 
 
 def faults(data, pid):
@@ -80,7 +64,11 @@ def one_run(cmd, seconds):
         time.sleep(seconds)
         try:
             path = os.readlink(f"/proc/{pid}/exe")
-            maps, vmrss = smaps(pid, path)
+            maps = {}
+            for lo, hi, perms, where, rss, _ in procs.smaps(pid):
+                if where == path:
+                    maps.setdefault(perms, []).append((lo, hi, rss))
+            vmrss = procs.status_kib(pid, "VmRSS")
         except OSError:
             perf.wait(timeout=30)
             raise SystemExit(f"code-pages: {cmd[0]} ended before {seconds} s; it reads a process that "
@@ -91,8 +79,8 @@ def one_run(cmd, seconds):
     rows = []
     for perm in ("r-xp", "r--p"):
         regions = maps.get(perm, [])
-        pages = {a >> 12 for a in addrs for (lo, hi, _, _) in regions if lo <= a < hi}
-        resident = sum(r[3] for r in regions)
+        pages = {a >> 12 for a in addrs for (lo, hi, _) in regions if lo <= a < hi}
+        resident = sum(r[2] for r in regions)
         size = sum(r[1] - r[0] for r in regions) // 1024
         rows.append((perm, size, len(pages), resident))
     return path, vmrss, rows

@@ -1,4 +1,5 @@
-"""The processes the bench samplers (wchan-sample.py, smaps-peak.py) follow, found by name."""
+"""The processes the bench samplers follow, found by name (wchan-sample.py, smaps-peak.py), and
+what /proc says of their memory (smaps-peak.py, code-pages.py)."""
 import os
 
 
@@ -20,3 +21,31 @@ def find(name):
         if p != str(os.getpid()) and matches(cmd, name):
             pids.append(p)
     return pids
+
+
+def smaps(pid):
+    """/proc/PID/smaps, one (lo, hi, perms, path, rss_kib, anonymous_kib) per mapping; path is
+    "" for an anonymous mapping."""
+    maps, cur = [], None
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            first = line.split(None, 1)[0]
+            if "-" in first and not first.endswith(":"):
+                lo, hi = (int(x, 16) for x in first.split("-"))
+                parts = line.split(None, 5)
+                cur = [lo, hi, parts[1], parts[5].strip() if len(parts) > 5 else "", 0, 0]
+                maps.append(cur)
+            elif first == "Rss:":
+                cur[4] = int(line.split()[1])
+            elif first == "Anonymous:":
+                cur[5] = int(line.split()[1])
+    return [tuple(m) for m in maps]
+
+
+def status_kib(pid, key):
+    """A KiB figure of /proc/PID/status (VmHWM, VmRSS), 0 when absent."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return 0

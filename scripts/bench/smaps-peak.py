@@ -20,29 +20,12 @@ import procs
 
 def snapshot(pid):
     """[(rss_kib, size_kib, anonymous_kib, name)] per mapping."""
-    maps, cur = [], None
-    with open(f"/proc/{pid}/smaps") as f:
-        for line in f:
-            first = line.split(None, 1)[0]
-            if "-" in first and not first.endswith(":"):
-                lo, hi = (int(x, 16) for x in first.split("-"))
-                parts = line.split(None, 5)
-                what = parts[5].strip() if len(parts) > 5 else "[anon]"
-                cur = [0, (hi - lo) // 1024, 0, f"{first} {parts[1]} {what}"]
-                maps.append(cur)
-            elif first == "Rss:":
-                cur[0] = int(line.split()[1])
-            elif first == "Anonymous:":
-                cur[2] = int(line.split()[1])
-    return maps
+    return [(rss, (hi - lo) // 1024, anon, f"{lo:x}-{hi:x} {perms} {path or '[anon]'}")
+            for lo, hi, perms, path, rss, anon in procs.smaps(pid)]
 
 
 def hwm(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    return 0
+    return procs.status_kib(pid, "VmHWM")
 
 
 def main():
